@@ -1,0 +1,155 @@
+"""Replica groups (BRIEF §4): the multicasts of one phase that deliver one replicated operand.
+
+A group is every transfer of a phase with the same destination tile set D, |D| ≥ 2. It is *eligible* for a relay
+when it is coordinate-preserving (each transfer lands at the same offset from every replica's base address, the
+base being the lowest address the group writes on that replica) and its fragments do not overlap. Equal replica
+extents follow from coordinate preservation. Ineligible groups stay direct, with the reason and the first
+offending transfer recorded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from placer.capture.model import Capture, PanelHint, Phase
+
+
+@dataclass(eq=False)
+class ReplicaGroup:
+    phase: int
+    index: int  # numbering within the phase, in order of first appearance in the listing
+    transfers: np.ndarray  # int64 indices into the phase, sorted by offset
+    replicas: np.ndarray  # int32 sorted destination tiles
+    bases: np.ndarray  # int64 base address on each replica (same order as replicas)
+    offsets: np.ndarray  # int64 offset of each transfer (same order as transfers)
+    nbytes: np.ndarray  # int64 bytes of each transfer
+    sources: np.ndarray  # int32 source tile of each transfer
+    extent: int  # E: the replica extent in bytes (panel hint's, when given, else the end of the last fragment)
+    hint: PanelHint | None = None
+
+    @property
+    def fragments(self) -> int:
+        return int(self.transfers.shape[0])
+
+    @property
+    def replica_count(self) -> int:
+        return int(self.replicas.shape[0])
+
+    @property
+    def covered_bytes(self) -> int:
+        return int(self.nbytes.sum())
+
+    def key(self) -> tuple[int, int]:
+        return (self.phase, self.index)
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """Why a multicast group stays direct."""
+
+    phase: int
+    index: int
+    replicas: int
+    transfers: int
+    reason: str
+    transfer: int  # first offending transfer index in the phase
+
+
+@dataclass(eq=False)
+class GroupScan:
+    phase: int
+    groups: list[ReplicaGroup]
+    rejected: list[Rejection]
+
+
+def scan_phase(phase: Phase, hints: dict[tuple[int, tuple[int, ...]], PanelHint] | None = None) -> GroupScan:
+    """Find the replica groups of one phase, vectorised over its transfers."""
+    hints = hints or {}
+    groups: list[ReplicaGroup] = []
+    rejected: list[Rejection] = []
+    if phase.n == 0:
+        return GroupScan(phase.phase, groups, rejected)
+    fan = phase.fanout
+    multi = np.flatnonzero(fan >= 2)
+    if multi.size == 0:
+        return GroupScan(phase.phase, groups, rejected)
+    ids = phase.dst_set_ids()[multi]
+    order = np.lexsort((multi, ids))
+    ids_sorted = ids[order]
+    members_sorted = multi[order]
+    cuts = np.flatnonzero(np.diff(ids_sorted)) + 1
+    starts = np.concatenate([[0], cuts])
+    ends = np.concatenate([cuts, [len(order)]])
+    # number groups by first appearance in the listing, so the numbering is stable and readable
+    firsts = members_sorted[starts]
+    for index, g in enumerate(np.argsort(firsts, kind="stable")):
+        members = members_sorted[starts[g] : ends[g]]
+        group = _check_group(phase, index, members, hints)
+        if isinstance(group, Rejection):
+            rejected.append(group)
+        else:
+            groups.append(group)
+    return GroupScan(phase.phase, groups, rejected)
+
+
+def _check_group(
+    phase: Phase, index: int, members: np.ndarray, hints: dict[tuple[int, tuple[int, ...]], PanelHint]
+) -> ReplicaGroup | Rejection:
+    fan = int(phase.fanout[members[0]])
+    starts = phase.dst_ptr[members]
+    # destinations of every member as a (transfers × replicas) matrix, each row sorted by tile
+    idx = starts[:, None] + np.arange(fan)[None, :]
+    tiles = phase.dst_tile[idx]
+    addrs = phase.dst_addr[idx]
+    row_order = np.argsort(tiles, axis=1, kind="stable")
+    tiles = np.take_along_axis(tiles, row_order, axis=1)
+    addrs = np.take_along_axis(addrs, row_order, axis=1)
+    replicas = tiles[0]
+
+    def reject(reason: str, at: int) -> Rejection:
+        return Rejection(phase.phase, index, fan, len(members), reason, int(members[at]))
+
+    dup = np.flatnonzero((np.diff(tiles, axis=1) == 0).any(axis=1))
+    if dup.size:
+        return reject("a transfer lists the same destination tile twice", int(dup[0]))
+    bases = addrs.min(axis=0)
+    offsets = addrs - bases[None, :]
+    skew = np.flatnonzero((offsets != offsets[:, :1]).any(axis=1))
+    if skew.size:
+        return reject("not coordinate-preserving: offsets differ between replicas", int(skew[0]))
+    off = offsets[:, 0]
+    nbytes = phase.nbytes[members]
+    by_offset = np.argsort(off, kind="stable")
+    off_s, nb_s = off[by_offset], nbytes[by_offset]
+    overlap = np.flatnonzero(off_s[1:] < off_s[:-1] + nb_s[:-1])
+    if overlap.size:
+        return reject("fragments overlap", int(by_offset[overlap[0] + 1]))
+    extent = int(off_s[-1] + nb_s[-1])
+    hint = hints.get((phase.phase, tuple(int(t) for t in replicas)))
+    if hint is not None:
+        if hint.boundaries[-1] < extent:
+            return reject(f"panel hint extent {hint.boundaries[-1]} is shorter than the data ({extent})", 0)
+        extent = hint.boundaries[-1]
+    return ReplicaGroup(
+        phase=phase.phase,
+        index=index,
+        transfers=members[by_offset],
+        replicas=replicas.astype(np.int32),
+        bases=bases.astype(np.int64),
+        offsets=off_s.astype(np.int64),
+        nbytes=nb_s.astype(np.int64),
+        sources=phase.source[members[by_offset]],
+        extent=extent,
+        hint=hint,
+    )
+
+
+def panel_index(capture: Capture) -> dict[tuple[int, tuple[int, ...]], PanelHint]:
+    return {(h.phase, h.tiles): h for h in capture.panels}
+
+
+def scan_capture(capture: Capture) -> list[GroupScan]:
+    hints = panel_index(capture)
+    return [scan_phase(p, hints) for p in capture.phases]

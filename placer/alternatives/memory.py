@@ -1,0 +1,70 @@
+"""Where a relay buffer may go on a tile during a phase.
+
+A relay's staging buffer must avoid every live allocation of its tile in that phase and every address the tile
+reads or writes in that phase (for every Repeat iteration), and must lie in SRAM below the loader limit. For one
+buffer per tile and phase, lowest-address first fit over the free gaps is exact: it finds a place if and only if
+one exists.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from placer.capture.model import Capture, Phase
+from placer.machine import Machine
+
+BUFFER_ALIGNMENT = 8  # Paired64 forwards need 8-byte aligned sources
+
+
+class PhaseMemory:
+    """Busy byte intervals of every tile during one phase."""
+
+    def __init__(self, capture: Capture, phase: Phase, machine: Machine) -> None:
+        self.machine = machine
+        src_rows = np.repeat(np.arange(phase.n), np.diff(phase.src_ptr))
+        nb = phase.nbytes
+        dst_rows = phase.dst_transfer()
+        alloc = capture.allocations
+        live = (alloc.first <= phase.phase) & (alloc.last >= phase.phase)
+        tile = np.concatenate([phase.source[src_rows], phase.dst_tile, alloc.tile[live]]).astype(np.int64)
+        start = np.concatenate([phase.src_addr, phase.dst_addr, alloc.start[live]])
+        end = np.concatenate([phase.src_addr + nb[src_rows], phase.dst_addr + nb[dst_rows], alloc.end[live]])
+        order = np.lexsort((start, tile))
+        self.tile, self.start, self.end = tile[order], start[order], end[order]
+        self.ptr = np.searchsorted(self.tile, np.arange(max(capture.tile_count, machine.tiles) + 1))
+        self.extra: dict[int, list[tuple[int, int]]] = {}
+
+    def reserve(self, tile: int, start: int, nbytes: int) -> None:
+        self.extra.setdefault(tile, []).append((start, start + nbytes))
+
+    def gaps(self, tile: int) -> list[tuple[int, int]]:
+        a, b = self.ptr[tile], self.ptr[tile + 1]
+        s = self.start[a:b].tolist()
+        e = self.end[a:b].tolist()
+        for x, y in self.extra.get(tile, []):
+            s.append(x)
+            e.append(y)
+        busy = sorted(zip(s, e, strict=True))
+        mem = self.machine.memory
+        lo, hi = mem.base, min(mem.end, mem.loader_limit)
+        out = []
+        cursor = lo
+        for x, y in busy:
+            if x > cursor:
+                out.append((cursor, min(x, hi)))
+            cursor = max(cursor, y)
+            if cursor >= hi:
+                break
+        if cursor < hi:
+            out.append((cursor, hi))
+        return [(x, y) for x, y in out if y > x]
+
+    def first_fit(self, tile: int, nbytes: int, align: int = BUFFER_ALIGNMENT) -> int | None:
+        for x, y in self.gaps(tile):
+            start = -(-x // align) * align
+            if start + nbytes <= y:
+                return start
+        return None
+
+    def largest_gap(self, tile: int) -> int:
+        return max((y - -(-x // BUFFER_ALIGNMENT) * BUFFER_ALIGNMENT for x, y in self.gaps(tile)), default=0)

@@ -1,0 +1,172 @@
+"""Relay rewrites of a replica group (BRIEF §4).
+
+Direct-receive (the production variant), per segment s with relay tile r and staging buffer B on r:
+- gather: every fragment of s goes to r only, at B + (offset − s.start), replacing its multicast;
+- forward: r multicasts every maximal covered interval of s (holes skipped, cut at the transfer limit) to every
+  replica d at base(d) + offset.
+Gathers are listed before forwards, so the receive-before-send dependency is the program order of the phase.
+
+Local-pack (studied offline by the reference compiler), per segment: the relay receives each maximal *source run*
+(consecutive fragments from one sender, contiguous in its memory for every Repeat iteration) into scratch, a
+strided-copy kernel packs them into B, and the forwards run in an extra exchange phase right after.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from placer.alternatives.groups import ReplicaGroup
+from placer.alternatives.segments import Segmentation
+from placer.capture.model import WORD32, Phase, csr_gather
+
+Variant = Literal["direct", "direct-receive", "local-pack"]
+
+
+@dataclass(frozen=True, eq=False)
+class Intervals:
+    """Per segment, the transfers a relay sends or receives: segment index, offset, bytes (parallel arrays)."""
+
+    segment: np.ndarray
+    offset: np.ndarray
+    nbytes: np.ndarray
+
+    def per_segment(self, k: int) -> np.ndarray:
+        return np.bincount(self.segment, minlength=k)
+
+
+def forward_intervals(group: ReplicaGroup, seg: Segmentation, max_bytes: int) -> Intervals:
+    """Maximal covered intervals of each segment (holes skipped), cut at ``max_bytes``."""
+    seg_of = np.repeat(np.arange(seg.count), np.diff(seg.frag_start))
+    off, nb = group.offsets, group.nbytes
+    # a new interval starts at a segment start or after a hole
+    new = np.ones(len(off), bool)
+    new[1:] = (off[1:] != off[:-1] + nb[:-1]) | (seg_of[1:] != seg_of[:-1])
+    starts = np.flatnonzero(new)
+    ends = np.concatenate([starts[1:], [len(off)]])
+    i_start = off[starts]
+    i_bytes = off[ends - 1] + nb[ends - 1] - i_start
+    i_seg = seg_of[starts]
+    pieces = -(-i_bytes // max_bytes)
+    rep = np.repeat(np.arange(len(starts)), pieces)
+    k = np.arange(len(rep)) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+    p_off = i_start[rep] + k * max_bytes
+    p_bytes = np.minimum(max_bytes, i_start[rep] + i_bytes[rep] - p_off)
+    return Intervals(i_seg[rep], p_off, p_bytes)
+
+
+def source_runs(group: ReplicaGroup, seg: Segmentation, phase: Phase, max_bytes: int) -> Intervals:
+    """Maximal runs of fragments, within a segment, from one sender and contiguous in its memory (all iterations)."""
+    seg_of = np.repeat(np.arange(seg.count), np.diff(seg.frag_start))
+    tr = group.transfers
+    src_first = phase.src_ptr[tr]
+    counts = np.diff(phase.src_ptr)[tr]
+    n = len(tr)
+    joins = np.zeros(n, bool)
+    if n > 1:
+        same = (group.sources[1:] == group.sources[:-1]) & (seg_of[1:] == seg_of[:-1]) & (counts[1:] == counts[:-1])
+        same &= group.offsets[1:] == group.offsets[:-1] + group.nbytes[:-1]
+        cand = np.flatnonzero(same)
+        # contiguous at the source in every iteration (only the first address is compared when counts differ)
+        ok = np.ones(len(cand), bool)
+        for it in range(int(counts.max(initial=1))):
+            a = phase.src_addr[np.minimum(src_first[cand] + it, len(phase.src_addr) - 1)]
+            b = phase.src_addr[np.minimum(src_first[cand + 1] + it, len(phase.src_addr) - 1)]
+            ok &= np.where(it < counts[cand], b == a + group.nbytes[cand], True)
+        joins[cand[ok] + 1] = True
+    # a run may not exceed one transfer
+    run_id = np.cumsum(~joins) - 1
+    run_bytes_cum = np.zeros(n, np.int64)
+    starts = np.flatnonzero(~joins)
+    for s, e in zip(starts, np.concatenate([starts[1:], [n]]), strict=True):
+        acc = np.cumsum(group.nbytes[s:e])
+        piece = (acc - 1) // max_bytes
+        run_bytes_cum[s:e] = piece
+    key = run_id * (n + 1) + run_bytes_cum
+    first = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
+    last = np.concatenate([first[1:], [n]]) - 1
+    run_bytes = group.offsets[last] + group.nbytes[last] - group.offsets[first]
+    return Intervals(seg_of[first], group.offsets[first], run_bytes)
+
+
+@dataclass(frozen=True, eq=False)
+class RelayRewrite:
+    """The transfers that replace a group, ready to append to its phase (and, for local-pack, the extra phase)."""
+
+    remove: np.ndarray  # transfer indices in the phase
+    gathers: Phase
+    forwards: Phase  # appended after the gathers (direct-receive) or forming the extra phase (local-pack)
+    copies: list[tuple[int, int, int, int]]  # local-pack kernel copies: (tile, from, to, bytes)
+
+
+def direct_receive(
+    group: ReplicaGroup, seg: Segmentation, hosts: np.ndarray, buffers: np.ndarray, phase: Phase, max_bytes: int
+) -> RelayRewrite:
+    seg_of = np.repeat(np.arange(seg.count), np.diff(seg.frag_start))
+    tr = group.transfers
+    gathers = Phase.build(
+        phase.phase,
+        source=group.sources,
+        words=phase.words[tr],
+        dst_counts=np.ones(len(tr), np.int64),
+        dst_tile=hosts[seg_of],
+        dst_addr=buffers[seg_of] + group.offsets - seg.bounds[seg_of],
+        src_addr=phase.src_addr[csr_gather(phase.src_ptr, tr)],
+        src_counts=np.diff(phase.src_ptr)[tr],
+        width=np.full(len(tr), WORD32, np.uint8),
+    )
+    forwards = _forwards(group, seg, hosts, buffers, forward_intervals(group, seg, max_bytes), phase.phase)
+    return RelayRewrite(tr, gathers, forwards, [])
+
+
+def _forwards(group: ReplicaGroup, seg: Segmentation, hosts: np.ndarray, buffers: np.ndarray, iv: Intervals,
+              phase_id: int) -> Phase:
+    m = len(iv.offset)
+    r = group.replica_count
+    return Phase.build(
+        phase_id,
+        source=hosts[iv.segment],
+        words=iv.nbytes // 4,
+        dst_counts=np.full(m, r, np.int64),
+        dst_tile=np.tile(group.replicas, m),
+        dst_addr=(group.bases[None, :] + iv.offset[:, None]).reshape(-1),
+        src_addr=buffers[iv.segment] + iv.offset - seg.bounds[iv.segment],
+    )
+
+
+def local_pack(
+    group: ReplicaGroup, seg: Segmentation, hosts: np.ndarray, buffers: np.ndarray, phase: Phase, max_bytes: int,
+    extra_phase: int,
+) -> RelayRewrite:
+    """Gathers of source runs into scratch right after each packed buffer; forwards form ``extra_phase``."""
+    runs = source_runs(group, seg, phase, max_bytes)
+    seg_bytes = seg.segment_bytes()
+    scratch = buffers + seg_bytes  # scratch follows the packed buffer in the same allocation
+    # scratch offset of each run: runs of a segment land back to back in offset order
+    run_cum = np.cumsum(runs.nbytes) - runs.nbytes
+    seg_first = np.searchsorted(runs.segment, np.arange(seg.count))
+    run_scratch = run_cum - run_cum[np.minimum(seg_first, len(run_cum) - 1)][runs.segment]
+    # the run's first fragment supplies its source addresses
+    first_frag = np.searchsorted(group.offsets, runs.offset)
+    tr = group.transfers[first_frag]
+    gathers = Phase.build(
+        phase.phase,
+        source=group.sources[first_frag],
+        words=runs.nbytes // 4,
+        dst_counts=np.ones(len(tr), np.int64),
+        dst_tile=hosts[runs.segment],
+        dst_addr=scratch[runs.segment] + run_scratch,
+        src_addr=phase.src_addr[csr_gather(phase.src_ptr, tr)],
+        src_counts=np.diff(phase.src_ptr)[tr],
+        width=np.full(len(tr), WORD32, np.uint8),
+    )
+    # the kernel copies every fragment from its place in scratch to its packed place
+    frag_run = np.searchsorted(runs.offset, group.offsets, side="right") - 1
+    seg_of = np.repeat(np.arange(seg.count), np.diff(seg.frag_start))
+    frm = scratch[seg_of] + run_scratch[frag_run] + (group.offsets - runs.offset[frag_run])
+    to = buffers[seg_of] + group.offsets - seg.bounds[seg_of]
+    copies = list(zip(hosts[seg_of].tolist(), frm.tolist(), to.tolist(), group.nbytes.tolist(), strict=True))
+    forwards = _forwards(group, seg, hosts, buffers, forward_intervals(group, seg, max_bytes), extra_phase)
+    return RelayRewrite(group.transfers, gathers, forwards, copies)

@@ -1,0 +1,119 @@
+"""Segmentations of a replica group's extent [0, E) into contiguous relay segments, cut at fragment boundaries.
+
+Native segmentation: the capture's panel hint when present. Without one it is inferred from the fragment pattern:
+walking the fragments in offset order, a segment ends just before the first fragment whose sending tile already
+sent into the current segment. Replicated activations are packed panel by panel, and within one panel every token
+row comes from a different owner tile, so a repeated sender marks the next panel (the row axis wraps). Padding
+holes never start a segment of their own: a segment must hold at least one fragment.
+
+Candidate counts an optimiser may choose from: every merge of equal runs of neighbouring native segments (the
+divisors of the native count), and the finer cut that halves each native segment at the fragment boundary closest
+to its middle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from placer.alternatives.groups import ReplicaGroup
+
+MAX_CANDIDATES = 8
+
+
+@dataclass(frozen=True, eq=False)
+class Segmentation:
+    bounds: np.ndarray  # int64 offsets 0 = b0 < b1 < … < bk = E
+    frag_start: np.ndarray  # int64: index of each segment's first fragment (offset order), plus len(fragments)
+
+    @property
+    def count(self) -> int:
+        return int(self.bounds.shape[0] - 1)
+
+    def segment_bytes(self) -> np.ndarray:
+        return np.diff(self.bounds)
+
+
+def _from_bounds(group: ReplicaGroup, bounds: np.ndarray) -> Segmentation:
+    """Snap the cuts to fragment starts, drop empty segments and return the segmentation."""
+    inner = np.unique(bounds[(bounds > 0) & (bounds < group.extent)])
+    # a cut must fall on a fragment start so no fragment straddles two segments
+    idx = np.searchsorted(group.offsets, inner, side="left")
+    idx = np.unique(idx[(idx > 0) & (idx < group.fragments)])
+    frag_start = np.concatenate([[0], idx, [group.fragments]]).astype(np.int64)
+    cuts = group.offsets[idx]
+    return Segmentation(np.concatenate([[0], cuts, [group.extent]]).astype(np.int64), frag_start)
+
+
+def native(group: ReplicaGroup) -> Segmentation:
+    if group.hint is not None:
+        return _from_bounds(group, np.asarray(group.hint.boundaries, dtype=np.int64))
+    return _from_bounds(group, _inferred_cuts(group))
+
+
+def _inferred_cuts(group: ReplicaGroup) -> np.ndarray:
+    src = group.sources.astype(np.int64)
+    n = src.shape[0]
+    # prev[i]: the previous fragment index with the same sender (-1 if none)
+    order = np.lexsort((np.arange(n), src))
+    prev = np.full(n, -1, np.int64)
+    same = src[order][1:] == src[order][:-1]
+    prev[order[1:][same]] = order[:-1][same]
+    cuts = []
+    start = 0
+    while start < n:
+        hits = np.flatnonzero(prev[start + 1 :] >= start)
+        if hits.size == 0:
+            break
+        start = start + 1 + int(hits[0])
+        cuts.append(int(group.offsets[start]))
+    return np.asarray(cuts, np.int64)
+
+
+def with_count(group: ReplicaGroup, base: Segmentation, k: int) -> Segmentation:
+    """A segmentation with (about) ``k`` segments derived from the native one ``base``."""
+    n = base.count
+    if k == n:
+        return base
+    if k < n and n % k == 0:
+        return _from_bounds(group, base.bounds[:: n // k])
+    if k == 2 * n:
+        mids = []
+        for s in range(n):
+            a, b = base.frag_start[s], base.frag_start[s + 1]
+            if b - a >= 2:
+                centre = (base.bounds[s] + base.bounds[s + 1]) / 2
+                j = a + 1 + int(np.argmin(np.abs(group.offsets[a + 1 : b] - centre)))
+                mids.append(group.offsets[j])
+        return _from_bounds(group, np.sort(np.concatenate([base.bounds, np.asarray(mids, np.int64)])))
+    # general k: cuts nearest the byte quantiles among native boundaries
+    targets = np.arange(1, k) * group.extent / k
+    pick = np.abs(base.bounds[None, :] - targets[:, None]).argmin(axis=1)
+    return _from_bounds(group, base.bounds[pick])
+
+
+def candidate_counts(group: ReplicaGroup, base: Segmentation) -> list[int]:
+    n = base.count
+    divisors = [d for d in range(1, n + 1) if n % d == 0]
+    counts = set(divisors)
+    if group.fragments >= 2 * n:
+        counts.add(2 * n)
+    chosen = sorted(counts)
+    if len(chosen) > MAX_CANDIDATES:
+        # keep 1, the native count and its double, and the divisors spread evenly in between
+        keep = {1, n, 2 * n} & counts
+        rest = [c for c in chosen if c not in keep]
+        step = len(rest) / (MAX_CANDIDATES - len(keep))
+        keep |= {rest[int(i * step)] for i in range(MAX_CANDIDATES - len(keep))}
+        chosen = sorted(keep)
+    return chosen
+
+
+def candidates(group: ReplicaGroup) -> dict[int, Segmentation]:
+    base = native(group)
+    out = {}
+    for k in candidate_counts(group, base):
+        seg = with_count(group, base, k)
+        out.setdefault(seg.count, seg)
+    return out

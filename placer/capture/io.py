@@ -1,0 +1,331 @@
+"""Reading and writing the reference compiler's capture JSON (BRIEF §2), plus placer's optional extensions.
+
+Extensions live under the top-level key ``"placer"`` (``{"version": 1, "repeat": ..., "allocations": ...,
+"panels": ...}``) so that a capture written by placer is still a valid reference capture; see docs/capture.md.
+
+Parsing is two-pass: a fast pass builds the numpy columns with list comprehensions; only if it trips does a slow
+pass walk the transfers one by one to name the exact phase, transfer index and field that is wrong.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from placer.capture.model import (
+    EXTENSION_VERSION,
+    SCHEMA_VERSION,
+    WIDTH_NAMES,
+    Allocations,
+    Capture,
+    PanelHint,
+    Phase,
+    Repeat,
+)
+from placer.errors import InputError
+from placer.fileio import read_json, write_json
+
+MAX_WORDS = 4148  # the reference format's per-transfer limit; a machine file may be stricter, never looser
+_TOP_KEYS = {"schema_version", "tile_count", "phases", "phase_labels", "phase_traffic", "placer"}
+_WIDTH_CODE = {name: code for code, name in enumerate(WIDTH_NAMES)}
+
+
+def read_capture(path: str | Path) -> Capture:
+    """Read a capture (``.json`` or ``.json.gz``); raise :class:`InputError` naming the bad field."""
+    return capture_from_json(read_json(path), str(path))
+
+
+def write_capture(capture: Capture, path: str | Path) -> None:
+    write_json(path, capture_to_json(capture))
+
+
+def capture_from_json(doc: Any, path: str = "<capture>") -> Capture:
+    if not isinstance(doc, dict):
+        raise InputError(f"top level must be an object, got {type(doc).__name__}", path=path)
+    for key in ("schema_version", "tile_count", "phases"):
+        if key not in doc:
+            raise InputError("missing field", path=path, where=key)
+    version = doc["schema_version"]
+    if version != SCHEMA_VERSION:
+        raise InputError(f"unsupported schema version {version!r} (this placer reads {SCHEMA_VERSION})",
+                         path=path, where="schema_version")
+    tiles = doc["tile_count"]
+    if not _is_int(tiles) or tiles < 1:
+        raise InputError(f"must be a positive integer, got {tiles!r}", path=path, where="tile_count")
+    if not isinstance(doc["phases"], list):
+        raise InputError("must be a list", path=path, where="phases")
+    phases = []
+    seen: set[int] = set()
+    for k, raw in enumerate(doc["phases"]):
+        phase = _phase_from_json(raw, k, tiles, path)
+        if phase.phase in seen:
+            raise InputError(f"duplicate phase id {phase.phase}", path=path, where=f"phases[{k}].phase")
+        seen.add(phase.phase)
+        phases.append(phase)
+    labels = _labels(doc.get("phase_labels"), path)
+    ext = doc.get("placer") or {}
+    if not isinstance(ext, dict):
+        raise InputError("must be an object", path=path, where="placer")
+    if ext and ext.get("version") != EXTENSION_VERSION:
+        raise InputError(f"unsupported extension version {ext.get('version')!r} (this placer reads "
+                         f"{EXTENSION_VERSION})", path=path, where="placer.version")
+    return Capture(
+        tile_count=int(tiles),
+        phases=phases,
+        schema_version=int(version),
+        phase_labels=labels,
+        phase_traffic=doc.get("phase_traffic"),
+        repeat=_repeat(ext.get("repeat"), seen, path),
+        allocations=_allocations(ext.get("allocations"), tiles, path),
+        panels=_panels(ext.get("panels"), path),
+        extra={k: v for k, v in doc.items() if k not in _TOP_KEYS},
+    )
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _phase_from_json(raw: Any, k: int, tiles: int, path: str) -> Phase:
+    where = f"phases[{k}]"
+    if not isinstance(raw, dict):
+        raise InputError("must be an object", path=path, where=where)
+    if "phase" not in raw or not _is_int(raw["phase"]):
+        raise InputError(f"'phase' must be an integer id, got {raw.get('phase')!r}", path=path, where=where)
+    pid = raw["phase"]
+    where = f"phase {pid}"
+    transfers = raw.get("transfers")
+    if not isinstance(transfers, list):
+        raise InputError("'transfers' must be a list", path=path, where=where)
+    extra = {key: v for key, v in raw.items() if key not in ("phase", "transfers")}
+    try:
+        phase = _fast_columns(pid, transfers)
+    except (KeyError, TypeError, ValueError, OverflowError):
+        _locate_error(transfers, tiles, path, where)
+        raise InputError("malformed transfers", path=path, where=where) from None
+    phase.extra = extra
+    _check_ranges(phase, tiles, path, where)
+    return phase
+
+
+def _fast_columns(pid: int, ts: list[dict[str, Any]]) -> Phase:
+    source = _ints([t["source"] for t in ts])
+    words = _ints([t["words"] for t in ts])
+    width = np.array([_WIDTH_CODE[t["width"]] for t in ts], dtype=np.uint8)
+    srcs = [t["source_addresses"] for t in ts]
+    src_counts = np.array([len(s) for s in srcs], dtype=np.int64)
+    src_addr = _ints([a for s in srcs for a in s])
+    dsts = [t["destinations"] for t in ts]
+    dst_counts = np.array([len(d) for d in dsts], dtype=np.int64)
+    dst_tile = _ints([d["tile"] for ds in dsts for d in ds])
+    dst_addr = _ints([d["address"] for ds in dsts for d in ds])
+    if (src_counts == 0).any() or (dst_counts == 0).any():
+        raise ValueError
+    return Phase.build(pid, source, words, dst_counts, dst_tile, dst_addr, src_addr, src_counts, width)
+
+
+def _ints(values: list[Any]) -> np.ndarray:
+    # numpy would silently truncate 1.5 and accept true; only exact ints pass the fast path
+    if values and set(map(type, values)) != {int}:
+        raise TypeError
+    return np.array(values, dtype=np.int64)
+
+
+def _locate_error(ts: list[Any], tiles: int, path: str, where: str) -> None:
+    """Walk the transfers one by one and raise on the first bad one (the slow, precise pass)."""
+    for i, t in enumerate(ts):
+        at = f"{where}, transfer {i}"
+        if not isinstance(t, dict):
+            raise InputError("transfer must be an object", path=path, where=at)
+        for key in ("source", "source_addresses", "destinations", "words", "width"):
+            if key not in t:
+                raise InputError(f"missing field '{key}'", path=path, where=at)
+        _check_int(t["source"], "source", at, path)
+        _check_int(t["words"], "words", at, path)
+        if t["width"] not in _WIDTH_CODE:
+            raise InputError(f"field 'width' has unknown value {t['width']!r} (expected Word32 or Paired64)",
+                             path=path, where=at)
+        sa = t["source_addresses"]
+        if not isinstance(sa, list) or not sa:
+            raise InputError(f"field 'source_addresses' must be a non-empty list, got {sa!r}", path=path, where=at)
+        for a in sa:
+            _check_int(a, "source_addresses", at, path)
+        ds = t["destinations"]
+        if not isinstance(ds, list) or not ds:
+            raise InputError(f"field 'destinations' must be a non-empty list, got {ds!r}", path=path, where=at)
+        for j, d in enumerate(ds):
+            if not isinstance(d, dict) or "tile" not in d or "address" not in d:
+                raise InputError(f"destinations[{j}] must be {{tile, address}}, got {d!r}", path=path, where=at)
+            _check_int(d["tile"], f"destinations[{j}].tile", at, path)
+            _check_int(d["address"], f"destinations[{j}].address", at, path)
+
+
+def _check_int(value: Any, name: str, at: str, path: str) -> None:
+    if not _is_int(value):
+        raise InputError(f"field '{name}' must be an integer, got {value!r}", path=path, where=at)
+
+
+def _check_ranges(phase: Phase, tiles: int, path: str, where: str) -> None:
+    """Vectorised range checks; on failure name the first offending transfer and its value."""
+
+    def fail(mask: np.ndarray, rows: np.ndarray, msg: str, values: np.ndarray) -> None:
+        first = int(np.flatnonzero(mask)[0])
+        raise InputError(msg.format(values[first]), path=path, where=f"{where}, transfer {int(rows[first])}")
+
+    n = phase.n
+    rows = np.arange(n)
+    if n and ((phase.source < 0) | (phase.source >= tiles)).any():
+        fail((phase.source < 0) | (phase.source >= tiles), rows,
+             f"field 'source' = {{}} is outside 0..{tiles - 1}", phase.source)
+    if n and ((phase.words < 1) | (phase.words > MAX_WORDS)).any():
+        fail((phase.words < 1) | (phase.words > MAX_WORDS), rows, f"field 'words' = {{}} is outside 1..{MAX_WORDS}",
+             phase.words)
+    if (phase.src_addr < 0).any():
+        fail(phase.src_addr < 0, np.repeat(rows, np.diff(phase.src_ptr)),
+             "field 'source_addresses' has negative address {}", phase.src_addr)
+    dst_rows = phase.dst_transfer()
+    bad_tile = (phase.dst_tile < 0) | (phase.dst_tile >= tiles)
+    if bad_tile.any():
+        fail(bad_tile, dst_rows, f"field 'destinations.tile' = {{}} is outside 0..{tiles - 1}", phase.dst_tile)
+    if (phase.dst_addr < 0).any():
+        fail(phase.dst_addr < 0, dst_rows, "field 'destinations.address' has negative address {}", phase.dst_addr)
+    # numpy int64 -> the narrower in-memory dtypes, now that ranges are known to fit
+    phase.source = phase.source.astype(np.int32)
+    phase.words = phase.words.astype(np.int32)
+    phase.dst_tile = phase.dst_tile.astype(np.int32)
+
+
+def _labels(raw: Any, path: str) -> dict[int, str] | None:
+    if raw is None:
+        return None
+    if isinstance(raw, dict):
+        try:
+            return {int(k): str(v) for k, v in raw.items()}
+        except ValueError:
+            raise InputError("keys must be phase ids", path=path, where="phase_labels") from None
+    if isinstance(raw, list):
+        return {i: str(v) for i, v in enumerate(raw)}
+    raise InputError(f"must be an object or a list, got {type(raw).__name__}", path=path, where="phase_labels")
+
+
+def _repeat(raw: Any, phase_ids: set[int], path: str) -> Repeat | None:
+    if raw is None:
+        return None
+    where = "placer.repeat"
+    if not isinstance(raw, dict) or not isinstance(raw.get("phases"), list):
+        raise InputError("must be {phases: [...], iterations: N}", path=path, where=where)
+    iters = raw.get("iterations")
+    if not _is_int(iters) or iters < 1:
+        raise InputError(f"iterations must be a positive integer, got {iters!r}", path=path, where=where)
+    for p in raw["phases"]:
+        if p not in phase_ids:
+            raise InputError(f"phase {p!r} is not a phase of this capture", path=path, where=f"{where}.phases")
+    return Repeat(tuple(int(p) for p in raw["phases"]), int(iters))
+
+
+def _allocations(raw: Any, tiles: int, path: str) -> Allocations:
+    if raw is None:
+        return Allocations.empty()
+    where = "placer.allocations"
+    if not isinstance(raw, list):
+        raise InputError("must be a list", path=path, where=where)
+    cols: dict[str, list[int]] = {k: [] for k in ("tile", "start", "end", "first", "last")}
+    names = []
+    for i, a in enumerate(raw):
+        if not isinstance(a, dict):
+            raise InputError("must be an object", path=path, where=f"{where}[{i}]")
+        for key in cols:
+            v = a.get(key)
+            if not _is_int(v) or v < 0:
+                raise InputError(f"field '{key}' must be a non-negative integer, got {v!r}", path=path,
+                                 where=f"{where}[{i}]")
+            cols[key].append(v)
+        if a["tile"] >= tiles:
+            raise InputError(f"field 'tile' = {a['tile']} is outside 0..{tiles - 1}", path=path, where=f"{where}[{i}]")
+        if a["end"] <= a["start"] or a["last"] < a["first"]:
+            raise InputError(f"empty range or lifetime: {a!r}", path=path, where=f"{where}[{i}]")
+        names.append(str(a.get("name", "")))
+    return Allocations(
+        tile=np.array(cols["tile"], np.int32),
+        start=np.array(cols["start"], np.int64),
+        end=np.array(cols["end"], np.int64),
+        first=np.array(cols["first"], np.int64),
+        last=np.array(cols["last"], np.int64),
+        name=names,
+    )
+
+
+def _panels(raw: Any, path: str) -> list[PanelHint]:
+    if raw is None:
+        return []
+    where = "placer.panels"
+    if not isinstance(raw, list):
+        raise InputError("must be a list", path=path, where=where)
+    out = []
+    for i, p in enumerate(raw):
+        try:
+            bounds = tuple(int(b) for b in p["boundaries"])
+            hint = PanelHint(int(p["phase"]), tuple(sorted(int(t) for t in p["tiles"])), bounds,
+                             str(p.get("operand", "")))
+        except (KeyError, TypeError, ValueError):
+            raise InputError("must be {phase, tiles, boundaries[, operand]}", path=path,
+                             where=f"{where}[{i}]") from None
+        if len(bounds) < 2 or bounds[0] != 0 or any(b <= a for a, b in itertools.pairwise(bounds)):
+            raise InputError(f"boundaries must rise strictly from 0, got {list(bounds)[:6]}", path=path,
+                             where=f"{where}[{i}]")
+        out.append(hint)
+    return out
+
+
+def capture_to_json(capture: Capture) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "schema_version": capture.schema_version,
+        "tile_count": capture.tile_count,
+        "phases": [phase_to_json(p) for p in capture.phases],
+    }
+    if capture.phase_labels is not None:
+        doc["phase_labels"] = {str(k): v for k, v in capture.phase_labels.items()}
+    if capture.phase_traffic is not None:
+        doc["phase_traffic"] = capture.phase_traffic
+    ext: dict[str, Any] = {}
+    if capture.repeat is not None:
+        ext["repeat"] = {"phases": list(capture.repeat.phases), "iterations": capture.repeat.iterations}
+    a = capture.allocations
+    if len(a):
+        ext["allocations"] = [
+            {"tile": t, "start": s, "end": e, "first": f, "last": la, **({"name": nm} if nm else {})}
+            for t, s, e, f, la, nm in zip(a.tile.tolist(), a.start.tolist(), a.end.tolist(), a.first.tolist(),
+                                          a.last.tolist(), a.name or [""] * len(a), strict=True)
+        ]
+    if capture.panels:
+        ext["panels"] = [
+            {"phase": h.phase, "tiles": list(h.tiles), "boundaries": list(h.boundaries),
+             **({"operand": h.operand} if h.operand else {})}
+            for h in capture.panels
+        ]
+    if ext:
+        doc["placer"] = {"version": EXTENSION_VERSION, **ext}
+    doc.update(capture.extra)
+    return doc
+
+
+def phase_to_json(p: Phase) -> dict[str, Any]:
+    src = p.src_addr.tolist()
+    sp = p.src_ptr.tolist()
+    dt = p.dst_tile.tolist()
+    da = p.dst_addr.tolist()
+    dp = p.dst_ptr.tolist()
+    transfers = [
+        {
+            "source": s,
+            "source_addresses": src[sp[i] : sp[i + 1]],
+            "destinations": [{"tile": dt[j], "address": da[j]} for j in range(dp[i], dp[i + 1])],
+            "words": w,
+            "width": WIDTH_NAMES[wd],
+        }
+        for i, (s, w, wd) in enumerate(zip(p.source.tolist(), p.words.tolist(), p.width.tolist(), strict=True))
+    ]
+    return {"phase": p.phase, "transfers": transfers, **p.extra}

@@ -1,0 +1,300 @@
+"""The capture data model.
+
+A phase's transfers are held column-wise; the two variable-length lists of a transfer (its per-iteration source
+addresses and its destinations) are stored in CSR form: ``dst_ptr[i]:dst_ptr[i+1]`` indexes transfer ``i``'s
+destinations in ``dst_tile``/``dst_addr``. No Python object exists per transfer, so a phase of a million transfers
+costs a few tens of MB and every cost rule is a numpy expression.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+SCHEMA_VERSION = 1
+WORD32 = 0
+PAIRED64 = 1
+WIDTH_NAMES = ("Word32", "Paired64")
+WORD_BYTES = 4
+
+# The version of placer's own optional extensions, stored under the top-level key "placer".
+EXTENSION_VERSION = 1
+
+
+@dataclass(eq=False)
+class Phase:
+    """One exchange phase: ``n`` transfers in listed order (the order pointer resets are counted in)."""
+
+    phase: int
+    source: np.ndarray  # int32 (n,)
+    words: np.ndarray  # int32 (n,)
+    width: np.ndarray  # uint8 (n,): WORD32 or PAIRED64
+    src_ptr: np.ndarray  # int64 (n+1,) CSR into src_addr
+    src_addr: np.ndarray  # int64: one source address per Repeat iteration (or one if the read does not vary)
+    dst_ptr: np.ndarray  # int64 (n+1,) CSR into dst_tile/dst_addr
+    dst_tile: np.ndarray  # int32
+    dst_addr: np.ndarray  # int64
+    extra: dict[str, Any] = field(default_factory=dict)  # unknown per-phase keys, kept for a lossless round trip
+
+    @property
+    def n(self) -> int:
+        return int(self.source.shape[0])
+
+    @property
+    def nbytes(self) -> np.ndarray:
+        return self.words.astype(np.int64) * WORD_BYTES
+
+    @property
+    def fanout(self) -> np.ndarray:
+        return np.diff(self.dst_ptr)
+
+    def dst_transfer(self) -> np.ndarray:
+        """For every destination entry, the index of its transfer (the CSR row expanded)."""
+        return np.repeat(np.arange(self.n, dtype=np.int64), self.fanout)
+
+    def dst_set_ids(self) -> np.ndarray:
+        """A dense id per transfer such that equal ids mean equal destination tile sets.
+
+        Two independent 64-bit random signatures per tile are summed over each set (order-free); a collision of
+        both sums between two different sets has probability about 2^-128, so this is exact in practice and stays
+        O(destinations) for any fan-out.
+        """
+        if self.n == 0:
+            return np.zeros(0, np.int64)
+        rng = np.random.default_rng(0x5EED)
+        top = int(self.dst_tile.max()) + 1
+        sig_a = rng.integers(0, 2**63, size=top, dtype=np.int64).view(np.uint64)
+        sig_b = rng.integers(0, 2**63, size=top, dtype=np.int64).view(np.uint64)
+        starts = self.dst_ptr[:-1]
+        with np.errstate(over="ignore"):
+            ha = np.add.reduceat(sig_a[self.dst_tile], starts)
+            hb = np.add.reduceat(sig_b[self.dst_tile], starts)
+        keys = np.stack([ha.view(np.int64), hb.view(np.int64), self.fanout], axis=1)
+        _, ids = np.unique(keys, axis=0, return_inverse=True)
+        return ids.reshape(-1).astype(np.int64)
+
+    def first_src_addr(self) -> np.ndarray:
+        return self.src_addr[self.src_ptr[:-1]]
+
+    def payload_bytes(self) -> int:
+        """Receiver payload summed over every receiver (a multicast counts once per destination)."""
+        return int((self.nbytes * self.fanout).sum())
+
+    def destinations(self, i: int) -> list[tuple[int, int]]:
+        a, b = int(self.dst_ptr[i]), int(self.dst_ptr[i + 1])
+        return list(zip(self.dst_tile[a:b].tolist(), self.dst_addr[a:b].tolist(), strict=True))
+
+    def source_addresses(self, i: int) -> list[int]:
+        return self.src_addr[self.src_ptr[i] : self.src_ptr[i + 1]].tolist()
+
+    def take(self, index: np.ndarray) -> Phase:
+        """A phase holding only the transfers ``index`` (in that order)."""
+        index = np.asarray(index, dtype=np.int64)
+        src_counts = np.diff(self.src_ptr)[index]
+        dst_counts = self.fanout[index]
+        return Phase(
+            phase=self.phase,
+            source=self.source[index],
+            words=self.words[index],
+            width=self.width[index],
+            src_ptr=_ptr(src_counts),
+            src_addr=self.src_addr[csr_gather(self.src_ptr, index)],
+            dst_ptr=_ptr(dst_counts),
+            dst_tile=self.dst_tile[csr_gather(self.dst_ptr, index)],
+            dst_addr=self.dst_addr[csr_gather(self.dst_ptr, index)],
+            extra=dict(self.extra),
+        )
+
+    @staticmethod
+    def concat(phase: int, parts: list[Phase], extra: dict[str, Any] | None = None) -> Phase:
+        parts = [p for p in parts if p.n] or parts[:1]
+        if not parts:
+            return Phase.empty(phase)
+        return Phase(
+            phase=phase,
+            source=np.concatenate([p.source for p in parts]),
+            words=np.concatenate([p.words for p in parts]),
+            width=np.concatenate([p.width for p in parts]),
+            src_ptr=_ptr(np.concatenate([np.diff(p.src_ptr) for p in parts])),
+            src_addr=np.concatenate([p.src_addr for p in parts]),
+            dst_ptr=_ptr(np.concatenate([p.fanout for p in parts])),
+            dst_tile=np.concatenate([p.dst_tile for p in parts]),
+            dst_addr=np.concatenate([p.dst_addr for p in parts]),
+            extra=dict(extra if extra is not None else parts[0].extra),
+        )
+
+    @staticmethod
+    def empty(phase: int) -> Phase:
+        z32 = np.zeros(0, np.int32)
+        z64 = np.zeros(0, np.int64)
+        return Phase(phase, z32, z32.copy(), np.zeros(0, np.uint8), np.zeros(1, np.int64), z64, np.zeros(1, np.int64),
+                     z32.copy(), z64.copy())
+
+    @staticmethod
+    def build(
+        phase: int,
+        source: Any,
+        words: Any,
+        dst_counts: Any,
+        dst_tile: Any,
+        dst_addr: Any,
+        src_addr: Any,
+        src_counts: Any | None = None,
+        width: Any | None = None,
+    ) -> Phase:
+        """Assemble a phase from flat arrays (``src_counts`` defaults to one source address per transfer)."""
+        source = np.asarray(source, dtype=np.int32)
+        n = source.shape[0]
+        src_counts = np.ones(n, np.int64) if src_counts is None else np.asarray(src_counts, np.int64)
+        return Phase(
+            phase=int(phase),
+            source=source,
+            words=np.asarray(words, dtype=np.int32),
+            width=np.zeros(n, np.uint8) if width is None else np.asarray(width, np.uint8),
+            src_ptr=_ptr(src_counts),
+            src_addr=np.asarray(src_addr, dtype=np.int64),
+            dst_ptr=_ptr(np.asarray(dst_counts, np.int64)),
+            dst_tile=np.asarray(dst_tile, dtype=np.int32),
+            dst_addr=np.asarray(dst_addr, dtype=np.int64),
+        )
+
+    def equals(self, other: Phase) -> bool:
+        names = ("source", "words", "width", "src_ptr", "src_addr", "dst_ptr", "dst_tile", "dst_addr")
+        return self.phase == other.phase and all(
+            np.array_equal(getattr(self, k), getattr(other, k)) for k in names
+        ) and self.extra == other.extra
+
+
+def _ptr(counts: np.ndarray) -> np.ndarray:
+    ptr = np.zeros(len(counts) + 1, np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    return ptr
+
+
+def csr_gather(ptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Flat indices of the CSR entries of ``rows``, row by row, without a Python loop."""
+    starts = ptr[:-1][rows]
+    counts = ptr[1:][rows] - starts
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    offsets = np.repeat(starts - _ptr(counts)[:-1], counts)
+    return np.arange(total, dtype=np.int64) + offsets
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """Extension: the phases that form the Repeat body (stored once, executed ``iterations`` times)."""
+
+    phases: tuple[int, ...]
+    iterations: int
+
+
+@dataclass(eq=False)
+class Allocations:
+    """Extension: live allocations per tile, ``[start, end)`` bytes, live from phase ``first`` to ``last``.
+
+    Lifetimes are inclusive phase ids; a relay buffer in phase p must avoid every allocation live in p.
+    """
+
+    tile: np.ndarray  # int32
+    start: np.ndarray  # int64
+    end: np.ndarray  # int64
+    first: np.ndarray  # int64 phase id
+    last: np.ndarray  # int64 phase id
+    name: list[str] = field(default_factory=list)  # optional label per allocation ("" when absent)
+
+    @staticmethod
+    def empty() -> Allocations:
+        z = np.zeros(0, np.int64)
+        return Allocations(np.zeros(0, np.int32), z, z.copy(), z.copy(), z.copy(), [])
+
+    def __len__(self) -> int:
+        return int(self.tile.shape[0])
+
+    def live_on(self, tile: int, phase: int) -> np.ndarray:
+        """Indices of allocations on ``tile`` live during ``phase``."""
+        return np.flatnonzero((self.tile == tile) & (self.first <= phase) & (self.last >= phase))
+
+    def equals(self, other: Allocations) -> bool:
+        names = ("tile", "start", "end", "first", "last")
+        return all(np.array_equal(getattr(self, k), getattr(other, k)) for k in names) and self.name == other.name
+
+
+@dataclass(frozen=True)
+class PanelHint:
+    """Extension: panel (native segment) boundaries of a replicated operand.
+
+    Identifies the replica group by phase and sorted destination set; ``boundaries`` are byte offsets relative to the
+    replicas' base address, strictly increasing, starting at 0 and ending at the extent.
+    """
+
+    phase: int
+    tiles: tuple[int, ...]
+    boundaries: tuple[int, ...]
+    operand: str = ""
+
+
+@dataclass(eq=False)
+class Capture:
+    """A whole program: phases in listed order plus the optional extensions."""
+
+    tile_count: int
+    phases: list[Phase]
+    schema_version: int = SCHEMA_VERSION
+    phase_labels: dict[int, str] | None = None
+    phase_traffic: Any = None  # kept verbatim: placer does not interpret it
+    repeat: Repeat | None = None
+    allocations: Allocations = field(default_factory=Allocations.empty)
+    panels: list[PanelHint] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)  # unknown top-level keys, kept verbatim
+
+    def phase_ids(self) -> list[int]:
+        return [p.phase for p in self.phases]
+
+    def phase_by_id(self, phase_id: int) -> Phase:
+        for p in self.phases:
+            if p.phase == phase_id:
+                return p
+        raise KeyError(phase_id)
+
+    def label(self, phase_id: int) -> str:
+        return (self.phase_labels or {}).get(phase_id, "")
+
+    def iterations(self, phase_id: int) -> int:
+        """How many times a stored phase executes (Repeat body phases run ``iterations`` times)."""
+        if self.repeat is not None and phase_id in self.repeat.phases:
+            return self.repeat.iterations
+        return 1
+
+    def transfer_count(self) -> int:
+        return sum(p.n for p in self.phases)
+
+    def with_phases(self, phases: list[Phase], allocations: Allocations | None = None) -> Capture:
+        return Capture(
+            tile_count=self.tile_count,
+            phases=phases,
+            schema_version=self.schema_version,
+            phase_labels=self.phase_labels,
+            phase_traffic=self.phase_traffic,
+            repeat=self.repeat,
+            allocations=self.allocations if allocations is None else allocations,
+            panels=self.panels,
+            extra=self.extra,
+        )
+
+    def equals(self, other: Capture) -> bool:
+        return (
+            self.tile_count == other.tile_count
+            and self.schema_version == other.schema_version
+            and len(self.phases) == len(other.phases)
+            and all(a.equals(b) for a, b in zip(self.phases, other.phases, strict=True))
+            and self.phase_labels == other.phase_labels
+            and self.phase_traffic == other.phase_traffic
+            and self.repeat == other.repeat
+            and self.allocations.equals(other.allocations)
+            and self.panels == other.panels
+            and self.extra == other.extra
+        )

@@ -1,0 +1,104 @@
+"""``placer inspect``: what a capture costs, phase by phase, against the budgets."""
+
+from __future__ import annotations
+
+import json as jsonlib
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import typer
+
+from placer.capture import read_capture
+from placer.capture.model import Capture, Phase
+from placer.machine import load_machine
+from placer.problem.cost import program_cost
+from placer.report.table import render
+from placer.units import format_size, parse_size
+
+
+def multicast_groups(phase: Phase) -> Counter[int]:
+    """Replica count -> number of distinct destination sets with at least two tiles."""
+    if phase.n == 0:
+        return Counter()
+    ids = phase.dst_set_ids()
+    first = np.unique(ids, return_index=True)[1]
+    fan = phase.fanout[first]
+    return Counter(int(f) for f in fan[fan >= 2])
+
+
+def describe_groups(groups: Counter[int]) -> str:
+    return ", ".join(f"{n}×{r}" for r, n in sorted(groups.items(), key=lambda kv: -kv[1] * kv[0])[:3]) + (
+        " …" if len(groups) > 3 else ""
+    )
+
+
+def inspect_summary(capture: Capture, machine_name: str, budget: int | None) -> dict[str, Any]:
+    machine = load_machine(machine_name)
+    cost = program_cost(capture, machine)
+    table_budget = machine.budget.table_bytes if budget is None else budget
+    phases = []
+    for phase, pc, iters in zip(capture.phases, cost.phases, cost.iterations, strict=True):
+        groups = multicast_groups(phase)
+        phases.append({
+            "phase": phase.phase,
+            "label": capture.label(phase.phase),
+            "transfers": phase.n,
+            "words": int(phase.words.sum()),
+            "payload_bytes": phase.payload_bytes(),
+            "multicast_groups": {str(r): n for r, n in sorted(groups.items())},
+            "worst_tile": pc.worst_tile(),
+            "worst_table_bytes": pc.worst_table(),
+            "worst_fragments": int(pc.fragments.max(initial=0)),
+            "cycles": pc.cycles,
+            "iterations": iters,
+        })
+    worst = cost.worst_tile()
+    return {
+        "tile_count": capture.tile_count,
+        "machine": machine.name,
+        "phases": phases,
+        "program": {
+            "transfers": capture.transfer_count(),
+            "worst_tile": worst,
+            "worst_table_bytes": cost.worst_table(),
+            "table_budget": table_budget,
+            "worst_fragment_tile": int(np.argmax(cost.fragments)),
+            "worst_fragments": cost.worst_fragments(),
+            "fragment_limit": machine.budget.fragments,
+            "fits": cost.fits(table_budget),
+            "cycles": cost.cycles,
+            "ms": machine.cycles_to_ms(cost.cycles),
+        },
+    }
+
+
+def inspect(
+    capture: Path = typer.Argument(..., help="Capture JSON (.json or .json.gz)."),
+    machine: str = typer.Option("ipu21", help="Bundled machine name (ipu21, mk1) or a machine TOML file."),
+    budget: str = typer.Option(None, help="Table budget per tile, e.g. 80KiB (default: the machine's)."),
+    json: bool = typer.Option(False, "--json", help="Print the same summary as JSON."),
+) -> None:
+    """Per phase: transfers, words, multicast groups, worst-tile table bytes, fragments, cycles; then the program."""
+    table_budget = parse_size(budget) if budget else None
+    summary = inspect_summary(read_capture(capture), machine, table_budget)
+    if json:
+        typer.echo(jsonlib.dumps(summary, indent=2))
+        return
+    rows = [
+        [p["phase"], p["label"][:34], p["transfers"], p["words"], p["payload_bytes"] / 2**20,
+         describe_groups(Counter({int(k): v for k, v in p["multicast_groups"].items()})), p["worst_tile"],
+         p["worst_table_bytes"], p["worst_fragments"], p["cycles"]]
+        for p in summary["phases"]
+    ]
+    typer.echo(render(["phase", "label", "transfers", "words", "MiB", "groups (n×replicas)", "worst tile",
+                       "table B", "frags", "cycles"], rows))
+    prog = summary["program"]
+    verdict = "fits" if prog["fits"] else "DOES NOT FIT"
+    typer.echo(
+        f"\nprogram: {prog['transfers']:,} transfers; worst tile {prog['worst_tile']}: "
+        f"{prog['worst_table_bytes']:,} table bytes / {format_size(prog['table_budget'])} budget; "
+        f"worst fragments {prog['worst_fragments']:,} / {prog['fragment_limit']:,} (tile {prog['worst_fragment_tile']})"
+        f"; {prog['cycles']:,} cycles ({prog['ms']:.3f} ms) -> {verdict}"
+    )

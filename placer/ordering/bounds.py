@@ -1,0 +1,121 @@
+"""Lower bounds on a phase's horizon (makespan, cycles, sync excluded).
+
+All three rest on one fact (see ``streams``): chunks that share a lane or a receive port have disjoint transmit
+windows, and the horizon is at least a chunk's start + words + its largest destination latency.
+- port: a lane's words plus the smallest latency tail of its chunks; a port's words plus its own latency;
+- clique: destination sets that pairwise intersect make every pair of their chunks conflict (a shared port), so
+  all their words are sequential, plus the smallest tail among them; greedy, seeded by the heaviest sets;
+- chain: the longest dependency path (stream order and data dependencies with their latency lags).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from placer.ordering.streams import Chunks
+
+_CLIQUE_CANDIDATES = 3000  # heaviest destination sets considered for the clique search
+_CLIQUE_SEEDS = 24
+
+
+@dataclass(frozen=True)
+class LowerBound:
+    port: int
+    clique: int
+    chain: int
+
+    @property
+    def best(self) -> int:
+        return max(self.port, self.clique, self.chain)
+
+    @property
+    def kind(self) -> str:
+        return max((self.port, "port"), (self.clique, "clique"), (self.chain, "chain"))[1]
+
+
+def lower_bound(chunks: Chunks) -> LowerBound:
+    if chunks.count == 0:
+        return LowerBound(0, 0, 0)
+    return LowerBound(port_bound(chunks), clique_bound(chunks), chain_bound(chunks))
+
+
+def port_bound(chunks: Chunks) -> int:
+    t = chunks.tiles
+    lane = np.bincount(chunks.source, weights=chunks.words, minlength=t).astype(np.int64)
+    min_tail = np.full(t, np.iinfo(np.int64).max)
+    np.minimum.at(min_tail, chunks.source, chunks.tail)
+    lane_b = np.where(lane > 0, lane + np.where(lane > 0, min_tail, 0), 0)
+    chunk, res = chunks.resources()
+    is_port = res >= t
+    port = np.bincount(res[is_port] - t, weights=chunks.words[chunk[is_port]], minlength=t).astype(np.int64)
+    port_b = np.where(port > 0, port + chunks.latency, 0)
+    return int(max(lane_b.max(initial=0), port_b.max(initial=0)))
+
+
+def clique_bound(chunks: Chunks) -> int:
+    nsets = len(chunks.set_tiles)
+    weight = np.bincount(chunks.dset, weights=chunks.words, minlength=nsets).astype(np.int64)
+    tail = np.array([int(lat.max(initial=0)) for lat in chunks.set_latency], np.int64)
+    cand = np.argsort(-weight, kind="stable")[:_CLIQUE_CANDIDATES]
+    cand = cand[weight[cand] > 0]
+    masks = {int(s): _bitset(chunks.set_tiles[s]) for s in cand.tolist()}
+    best = 0
+    for seed in cand[:_CLIQUE_SEEDS].tolist():
+        members = [masks[seed]]
+        total = int(weight[seed])
+        low_tail = int(tail[seed])
+        for s in cand.tolist():
+            if s == seed:
+                continue
+            m = masks[s]
+            if all(m & x for x in members):
+                members.append(m)
+                total += int(weight[s])
+                low_tail = min(low_tail, int(tail[s]))
+        best = max(best, total + low_tail)
+    return best
+
+
+def _bitset(tiles: np.ndarray) -> int:
+    out = 0
+    for t in tiles.tolist():
+        out |= 1 << t
+    return out
+
+
+def chain_bound(chunks: Chunks) -> int:
+    """Longest path, level by level: dependency edges always climb a level, stream edges stay in one stream."""
+    return int((earliest_starts(chunks) + chunks.words + chunks.tail).max(initial=0))
+
+
+def earliest_starts(chunks: Chunks) -> np.ndarray:
+    """Earliest start of every chunk ignoring resources (heads of the dependency graph)."""
+    count = chunks.count
+    ready = np.zeros(count, np.int64)
+    est = np.zeros(count, np.int64)
+    order = np.lexsort((chunks.wave, chunks.stream, chunks.level))
+    lv = chunks.level[order]
+    big = int(chunks.words.sum() + chunks.tail.sum() + 1) * 2
+    sa, sb = chunks.stream_edges()
+    cross = chunks.level[sa] != chunks.level[sb]  # stream order edges that leave a level
+    pred = np.concatenate([chunks.dep_pred, sa[cross]])
+    succ = np.concatenate([chunks.dep_succ, sb[cross]])
+    lag = np.concatenate([chunks.tail[chunks.dep_pred], np.zeros(int(cross.sum()), np.int64)])
+    for level in np.unique(lv).tolist():
+        idx = order[lv == level]  # stream by stream, waves in order
+        w = chunks.words[idx]
+        st = chunks.stream[idx]
+        new = np.ones(len(idx), bool)
+        new[1:] = st[1:] != st[:-1]
+        group = np.cumsum(new)
+        csum = np.cumsum(w) - w  # words before each chunk since the start of the level
+        base = np.maximum.accumulate(np.where(new, csum, 0))
+        p = csum - base  # words before the chunk within its stream run
+        # est_c = p_c + max over earlier k in the run of (ready_k - p_k); the group offset stops the max leaking
+        est[idx] = p + np.maximum.accumulate(ready[idx] - p + group * big) - group * big
+        sel = chunks.level[pred] == level
+        a = pred[sel]
+        np.maximum.at(ready, succ[sel], est[a] + chunks.words[a] + lag[sel])
+    return est

@@ -1,0 +1,355 @@
+"""CP-SAT for stream ordering: an exact model for small phases, windowed large-neighbourhood search for big ones.
+
+One interval per chunk in the transmit-time frame (``streams`` explains why the latency shifts cancel on a port),
+one NoOverlap per distinct set of chunks sharing a lane or a port (the replicas of a multicast group share one),
+precedence for stream order and data dependencies, minimise the horizon. The greedy schedule is the hint and the
+upper bound, so a result is never worse than the incumbent.
+
+Large phases: a monolithic model of 1k–20k multicast intervals found nothing useful in 30 s on two workers, so
+the search frees a neighbourhood (the chunks sharing a lane or port with a critical chunk, nearest to it in time)
+and keeps every other chunk fixed at its time; a solved neighbourhood is then *compacted*: every chunk is shifted
+as early as the orders on its lane and ports and its dependencies allow, which is where the horizon drops. The
+compacted schedule is accepted only if its horizon is not worse, so the incumbent is never lost.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from placer.ordering.streams import Chunks
+from placer.solver import Progress, SolveResult, SolverParams, Status, run
+
+
+@dataclass(frozen=True)
+class _OrderingSolverParams(SolverParams):
+    """SolverParams plus the presolve limit that matters here (``run`` calls ``apply``)."""
+
+    def apply(self, solver: cp_model.CpSolver) -> None:
+        super().apply(solver)
+        # merging many no-overlaps into cliques alone can eat a short time budget on multicast schedules
+        solver.parameters.merge_no_overlap_work_limit = 0.0
+
+
+def _solver_params(params: SolverParams, time_limit: float) -> _OrderingSolverParams:
+    base = {k: getattr(params, k) for k in ("workers", "seed", "relative_gap", "log")}
+    return _OrderingSolverParams(time_limit=max(0.05, time_limit), **base)
+
+
+def horizon_of(chunks: Chunks, starts: np.ndarray) -> int:
+    return int((starts + chunks.words + chunks.tail).max(initial=0))
+
+
+# --- shared structure ------------------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class _Graph:
+    """Static structure reused by every neighbourhood: incidences and precedence edges with start-to-start lags."""
+
+    inc_chunk: np.ndarray
+    inc_res: np.ndarray
+    res_ptr: np.ndarray  # CSR resource -> chunks (inc sorted by resource)
+    res_chunks: np.ndarray
+    chunk_res: list[list[int]]
+    prec_pred: np.ndarray
+    prec_succ: np.ndarray
+    prec_lag: np.ndarray
+
+
+def _graph(chunks: Chunks) -> _Graph:
+    chunk, res = chunks.resources()
+    order = np.argsort(res, kind="stable")
+    nres = 2 * chunks.tiles
+    res_ptr = np.zeros(nres + 1, np.int64)
+    np.cumsum(np.bincount(res, minlength=nres), out=res_ptr[1:])
+    chunk_res: list[list[int]] = [[] for _ in range(chunks.count)]
+    for c, r in zip(chunk.tolist(), res.tolist(), strict=True):
+        chunk_res[c].append(r)
+    sa, sb = chunks.stream_edges()
+    pred = np.concatenate([chunks.dep_pred, sa])
+    succ = np.concatenate([chunks.dep_succ, sb])
+    lag = np.concatenate([chunks.words[chunks.dep_pred] + chunks.tail[chunks.dep_pred], chunks.words[sa]])
+    return _Graph(chunk, res, res_ptr, chunk[order], chunk_res, pred, succ, lag)
+
+
+def _resource_groups(chunks: Chunks, graph: _Graph) -> list[list[int]]:
+    """Distinct chunk sets sharing a resource (replica ports of one multicast set collapse to one)."""
+    seen: set[tuple[int, ...]] = set()
+    out = []
+    for r in range(len(graph.res_ptr) - 1):
+        a, b = graph.res_ptr[r], graph.res_ptr[r + 1]
+        if b - a < 2:
+            continue
+        key = tuple(sorted(graph.res_chunks[a:b].tolist()))
+        if key not in seen:
+            seen.add(key)
+            out.append(list(key))
+    return out
+
+
+def _disjunctive_edges(chunks: Chunks, graph: _Graph, starts: np.ndarray) -> tuple[np.ndarray, ...]:
+    """All start-to-start edges implied by a schedule: consecutive chunks on each resource, plus precedences."""
+    order = np.lexsort((starts[graph.inc_chunk], graph.inc_res))
+    c = graph.inc_chunk[order]
+    r = graph.inc_res[order]
+    same = r[1:] == r[:-1]
+    a = c[:-1][same]
+    b = c[1:][same]
+    key = np.unique(np.concatenate([a * chunks.count + b]))
+    pred = np.concatenate([key // chunks.count, graph.prec_pred])
+    succ = np.concatenate([key % chunks.count, graph.prec_succ])
+    lag = np.concatenate([chunks.words[key // chunks.count], graph.prec_lag])
+    return pred, succ, lag
+
+
+def compact(chunks: Chunks, graph: _Graph, starts: np.ndarray) -> np.ndarray:
+    """Shift every chunk as early as its resource orders (taken from ``starts``) and dependencies allow.
+
+    ``starts`` is feasible, so it satisfies every such edge and the result is pointwise no later; sorting by start
+    is a topological order of the edges (every edge has a positive lag), so one pass suffices.
+    """
+    pred, succ, lag = _disjunctive_edges(chunks, graph, starts)
+    pos = np.empty(chunks.count, np.int64)
+    pos[np.argsort(starts, kind="stable")] = np.arange(chunks.count)
+    e = np.argsort(pos[succ], kind="stable")
+    est = [0] * chunks.count
+    for a, b, g in zip(pred[e].tolist(), succ[e].tolist(), lag[e].tolist(), strict=True):
+        v = est[a] + g
+        if v > est[b]:
+            est[b] = v
+    return np.asarray(est, np.int64)
+
+
+def _lengths(chunks: Chunks, graph: _Graph, starts: np.ndarray) -> np.ndarray:
+    """Longest path from each chunk's start to the end of the schedule under the schedule's orders."""
+    pred, succ, lag = _disjunctive_edges(chunks, graph, starts)
+    pos = np.empty(chunks.count, np.int64)
+    pos[np.argsort(starts, kind="stable")] = np.arange(chunks.count)
+    e = np.argsort(-pos[pred], kind="stable")
+    length = (chunks.words + chunks.tail).tolist()
+    for a, b, g in zip(pred[e].tolist(), succ[e].tolist(), lag[e].tolist(), strict=True):
+        v = length[b] + g
+        if v > length[a]:
+            length[a] = v
+    return np.asarray(length, np.int64)
+
+
+# --- exact ----------------------------------------------------------------------------------------------------
+
+
+def solve_exact(
+    chunks: Chunks,
+    hint: np.ndarray,
+    lower: int,
+    params: SolverParams,
+    progress: Progress | None = None,
+) -> tuple[np.ndarray, SolveResult]:
+    """The whole phase as one model; returns the best starts (the hint if CP-SAT finds nothing better)."""
+    graph = _graph(chunks)
+    upper = horizon_of(chunks, hint)
+    model = cp_model.CpModel()
+    words = chunks.words.tolist()
+    tail = chunks.tail.tolist()
+    s = [model.new_int_var(0, max(0, upper - w - t), f"s{c}") for c, (w, t) in enumerate(zip(words, tail,
+                                                                                              strict=True))]
+    iv = [model.new_fixed_size_interval_var(s[c], words[c], f"i{c}") for c in range(chunks.count)]
+    for group in _resource_groups(chunks, graph):
+        model.add_no_overlap([iv[c] for c in group])
+    _add_precedences(model, s, graph.prec_pred, graph.prec_succ, graph.prec_lag)
+    makespan = model.new_int_var(min(lower, upper), upper, "makespan")
+    for c in range(chunks.count):
+        model.add(makespan >= s[c] + words[c] + tail[c])
+    model.minimize(makespan)
+    for c, v in enumerate(hint.tolist()):
+        model.add_hint(s[c], v)
+    model.add_hint(makespan, upper)
+    solver, result = run(model, _solver_params(params, params.time_limit), progress=progress)
+    if result.status in (Status.OPTIMAL, Status.FEASIBLE):
+        starts = np.array([solver.value(v) for v in s], np.int64)
+        if horizon_of(chunks, starts) <= upper:
+            return starts, result
+    return hint.copy(), result
+
+
+def _add_precedences(model: cp_model.CpModel, s: list, pred: np.ndarray, succ: np.ndarray, lag: np.ndarray) -> None:
+    for a, b, g in zip(pred.tolist(), succ.tolist(), lag.tolist(), strict=True):
+        model.add(s[b] >= s[a] + g)
+
+
+# --- large-neighbourhood search ---------------------------------------------------------------------------------
+
+
+@dataclass
+class LnsStats:
+    steps: int = 0
+    improved: int = 0
+    solved_optimal: int = 0
+    neighbourhood: int = 0  # final size
+
+
+def improve_lns(
+    chunks: Chunks,
+    incumbent: np.ndarray,
+    lower: int,
+    params: SolverParams,
+    *,
+    neighbourhood: int = 120,
+    step_time: float = 1.5,
+    progress: Progress | None = None,
+) -> tuple[np.ndarray, LnsStats]:
+    """Improve ``incumbent`` within ``params.time_limit`` seconds; never returns a longer schedule."""
+    start_clock = time.perf_counter()
+    deadline = start_clock + params.time_limit
+    graph = _graph(chunks)
+    rng = np.random.default_rng(params.seed)
+    best = compact(chunks, graph, incumbent)
+    if horizon_of(chunks, best) > horizon_of(chunks, incumbent):  # cannot happen; keep the promise anyway
+        best = incumbent.copy()
+    best_h = horizon_of(chunks, best)
+    stats = LnsStats(neighbourhood=neighbourhood)
+    size = neighbourhood
+    stall = 0
+    while best_h > lower:
+        left = deadline - time.perf_counter()
+        if left < 0.1:
+            break
+        length = _lengths(chunks, graph, best)
+        free = _neighbourhood(chunks, graph, best, length, best_h, size, rng,
+                              kind="window" if stats.steps % 2 else "ports")
+        if len(free) == 0:
+            break
+        cand, status = _solve_window(chunks, graph, best, length, free, best_h,
+                                     replace(params, time_limit=min(step_time, left)))
+        stats.steps += 1
+        if status is Status.OPTIMAL:
+            stats.solved_optimal += 1
+            size = min(int(size * 1.25) + 1, 600)
+        elif status is Status.UNKNOWN:
+            size = max(int(size * 0.7), 12)
+        if cand is None:
+            stall += 1
+            continue
+        cand = compact(chunks, graph, cand)
+        h = horizon_of(chunks, cand)
+        if h < best_h:
+            stats.improved += 1
+            stall = 0
+        else:
+            stall += 1
+        if h <= best_h:
+            best, best_h = cand, h
+        if progress is not None:
+            progress(time.perf_counter() - start_clock, float(best_h), float(lower))
+    stats.neighbourhood = size
+    return best, stats
+
+
+def _neighbourhood(
+    chunks: Chunks,
+    graph: _Graph,
+    starts: np.ndarray,
+    length: np.ndarray,
+    horizon: int,
+    size: int,
+    rng: np.random.Generator,
+    *,
+    kind: str,
+) -> np.ndarray:
+    """``size`` chunks around a random critical chunk ``c`` (one whose longest path reaches the horizon):
+    ``ports``: the chunks sharing a lane or port with the critical chunks near ``c``, nearest to it in time;
+    ``window``: every chunk starting in a time window that begins a little before ``c``."""
+    critical = np.flatnonzero(starts + length >= horizon)
+    if len(critical) == 0:
+        return np.zeros(0, np.int64)
+    c = int(rng.choice(critical))
+    if kind == "window":
+        order = np.argsort(starts, kind="stable")
+        at = int(np.searchsorted(starts[order], starts[c]))
+        first = max(0, at - int(rng.integers(0, max(1, size // 2))))
+        return np.sort(order[first:first + size])
+    near = critical[np.abs(starts[critical] - starts[c]) <= 4 * int(chunks.words[c]) + 64]
+    res = {r for k in near.tolist()[:32] for r in graph.chunk_res[k]}
+    pool = np.unique(np.concatenate([graph.res_chunks[graph.res_ptr[r]:graph.res_ptr[r + 1]] for r in res]))
+    dist = np.abs(starts[pool] - starts[c])
+    take = min(size, len(pool))
+    return np.sort(pool[np.argpartition(dist, take - 1)[:take]])
+
+
+def _solve_window(
+    chunks: Chunks,
+    graph: _Graph,
+    starts: np.ndarray,
+    length: np.ndarray,
+    free: np.ndarray,
+    horizon: int,
+    params: SolverParams,
+) -> tuple[np.ndarray | None, Status]:
+    """Re-time ``free`` with every other chunk fixed; minimise the worst (start + path-to-end), then the sum of
+    starts (packing left is what compaction turns into a shorter horizon)."""
+    count = chunks.count
+    is_free = np.zeros(count, bool)
+    is_free[free] = True
+    words = chunks.words
+    lo = np.zeros(count, np.int64)
+    hi = horizon - words - chunks.tail
+    # outside-in precedences become bounds
+    p, q, g = graph.prec_pred, graph.prec_succ, graph.prec_lag
+    m = ~is_free[p] & is_free[q]
+    np.maximum.at(lo, q[m], starts[p[m]] + g[m])
+    m = is_free[p] & ~is_free[q]
+    np.minimum.at(hi, p[m], starts[q[m]] - g[m])
+    # a free chunk gains nothing by moving past the window (what follows is fixed), and a bounded window keeps
+    # the fixed intervals it must avoid few
+    hi[free] = np.minimum(hi[free], int(starts[free].max()) + int(words[free].max()))
+    if np.any(lo[free] > hi[free]):
+        return None, Status.INFEASIBLE
+    # the part of the path-to-end that runs through fixed chunks only (the free ones are being re-ordered)
+    tail_len = words + chunks.tail
+    pe, se, le = _disjunctive_edges(chunks, graph, starts)
+    m = is_free[pe] & ~is_free[se]
+    fixed_len = tail_len.copy()
+    np.maximum.at(fixed_len, pe[m], le[m] + length[se[m]])
+
+    model = cp_model.CpModel()
+    var = {}
+    ivs: dict[int, object] = {}
+    for c in free.tolist():
+        var[c] = model.new_int_var(int(lo[c]), int(hi[c]), f"s{c}")
+        ivs[c] = model.new_fixed_size_interval_var(var[c], int(words[c]), f"i{c}")
+    t_lo = int(lo[free].min())
+    t_hi = int((hi[free] + words[free]).max())
+    touched = sorted({r for c in free.tolist() for r in graph.chunk_res[c]})
+    seen: set[tuple[int, ...]] = set()
+    for r in touched:
+        members = graph.res_chunks[graph.res_ptr[r]:graph.res_ptr[r + 1]]
+        fixed = members[~is_free[members]]
+        fixed = fixed[(starts[fixed] + words[fixed] > t_lo) & (starts[fixed] < t_hi)]
+        mine = members[is_free[members]]
+        key = (*mine.tolist(), -1, *fixed.tolist())
+        if key in seen or len(mine) + len(fixed) < 2:
+            continue
+        seen.add(key)
+        for f in fixed.tolist():
+            if f not in ivs:
+                ivs[f] = model.new_fixed_size_interval_var(int(starts[f]), int(words[f]), f"f{f}")
+        model.add_no_overlap([ivs[c] for c in (*mine.tolist(), *fixed.tolist())])
+    m = is_free[p] & is_free[q]
+    for a, b, lag in zip(p[m].tolist(), q[m].tolist(), g[m].tolist(), strict=True):
+        model.add(var[b] >= var[a] + lag)
+    worst = model.new_int_var(0, horizon + int(length.max()), "worst")
+    for c in free.tolist():
+        model.add(worst >= var[c] + int(fixed_len[c]))
+    model.minimize(worst)
+    for c in free.tolist():
+        model.add_hint(var[c], int(starts[c]))
+    solver, result = run(model, _solver_params(params, params.time_limit))
+    if result.status not in (Status.OPTIMAL, Status.FEASIBLE):
+        return None, result.status
+    out = starts.copy()
+    for c in free.tolist():
+        out[c] = solver.value(var[c])
+    return out, result.status

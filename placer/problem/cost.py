@@ -1,0 +1,172 @@
+"""The cost model of BRIEF §3, vectorised over a phase's columns.
+
+Per tile and phase:
+- table bytes: ``phase_entry_bytes`` if the tile takes part in the phase; per send fragment ``send_bytes`` (+
+  ``long_send_extra_bytes`` above ``send_count_words``), paid once per multicast by the sender; per receive fragment
+  ``receive_bytes`` (+ ``pointer_reset_extra_bytes`` when its address is not the end of the tile's previous receive
+  in listed order -- the first receive of a phase always resets); the total rounded up to ``table_rounding``.
+- fragments: sends + receives.
+- cycles: max(⌈tx/4⌉, ⌈rx/4⌉, controls) with controls = 2·sends + 2·receives + 1·resets; the phase estimate is the
+  max over tiles plus the sync. A Paired64 send moves 8 bytes a cycle by borrowing the partner lane (logical tile
+  XOR 1, i.e. physical XOR 2), so its bytes are charged half to the sender's lane and half to the partner's.
+
+Tiles idle in a phase (no send, no receive) pay nothing for it: their table holds no entry for that phase.
+Whole program: table bytes and fragments sum over stored phases (a Repeat body is stored once); cycles multiply
+each phase's estimate by the times it executes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from placer.capture.model import PAIRED64, WORD_BYTES, Capture, Phase
+from placer.machine import Machine
+
+
+@dataclass(eq=False)
+class PhaseCost:
+    """Per-tile counters of one phase (arrays of length ``tiles``) and the phase's cycle estimate."""
+
+    phase: int
+    sends: np.ndarray
+    long_sends: np.ndarray
+    receives: np.ndarray
+    resets: np.ndarray
+    tx_bytes: np.ndarray
+    rx_bytes: np.ndarray
+    table_bytes: np.ndarray  # rounded, including entry/return
+    cycles: int  # estimate for one execution, including sync
+
+    @property
+    def fragments(self) -> np.ndarray:
+        return self.sends + self.receives
+
+    @property
+    def controls(self) -> np.ndarray:
+        return 2 * self.sends + 2 * self.receives + self.resets
+
+    def worst_tile(self) -> int:
+        return int(np.argmax(self.table_bytes))
+
+    def worst_table(self) -> int:
+        return int(self.table_bytes.max(initial=0))
+
+
+def receive_resets(dst_tile: np.ndarray, dst_addr: np.ndarray, dst_bytes: np.ndarray) -> np.ndarray:
+    """For each receive entry (listed order), 1 if it starts a new pointer run on its tile, else 0."""
+    order = np.argsort(dst_tile, kind="stable")
+    t = dst_tile[order]
+    a = dst_addr[order]
+    end = a + dst_bytes[order]
+    reset_sorted = np.ones(len(order), dtype=np.int64)
+    if len(order) > 1:
+        same_tile = t[1:] == t[:-1]
+        reset_sorted[1:] = ~(same_tile & (a[1:] == end[:-1]))
+    resets = np.empty_like(reset_sorted)
+    resets[order] = reset_sorted
+    return resets
+
+
+def tile_counters(phase: Phase, machine: Machine, tiles: int) -> PhaseCost:
+    """Cost one phase: every counter of BRIEF §3 for every tile."""
+    c = machine.cost
+    nbytes = phase.nbytes
+    long = (phase.words > machine.exchange.send_count_words).astype(np.int64)
+    sends = np.bincount(phase.source, minlength=tiles).astype(np.int64)
+    long_sends = np.bincount(phase.source, weights=long, minlength=tiles).astype(np.int64)
+
+    paired = phase.width == PAIRED64
+    tx = np.bincount(phase.source, weights=np.where(paired, nbytes // 2, nbytes), minlength=tiles)
+    if paired.any():
+        tx += np.bincount(phase.source[paired] ^ 1, weights=nbytes[paired] // 2, minlength=tiles)[:tiles]
+
+    dst_transfer = phase.dst_transfer()
+    dst_bytes = nbytes[dst_transfer]
+    receives = np.bincount(phase.dst_tile, minlength=tiles).astype(np.int64)
+    rx = np.bincount(phase.dst_tile, weights=dst_bytes, minlength=tiles)
+    resets = np.bincount(phase.dst_tile, weights=receive_resets(phase.dst_tile, phase.dst_addr, dst_bytes),
+                         minlength=tiles).astype(np.int64)
+
+    active = (sends + receives) > 0
+    raw = (
+        c.phase_entry_bytes * active
+        + c.send_bytes * sends
+        + c.long_send_extra_bytes * long_sends
+        + c.receive_bytes * receives
+        + c.pointer_reset_extra_bytes * resets
+    )
+    rounding = c.table_rounding
+    table = -(-raw // rounding) * rounding
+    tx_b = tx.astype(np.int64)
+    rx_b = rx.astype(np.int64)
+    controls = c.send_control_cycles * sends + c.receive_control_cycles * receives + c.pointer_reset_cycles * resets
+    return PhaseCost(
+        phase=phase.phase,
+        sends=sends,
+        long_sends=long_sends,
+        receives=receives,
+        resets=resets,
+        tx_bytes=tx_b,
+        rx_bytes=rx_b,
+        table_bytes=table,
+        cycles=phase_cycles(tx_b, rx_b, controls, machine) if phase.n else 0,
+    )
+
+
+def phase_cycles(tx_bytes: np.ndarray, rx_bytes: np.ndarray, controls: np.ndarray, machine: Machine) -> int:
+    bpc = machine.exchange.bytes_per_cycle
+    per_tile = np.maximum(np.maximum(-(-tx_bytes // bpc), -(-rx_bytes // bpc)), controls)
+    return int(per_tile.max(initial=0)) + machine.exchange.sync_cycles
+
+
+@dataclass(eq=False)
+class ProgramCost:
+    """The whole program: per-phase costs and the per-tile totals over stored phases."""
+
+    phases: list[PhaseCost]
+    iterations: list[int]  # times each stored phase executes
+    table_bytes: np.ndarray
+    fragments: np.ndarray
+    machine: Machine
+
+    @property
+    def cycles(self) -> int:
+        """Modelled exchange cycles of one run of the program (Repeat body phases times their iterations)."""
+        return sum(p.cycles * k for p, k in zip(self.phases, self.iterations, strict=True))
+
+    def worst_tile(self) -> int:
+        return int(np.argmax(self.table_bytes))
+
+    def worst_table(self) -> int:
+        return int(self.table_bytes.max(initial=0))
+
+    def worst_fragments(self) -> int:
+        return int(self.fragments.max(initial=0))
+
+    def fits(self, table_budget: int | None = None, fragment_limit: int | None = None) -> bool:
+        table_budget = self.machine.budget.table_bytes if table_budget is None else table_budget
+        fragment_limit = self.machine.budget.fragments if fragment_limit is None else fragment_limit
+        return self.worst_table() <= table_budget and self.worst_fragments() <= fragment_limit
+
+
+def program_cost(capture: Capture, machine: Machine) -> ProgramCost:
+    tiles = max(capture.tile_count, machine.tiles)
+    phases = [tile_counters(p, machine, tiles) for p in capture.phases]
+    table = np.zeros(tiles, np.int64)
+    frags = np.zeros(tiles, np.int64)
+    for pc in phases:
+        table += pc.table_bytes
+        frags += pc.fragments
+    return ProgramCost(
+        phases=phases,
+        iterations=[capture.iterations(p.phase) for p in capture.phases],
+        table_bytes=table,
+        fragments=frags,
+        machine=machine,
+    )
+
+
+__all__ = ["WORD_BYTES", "PhaseCost", "ProgramCost", "phase_cycles", "program_cost", "receive_resets",
+           "tile_counters"]

@@ -1,0 +1,185 @@
+"""Exact, incremental cost of one phase while transfers are removed from it and appended to it.
+
+The relay rules (greedy and CP-SAT alike) ask "what does this phase cost if this group's multicasts are replaced by
+these gathers and forwards?" hundreds of times per phase. Recosting a 200k-transfer phase each time would be
+wasteful; only the tiles that send or receive the changed transfers can change, so only their counters are
+recomputed, on their own receive sequences (pointer resets depend on the listed order of a tile's receives).
+The rules are those of :mod:`placer.problem.cost`; ``tests/test_state.py`` checks both agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from placer.capture.model import PAIRED64, Phase, csr_gather
+from placer.machine import Machine
+from placer.problem.cost import tile_counters
+
+
+@dataclass(eq=False)
+class TileCounters:
+    """Counters of a set of tiles (parallel arrays)."""
+
+    tiles: np.ndarray
+    sends: np.ndarray
+    long_sends: np.ndarray
+    receives: np.ndarray
+    resets: np.ndarray
+    tx: np.ndarray
+    rx: np.ndarray
+
+
+class PhaseState:
+    def __init__(self, phase: Phase, machine: Machine, tiles: int) -> None:
+        self.phase = phase
+        self.machine = machine
+        self.tiles = tiles
+        pc = tile_counters(phase, machine, tiles + 1)
+        # one phantom tile past the last real one: a placeholder host when only the other tiles matter
+        self.sends = pc.sends.copy()
+        self.long_sends = pc.long_sends.copy()
+        self.receives = pc.receives.copy()
+        self.resets = pc.resets.copy()
+        self.tx = pc.tx_bytes.copy()
+        self.rx = pc.rx_bytes.copy()
+        self.scratch = np.zeros(tiles + 1, np.int64)
+        self.removed = np.zeros(phase.n, bool)
+        self.appended: list[Phase] = []
+        # every tile's receive entries in listed order, as a CSR over tiles
+        self._dst_transfer = phase.dst_transfer()
+        order = np.argsort(phase.dst_tile, kind="stable")
+        self._entries = order
+        self._entry_ptr = np.searchsorted(phase.dst_tile[order], np.arange(tiles + 2))
+        self._dst_bytes = phase.nbytes[self._dst_transfer]
+        self._app_recv: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
+
+    # -- derived per-tile figures ---------------------------------------------------------------------------
+    def raw_table(self, c: TileCounters | None = None) -> np.ndarray:
+        """Table bytes before rounding (the rounding is applied to a tile's phase total)."""
+        k = self.machine.cost
+        src = self if c is None else c
+        active = (src.sends + src.receives) > 0
+        return (k.phase_entry_bytes * active + k.send_bytes * src.sends + k.long_send_extra_bytes * src.long_sends
+                + k.receive_bytes * src.receives + k.pointer_reset_extra_bytes * src.resets)
+
+    def table(self, c: TileCounters | None = None) -> np.ndarray:
+        raw = self.raw_table(c)
+        r = self.machine.cost.table_rounding
+        return -(-raw // r) * r
+
+    def controls(self, c: TileCounters | None = None) -> np.ndarray:
+        k = self.machine.cost
+        src = self if c is None else c
+        return (k.send_control_cycles * src.sends + k.receive_control_cycles * src.receives
+                + k.pointer_reset_cycles * src.resets)
+
+    def tile_cycles(self, c: TileCounters | None = None) -> np.ndarray:
+        src = self if c is None else c
+        bpc = self.machine.exchange.bytes_per_cycle
+        controls = self.controls(c)
+        return np.maximum(np.maximum(-(-src.tx // bpc), -(-src.rx // bpc)), controls)
+
+    @property
+    def phantom(self) -> int:
+        return self.tiles
+
+    def cycles(self) -> int:
+        return int(self.tile_cycles()[: self.tiles].max(initial=0)) + self.machine.exchange.sync_cycles
+
+    def used(self) -> np.ndarray:
+        """Tiles that send or receive anything in the phase as it stands."""
+        return (self.sends + self.receives) > 0
+
+    # -- what-if ---------------------------------------------------------------------------------------------
+    def evaluate(self, remove: np.ndarray, append: Phase) -> TileCounters:
+        """Counters of every affected tile if ``remove`` (transfer indices) went and ``append`` was appended."""
+        ph = self.phase
+        remove = np.asarray(remove, np.int64)
+        rm_entries = csr_gather(ph.dst_ptr, remove)
+        tiles = np.unique(np.concatenate([
+            ph.source[remove], ph.dst_tile[rm_entries], append.source, append.dst_tile,
+        ]).astype(np.int64))
+        sends = self.sends[tiles].copy()
+        long_sends = self.long_sends[tiles].copy()
+        tx = self.tx[tiles].copy()
+        pos = {int(t): i for i, t in enumerate(tiles)}
+        long_limit = self.machine.exchange.send_count_words
+        # sends removed and appended
+        for arr_src, arr_words, arr_width, sign in (
+            (ph.source[remove], ph.words[remove], ph.width[remove], -1),
+            (append.source, append.words, append.width, +1),
+        ):
+            if len(arr_src) == 0:
+                continue
+            idx = np.searchsorted(tiles, arr_src)
+            nb = arr_words.astype(np.int64) * 4
+            paired = arr_width == PAIRED64
+            np.add.at(sends, idx, sign)
+            np.add.at(long_sends, idx, sign * (arr_words > long_limit))
+            np.add.at(tx, idx, sign * np.where(paired, nb // 2, nb))
+            if paired.any():
+                partner = np.searchsorted(tiles, arr_src[paired] ^ 1)
+                ok = (partner < len(tiles)) & (tiles[np.minimum(partner, len(tiles) - 1)] == (arr_src[paired] ^ 1))
+                np.add.at(tx, partner[ok], sign * (nb[paired][ok] // 2))
+        receives = np.zeros(len(tiles), np.int64)
+        resets = np.zeros(len(tiles), np.int64)
+        rx = np.zeros(len(tiles), np.int64)
+        removed = self.removed.copy()
+        removed[remove] = True
+        app_tr = append.dst_transfer()
+        app_bytes = append.nbytes[app_tr]
+        for t in tiles.tolist():
+            i = pos[t]
+            a, e = self._receive_sequence(t, removed)
+            sel = append.dst_tile == t
+            if sel.any():
+                a = np.concatenate([a, append.dst_addr[sel]])
+                e = np.concatenate([e, append.dst_addr[sel] + app_bytes[sel]])
+            receives[i] = a.shape[0]
+            rx[i] = int((e - a).sum())
+            if a.shape[0]:
+                resets[i] = 1 + int((a[1:] != e[:-1]).sum())
+        return TileCounters(tiles, sends, long_sends, receives, resets, tx, rx)
+
+    def _receive_sequence(self, t: int, removed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        ent = self._entries[self._entry_ptr[t] : self._entry_ptr[t + 1]]
+        ent = ent[~removed[self._dst_transfer[ent]]]
+        a = self.phase.dst_addr[ent]
+        e = a + self._dst_bytes[ent]
+        for aa, ee in self._app_recv.get(t, []):
+            a = np.concatenate([a, aa])
+            e = np.concatenate([e, ee])
+        return a, e
+
+    def commit(self, remove: np.ndarray, append: Phase, counters: TileCounters, scratch: dict[int, int]) -> None:
+        t = counters.tiles
+        self.sends[t] = counters.sends
+        self.long_sends[t] = counters.long_sends
+        self.receives[t] = counters.receives
+        self.resets[t] = counters.resets
+        self.tx[t] = counters.tx
+        self.rx[t] = counters.rx
+        self.removed[np.asarray(remove, np.int64)] = True
+        self.appended.append(append)
+        app_tr = append.dst_transfer()
+        app_bytes = append.nbytes[app_tr]
+        for tile in np.unique(append.dst_tile).tolist():
+            sel = append.dst_tile == tile
+            self._app_recv.setdefault(tile, []).append((append.dst_addr[sel], append.dst_addr[sel] + app_bytes[sel]))
+        for tile, nbytes in scratch.items():
+            self.scratch[tile] += nbytes
+
+    def with_counters(self, c: TileCounters) -> tuple[np.ndarray, np.ndarray]:
+        """Whole-phase (table, tile cycles) arrays with the affected tiles replaced by ``c``."""
+        table = self.table().copy()
+        cyc = self.tile_cycles().copy()
+        table[c.tiles] = self.table(c)
+        cyc[c.tiles] = self.tile_cycles(c)
+        return table, cyc
+
+    def result(self) -> Phase:
+        """The rewritten phase: kept transfers in order, then everything appended, in order."""
+        kept = self.phase.take(np.flatnonzero(~self.removed))
+        return Phase.concat(self.phase.phase, [kept, *self.appended], extra=self.phase.extra)

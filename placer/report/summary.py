@@ -1,0 +1,94 @@
+"""The per-phase summary of a relay plan: what changed, before → after, and the program against its budgets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from placer.alternatives.groups import GroupScan
+from placer.capture.model import Capture
+from placer.problem.cost import ProgramCost, program_cost
+from placer.report.table import render
+from placer.selection.plan import Plan
+from placer.units import format_size
+
+
+def plan_summary(capture: Capture, scans: list[GroupScan], plan: Plan,
+                 before: ProgramCost | None = None) -> dict[str, Any]:
+    machine = plan.machine
+    before = before or program_cost(capture, machine)
+    rewritten = plan.rewritten(capture)
+    after = program_cost(rewritten, machine)
+    after_by_id = {pc.phase: pc for pc in after.phases}
+    extra_of = {r.group.phase: r.extra_phase for r in plan.relays if r.extra_phase is not None}
+    phases = []
+    for p, scan, pb in zip(capture.phases, scans, before.phases, strict=True):
+        chosen = [r for r in plan.relays if r.group.phase == p.phase]
+        pa = after_by_id[p.phase]
+        cycles_after = pa.cycles
+        if p.phase in extra_of:
+            cycles_after += after_by_id[extra_of[p.phase]].cycles
+        phases.append({
+            "phase": p.phase,
+            "label": capture.label(p.phase),
+            "groups": len(scan.groups),
+            "ineligible": len(scan.rejected),
+            "relayed": len(chosen),
+            "kept": len(scan.groups) - len(chosen),
+            "relays": sum(r.segmentation.count for r in chosen),
+            "segments": sorted({r.segmentation.count for r in chosen}),
+            "variants": sorted({r.variant for r in chosen}),
+            "largest_buffer": max((int(r.scratch_bytes.max()) for r in chosen), default=0),
+            "table_before": pb.worst_table(),
+            "table_after": max(pa.worst_table(), after_by_id[extra_of[p.phase]].worst_table()
+                               if p.phase in extra_of else 0),
+            "cycles_before": pb.cycles,
+            "cycles_after": cycles_after,
+        })
+    scratch = sum(int(r.scratch_bytes.sum()) for r in plan.relays)
+    return {
+        "mode": plan.mode,
+        "machine": machine.name,
+        "phases": phases,
+        "program": {
+            "table_budget": plan.table_budget,
+            "fragment_limit": plan.fragment_limit,
+            "worst_tile_before": before.worst_tile(),
+            "worst_table_before": before.worst_table(),
+            "worst_tile_after": after.worst_tile(),
+            "worst_table_after": after.worst_table(),
+            "worst_fragments_before": before.worst_fragments(),
+            "worst_fragments_after": after.worst_fragments(),
+            "cycles_before": before.cycles,
+            "cycles_after": after.cycles,
+            "relayed_groups": len(plan.relays),
+            "relays": sum(r.segmentation.count for r in plan.relays),
+            "scratch_bytes": scratch,
+            "fits_before": before.fits(plan.table_budget, plan.fragment_limit),
+            "fits": after.fits(plan.table_budget, plan.fragment_limit),
+        },
+    }
+
+
+def render_summary(summary: dict[str, Any], *, all_phases: bool = False) -> str:
+    rows = []
+    for p in summary["phases"]:
+        if not all_phases and not p["groups"]:
+            continue
+        rows.append([
+            p["phase"], p["label"][:28], f"{p['relayed']}/{p['groups']}", p["relays"],
+            ",".join(map(str, p["segments"])) or "-", p["largest_buffer"],
+            f"{p['table_before']:,} → {p['table_after']:,}", f"{p['cycles_before']:,} → {p['cycles_after']:,}",
+        ])
+    text = render(["phase", "label", "relayed/groups", "relays", "segs", "max buffer B", "worst table B",
+                   "cycles"], rows)
+    g = summary["program"]
+    verdict = "fits" if g["fits"] else "DOES NOT FIT"
+    text += (
+        f"\n\nprogram ({summary['mode']}): worst tile table {g['worst_table_before']:,} (tile "
+        f"{g['worst_tile_before']}) → {g['worst_table_after']:,} (tile {g['worst_tile_after']}) / budget "
+        f"{format_size(g['table_budget'])}; fragments {g['worst_fragments_before']:,} → "
+        f"{g['worst_fragments_after']:,} / {g['fragment_limit']:,}; cycles {g['cycles_before']:,} → "
+        f"{g['cycles_after']:,}; {g['relayed_groups']} groups relayed over {g['relays']} relays, scratch "
+        f"{format_size(g['scratch_bytes'])} -> {verdict}"
+    )
+    return text

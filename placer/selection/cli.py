@@ -1,0 +1,264 @@
+"""``placer solve`` and ``placer compare``."""
+
+from __future__ import annotations
+
+import json as jsonlib
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from placer.capture import read_capture
+from placer.capture.model import Capture
+from placer.errors import InputError
+from placer.fileio import write_json
+from placer.machine import Machine, load_machine
+from placer.report.summary import plan_summary, render_summary
+from placer.report.table import render
+from placer.selection.cpsat import OBJECTIVES
+from placer.selection.select import Outcome, select
+from placer.solver import SolverParams, Status
+from placer.units import format_size, parse_size, parse_size_list
+
+EXIT_INFEASIBLE = 3
+EXIT_OVER_BUDGET = 4
+
+
+def parse_objective(text: str | None) -> tuple[str, ...]:
+    if not text:
+        return OBJECTIVES
+    names = tuple(s.strip() for s in text.split(",") if s.strip())
+    bad = [n for n in names if n not in OBJECTIVES]
+    if bad or len(set(names)) != len(names):
+        raise InputError(f"--objective {text!r}: use a comma-separated order of {', '.join(OBJECTIVES)}")
+    return names + tuple(n for n in OBJECTIVES if n not in names)
+
+
+def _progress(enabled: bool):  # type: ignore[no-untyped-def]
+    if not enabled:
+        return None
+    last = [0.0]
+
+    def show(elapsed: float, objective: float | None, bound: float | None) -> None:
+        now = time.perf_counter()
+        if now - last[0] < 0.5 and objective is None:
+            return
+        last[0] = now
+        obj = f"objective {objective:,.0f}" if objective is not None else "objective  -"
+        bnd = f"bound {bound:,.0f}" if bound is not None else ""
+        sys.stderr.write(f"\r  cp-sat {elapsed:6.1f}s  {obj}  {bnd}    ")
+        sys.stderr.flush()
+
+    return show
+
+
+def _params(params_file: Path | None, time_limit: float | None, workers: int | None, seed: int | None) -> SolverParams:
+    return SolverParams.from_toml(params_file).with_overrides(time_limit=time_limit, workers=workers, seed=seed)
+
+
+def _budgets(machine: Machine, budget: str | None, fragments: int | None) -> tuple[int, int]:
+    try:
+        table = parse_size(budget) if budget else machine.budget.table_bytes
+    except ValueError as exc:
+        raise InputError(f"--budget: {exc}") from None
+    return table, fragments if fragments is not None else machine.budget.fragments
+
+
+def outcome_json(capture: Capture, outcome: Outcome) -> dict[str, Any]:
+    assert outcome.problem is not None
+    summary = plan_summary(capture, outcome.problem.scans, outcome.plan, outcome.problem.direct)
+    staged = outcome.staged
+    return {
+        "summary": summary,
+        "solver": {
+            "status": outcome.status.value if staged is not None else "not-run",
+            "plan_from": outcome.source,
+            "stages": [{"stage": n, **r.to_json()} for n, r in (staged.stages if staged else [])],
+            "runtime_s": round(outcome.runtime, 3),
+            "rounds": outcome.rounds,
+            "note": outcome.note,
+        },
+        "objectives": outcome.objectives.to_json(),
+        "greedy_objectives": outcome.greedy_objectives.to_json(),
+        "irreducible_tiles": [{"tile": t, "bytes_over": b} for t, b in outcome.irreducible],
+    }
+
+
+def solve(
+    capture: Path = typer.Argument(..., help="Capture JSON (.json or .json.gz)."),
+    budget: str = typer.Option(None, help="Exchange-table budget per tile, e.g. 80KiB (default: the machine's)."),
+    fragments: int = typer.Option(None, help="Fragment limit per tile (default: the machine's)."),
+    mode: str = typer.Option("cpsat", help="cpsat (default) or greedy (the production rule)."),
+    output: Path = typer.Option(None, "-o", "--output", help="Write the plan here (.json or .json.gz)."),
+    objective: str = typer.Option(None, help="Lexicographic order, e.g. table,cycles (default "
+                                            "cycles,table,scratch,relays)."),
+    time_limit: float = typer.Option(None, help="CP-SAT seconds in all (default 30, from --params)."),
+    workers: int = typer.Option(None, help="CP-SAT workers (default 2)."),
+    seed: int = typer.Option(None, help="CP-SAT random seed (default 0)."),
+    params: Path = typer.Option(None, help="Solver parameters TOML (see placer/params/default.toml)."),
+    machine: str = typer.Option("ipu21", help="Bundled machine (ipu21, mk1) or a machine TOML file."),
+    local_pack: bool = typer.Option(True, "--local-pack/--no-local-pack", help="Offer the local-pack variant."),
+    json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
+) -> None:
+    """Choose relays so every tile fits its exchange-table budget; print per phase before → after.
+
+    Exit codes: 0 plan fits; 3 proved infeasible; 4 the plan (or the greedy fallback) breaks the budget.
+    """
+    if mode not in ("cpsat", "greedy"):
+        raise InputError(f"--mode {mode!r}: use cpsat or greedy")
+    mach = load_machine(machine)
+    table, frag = _budgets(mach, budget, fragments)
+    order = parse_objective(objective)
+    solver_params = _params(params, time_limit, workers, seed)
+    cap = read_capture(capture)
+    outcome = select(cap, mach, table, frag, mode=mode, params=solver_params, order=order, local_pack=local_pack,
+                     progress=_progress(not quiet and not json and mode == "cpsat"))
+    if not quiet and not json and mode == "cpsat":
+        sys.stderr.write("\n")
+    report = outcome_json(cap, outcome)
+    if output is not None:
+        write_json(output, outcome.plan.to_json(cap, report["summary"]))
+    if json:
+        typer.echo(jsonlib.dumps(report, indent=2))
+    else:
+        typer.echo(render_summary(report["summary"]))
+        typer.echo(_status_line(outcome))
+        if outcome.irreducible:
+            typer.echo("tiles that cannot fit even with every option (tile: bytes over):")
+            typer.echo("  " + ", ".join(f"{t}: {b:,}" for t, b in outcome.irreducible))
+        if output is not None:
+            typer.echo(f"plan written to {output}")
+    if outcome.status is Status.INFEASIBLE and mode == "cpsat":
+        raise typer.Exit(EXIT_INFEASIBLE)
+    if not outcome.objectives.fits:
+        raise typer.Exit(EXIT_OVER_BUDGET)
+
+
+def _status_line(outcome: Outcome) -> str:
+    if outcome.staged is None:
+        return "mode greedy: the production rule (no search)"
+    stages = "; ".join(f"{n}: {r.describe()}" for n, r in outcome.staged.stages)
+    extra = f" — {outcome.note}" if outcome.note else ""
+    return f"cp-sat {outcome.status.value} [{stages}]; plan from {outcome.source}{extra}"
+
+
+def compare(
+    capture: Path = typer.Argument(..., help="Capture JSON (.json or .json.gz)."),
+    budget: str = typer.Option(None, help="One budget or a comma-separated sweep, e.g. 64KiB,72KiB,80KiB,96KiB."),
+    fragments: int = typer.Option(None, help="Fragment limit per tile (default: the machine's)."),
+    objective: str = typer.Option(None, help="Lexicographic order (default cycles,table,scratch,relays)."),
+    time_limit: float = typer.Option(None, help="CP-SAT seconds per budget (default 30)."),
+    workers: int = typer.Option(None, help="CP-SAT workers (default 2)."),
+    seed: int = typer.Option(None, help="CP-SAT random seed (default 0)."),
+    params: Path = typer.Option(None, help="Solver parameters TOML."),
+    machine: str = typer.Option("ipu21", help="Bundled machine (ipu21, mk1) or a machine TOML file."),
+    local_pack: bool = typer.Option(True, "--local-pack/--no-local-pack", help="Offer the local-pack variant."),
+    groups: bool = typer.Option(False, "--groups", help="List every group, not only those where the two differ."),
+    json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
+) -> None:
+    """The production greedy against the CP-SAT optimum, per phase and group, for one or more budgets."""
+    mach = load_machine(machine)
+    try:
+        budgets = parse_size_list(budget) if budget else [mach.budget.table_bytes]
+    except ValueError as exc:
+        raise InputError(f"--budget: {exc}") from None
+    _, frag = _budgets(mach, None, fragments)
+    order = parse_objective(objective)
+    solver_params = _params(params, time_limit, workers, seed)
+    cap = read_capture(capture)
+    results = []
+    for b in budgets:
+        if not quiet and not json:
+            sys.stderr.write(f"budget {format_size(b)}:\n")
+        out = select(cap, mach, b, frag, params=solver_params, order=order, local_pack=local_pack,
+                     progress=_progress(not quiet and not json))
+        if not quiet and not json:
+            sys.stderr.write("\n")
+        results.append((b, out))
+    doc = [comparison_json(cap, b, out) for b, out in results]
+    if json:
+        typer.echo(jsonlib.dumps(doc, indent=2))
+    else:
+        for entry in doc:
+            typer.echo(render_comparison(entry, all_groups=groups))
+            typer.echo("")
+    if any(not out.objectives.fits for _, out in results):
+        raise typer.Exit(EXIT_OVER_BUDGET)
+
+
+def comparison_json(capture: Capture, budget: int, out: Outcome) -> dict[str, Any]:
+    g_by = {(r.group.phase, r.group.index): r for r in out.greedy.relays}
+    c_by = {(r.group.phase, r.group.index): r for r in out.plan.relays}
+    assert out.problem is not None
+    g_sum = plan_summary(capture, out.problem.scans, out.greedy, out.problem.direct)
+    c_sum = plan_summary(capture, out.problem.scans, out.plan, out.problem.direct)
+    phases = []
+    for gp, cp in zip(g_sum["phases"], c_sum["phases"], strict=True):
+        if not gp["groups"]:
+            continue
+        phases.append({"phase": gp["phase"], "label": gp["label"], "groups": gp["groups"],
+                       "greedy": {k: gp[k] for k in ("relayed", "relays", "table_after", "cycles_after")},
+                       "cpsat": {k: cp[k] for k in ("relayed", "relays", "table_after", "cycles_after")},
+                       "table_before": gp["table_before"], "cycles_before": gp["cycles_before"]})
+    group_rows = []
+    for scan in out.problem.scans:
+        for g in scan.groups:
+            gr, cr = g_by.get(g.key()), c_by.get(g.key())
+            group_rows.append({
+                "phase": g.phase, "group": g.index, "replicas": g.replica_count, "fragments": g.fragments,
+                "greedy": _choice(gr), "cpsat": _choice(cr),
+                "greedy_scratch": int(gr.scratch_bytes.sum()) if gr else 0,
+                "cpsat_scratch": int(cr.scratch_bytes.sum()) if cr else 0,
+            })
+    return {
+        "budget": budget,
+        "status": out.status.value,
+        "plan_from": out.source,
+        "stages": [{"stage": n, **r.to_json()} for n, r in (out.staged.stages if out.staged else [])],
+        "runtime_s": round(out.runtime, 3),
+        "greedy": out.greedy_objectives.to_json(),
+        "cpsat": out.objectives.to_json(),
+        "phases": phases,
+        "groups": group_rows,
+    }
+
+
+def _choice(r: Any) -> str:
+    if r is None:
+        return "direct"
+    return f"{'DR' if r.variant == 'direct-receive' else 'LP'}×{r.segmentation.count}"
+
+
+def render_comparison(entry: dict[str, Any], *, all_groups: bool = False) -> str:
+    g, c = entry["greedy"], entry["cpsat"]
+    lines = [f"budget {format_size(entry['budget'])}: cp-sat {entry['status']} (plan from {entry['plan_from']}, "
+             f"{entry['runtime_s']:.1f} s)"]
+    for st in entry["stages"]:
+        gap = f", gap {st['gap']:.2%}" if st["gap"] is not None else ""
+        lines.append(f"  stage {st['stage']}: {st['status']}, objective {st['objective']}, bound {st['bound']}"
+                     f"{gap}, {st['runtime_s']:.2f} s")
+    rows = [[p["phase"], p["label"][:24], p["groups"], f"{p['greedy']['relayed']} / {p['greedy']['relays']}",
+             f"{p['cpsat']['relayed']} / {p['cpsat']['relays']}", p["table_before"], p["greedy"]["table_after"],
+             p["cpsat"]["table_after"], p["cycles_before"], p["greedy"]["cycles_after"], p["cpsat"]["cycles_after"]]
+            for p in entry["phases"]]
+    lines.append(render(["phase", "label", "groups", "greedy grp/relays", "cp-sat grp/relays", "table direct",
+                         "table greedy", "table cp-sat", "cycles direct", "cycles greedy", "cycles cp-sat"], rows))
+    diff = [r for r in entry["groups"] if all_groups or r["greedy"] != r["cpsat"]]
+    if diff:
+        shown = diff[:40]
+        lines.append(render(["phase", "group", "replicas", "fragments", "greedy", "cp-sat", "greedy scratch",
+                             "cp-sat scratch"],
+                            [[r["phase"], r["group"], r["replicas"], r["fragments"], r["greedy"], r["cpsat"],
+                             r["greedy_scratch"], r["cpsat_scratch"]] for r in shown],
+                            title="\ngroups where the choices differ:" if not all_groups else "\ngroups:"))
+        if len(diff) > len(shown):
+            lines.append(f"… and {len(diff) - len(shown)} more (--json for all)")
+    lines.append(render(["", "fits", "cycles", "worst table B", "worst fragments", "scratch B", "relays"], [
+        ["greedy", g["fits"], g["cycles"], g["table"], g["fragments"], g["scratch"], g["relays"]],
+        ["cp-sat", c["fits"], c["cycles"], c["table"], c["fragments"], c["scratch"], c["relays"]],
+    ], title="\ntotals:"))
+    return "\n".join(lines)

@@ -1,0 +1,115 @@
+"""The production relay rule (BRIEF §5), mirrored exactly.
+
+Per phase, per eligible group in order of first appearance in the listing: build the native-segment direct-receive
+alternative; each segment's relay is the highest-numbered tile unused in the phase (as it stands, earlier relays
+included) that is neither a sender nor a receiver of the group; accept it only if the phase's modelled cycles do
+not increase and the worst tile's table bytes plus relay scratch becomes smaller than the previous worst.
+Otherwise the group stays direct. There is no search over the relay count.
+
+One addition the production rule leaves to a later pass: a tile whose free memory in the phase cannot hold the
+segment's buffer is skipped (the next lower tile is tried), so that every accepted relay has a placed buffer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from placer.alternatives.groups import GroupScan, ReplicaGroup
+from placer.alternatives.memory import PhaseMemory
+from placer.alternatives.relay import direct_receive
+from placer.alternatives.segments import native
+from placer.capture.model import Capture, Phase
+from placer.machine import Machine
+from placer.problem.state import PhaseState
+from placer.selection.plan import Plan, RelayChoice
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Why the rule took or left a group (for the report)."""
+
+    phase: int
+    group: int
+    accepted: bool
+    reason: str
+    cycles_before: int
+    cycles_after: int
+    worst_before: int
+    worst_after: int
+
+
+def pick_hosts(group: ReplicaGroup, seg_count: int, seg_bytes: np.ndarray, used: np.ndarray,
+               memory: PhaseMemory, tiles: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Highest-numbered unused tiles, one per segment, each with room for its buffer; None if they run out."""
+    banned = used[:tiles].copy()
+    banned[group.replicas] = True
+    banned[group.sources] = True
+    hosts, buffers = [], []
+    candidates = np.flatnonzero(~banned)[::-1].tolist()
+    ci = 0
+    for s in range(seg_count):
+        while ci < len(candidates):
+            t = candidates[ci]
+            ci += 1
+            addr = memory.first_fit(t, int(seg_bytes[s]))
+            if addr is not None:
+                hosts.append(t)
+                buffers.append(addr)
+                break
+        else:
+            return None
+    return np.asarray(hosts, np.int64), np.asarray(buffers, np.int64)
+
+
+def greedy_phase(phase: Phase, scan: GroupScan, capture: Capture, machine: Machine,
+                 tiles: int) -> tuple[list[RelayChoice], list[Decision], PhaseState]:
+    state = PhaseState(phase, machine, tiles)
+    memory = PhaseMemory(capture, phase, machine)
+    choices: list[RelayChoice] = []
+    decisions: list[Decision] = []
+    max_bytes = machine.exchange.max_transfer_words * 4
+    for group in scan.groups:
+        seg = native(group)
+        cycles = state.cycles()
+        worst = int((state.table() + state.scratch)[:tiles].max(initial=0))
+        picked = pick_hosts(group, seg.count, seg.segment_bytes(), state.used(), memory, tiles)
+        if picked is None:
+            decisions.append(Decision(phase.phase, group.index, False, "not enough unused relay tiles", cycles,
+                                      cycles, worst, worst))
+            continue
+        hosts, buffers = picked
+        rewrite = direct_receive(group, seg, hosts, buffers, phase, max_bytes)
+        appended = Phase.concat(phase.phase, [rewrite.gathers, rewrite.forwards], extra={})
+        counters = state.evaluate(rewrite.remove, appended)
+        table, cyc = state.with_counters(counters)
+        scratch = state.scratch.copy()
+        np.add.at(scratch, hosts, seg.segment_bytes())
+        new_cycles = int(cyc[:tiles].max(initial=0)) + machine.exchange.sync_cycles
+        new_worst = int((table + scratch)[:tiles].max(initial=0))
+        ok = new_cycles <= cycles and new_worst < worst
+        reason = "accepted" if ok else ("cycles would rise" if new_cycles > cycles else "worst tile not reduced")
+        decisions.append(Decision(phase.phase, group.index, ok, reason, cycles, new_cycles, worst, new_worst))
+        if not ok:
+            continue
+        state.commit(rewrite.remove, appended, counters,
+                     {int(h): int(b) for h, b in zip(hosts, seg.segment_bytes(), strict=True)})
+        for h, b, nbytes in zip(hosts.tolist(), buffers.tolist(), seg.segment_bytes().tolist(), strict=True):
+            memory.reserve(h, b, nbytes)
+        choices.append(RelayChoice(group, "direct-receive", seg, hosts, buffers, rewrite))
+    return choices, decisions, state
+
+
+def greedy_plan(capture: Capture, scans: list[GroupScan], machine: Machine, table_budget: int,
+                fragment_limit: int) -> tuple[Plan, list[Decision]]:
+    tiles = max(capture.tile_count, machine.tiles)
+    plan = Plan("greedy", machine, table_budget, fragment_limit)
+    decisions: list[Decision] = []
+    for phase, scan in zip(capture.phases, scans, strict=True):
+        if not scan.groups:
+            continue
+        choices, dec, _ = greedy_phase(phase, scan, capture, machine, tiles)
+        plan.relays.extend(choices)
+        decisions.extend(dec)
+    return plan, decisions

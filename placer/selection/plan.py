@@ -1,0 +1,161 @@
+"""A relay plan: the choices, the rewritten program they produce, and the plan file (docs/plan.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from placer.alternatives.groups import ReplicaGroup
+from placer.alternatives.relay import RelayRewrite, Variant
+from placer.alternatives.segments import Segmentation
+from placer.capture.io import phase_to_json
+from placer.capture.model import Capture, Phase, Repeat
+from placer.machine import Machine
+
+PLAN_VERSION = 1
+
+
+@dataclass(eq=False)
+class RelayChoice:
+    group: ReplicaGroup
+    variant: Variant
+    segmentation: Segmentation
+    hosts: np.ndarray  # relay tile of each segment
+    buffers: np.ndarray  # staging buffer address of each segment
+    rewrite: RelayRewrite
+    extra_phase: int | None = None  # local-pack: id of the extra phase holding the forwards
+
+    @property
+    def scratch_bytes(self) -> np.ndarray:
+        """Bytes of relay memory per segment (local-pack also keeps the unpacked runs)."""
+        seg = self.segmentation.segment_bytes()
+        if self.variant == "local-pack":
+            covered = np.bincount(np.repeat(np.arange(seg.shape[0]), np.diff(self.segmentation.frag_start)),
+                                  weights=self.group.nbytes, minlength=seg.shape[0]).astype(np.int64)
+            return seg + covered
+        return seg
+
+
+@dataclass(eq=False)
+class Plan:
+    mode: str
+    machine: Machine
+    table_budget: int
+    fragment_limit: int
+    relays: list[RelayChoice] = field(default_factory=list)
+
+    def rewritten(self, capture: Capture) -> Capture:
+        """The program with every chosen relay applied (extra local-pack phases right after their phase)."""
+        by_phase: dict[int, list[RelayChoice]] = {}
+        for r in self.relays:
+            by_phase.setdefault(r.group.phase, []).append(r)
+        phases: list[Phase] = []
+        labels = dict(capture.phase_labels or {})
+        body = set(capture.repeat.phases) if capture.repeat else set()
+        for p in capture.phases:
+            chosen = by_phase.get(p.phase, [])
+            if not chosen:
+                phases.append(p)
+                continue
+            removed = np.zeros(p.n, bool)
+            for r in chosen:
+                removed[r.rewrite.remove] = True
+            parts = [p.take(np.flatnonzero(~removed))]
+            parts += [r.rewrite.gathers for r in chosen]
+            parts += [r.rewrite.forwards for r in chosen if r.variant == "direct-receive"]
+            phases.append(Phase.concat(p.phase, parts, extra=p.extra))
+            packs = [r for r in chosen if r.variant == "local-pack"]
+            if packs:
+                extra_id = packs[0].extra_phase
+                assert extra_id is not None
+                phases.append(Phase.concat(extra_id, [r.rewrite.forwards for r in packs], extra={}))
+                labels[extra_id] = f"local-pack multicast of phase {p.phase}"
+                if p.phase in body:
+                    body.add(extra_id)
+        out = capture.with_phases(phases)
+        out.phase_labels = labels if (labels or capture.phase_labels is not None) else None
+        if capture.repeat is not None:
+            out.repeat = Repeat(tuple(ph.phase for ph in phases if ph.phase in body), capture.repeat.iterations)
+        return out
+
+    def to_json(self, capture: Capture, summary: dict[str, Any] | None = None) -> dict[str, Any]:
+        by_phase: dict[int, list[RelayChoice]] = {}
+        for r in self.relays:
+            by_phase.setdefault(r.group.phase, []).append(r)
+        relays = []
+        delta = []
+        inserted = []
+        kernels = []
+        for p in capture.phases:
+            chosen = by_phase.get(p.phase, [])
+            if not chosen:
+                continue
+            remove = np.sort(np.concatenate([r.rewrite.remove for r in chosen]))
+            appended = [r.rewrite.gathers for r in chosen]
+            appended += [r.rewrite.forwards for r in chosen if r.variant == "direct-receive"]
+            delta.append({
+                "phase": p.phase,
+                "remove": remove.tolist(),
+                "append": phase_to_json(Phase.concat(p.phase, appended, extra={}))["transfers"],
+            })
+            packs = [r for r in chosen if r.variant == "local-pack"]
+            if packs:
+                extra_id = packs[0].extra_phase
+                inserted.append({
+                    "after": p.phase,
+                    "phase": extra_id,
+                    "label": f"local-pack multicast of phase {p.phase}",
+                    "transfers": phase_to_json(Phase.concat(extra_id or 0, [r.rewrite.forwards for r in packs],
+                                                             extra={}))["transfers"],
+                })
+                for r in packs:
+                    by_tile: dict[int, list[list[int]]] = {}
+                    for tile, frm, to, nb in r.rewrite.copies:
+                        by_tile.setdefault(tile, []).append([frm, to, nb])
+                    for tile, copies in by_tile.items():
+                        kernels.append({"after": p.phase, "tile": tile, "copies": copies})
+            for r in chosen:
+                relays.append(_relay_json(r))
+        return {
+            "plan_version": PLAN_VERSION,
+            "kind": "placer-plan",
+            "mode": self.mode,
+            "machine": self.machine.name,
+            "budget": {"table_bytes": self.table_budget, "fragments": self.fragment_limit},
+            "relays": relays,
+            "delta": delta,
+            "inserted_phases": inserted,
+            "kernels": kernels,
+            "summary": summary or {},
+        }
+
+
+def _relay_json(r: RelayChoice) -> dict[str, Any]:
+    g = r.group
+    seg = r.segmentation
+    scratch = r.scratch_bytes
+    segments = []
+    for s in range(seg.count):
+        rec: dict[str, Any] = {
+            "start": int(seg.bounds[s]),
+            "end": int(seg.bounds[s + 1]),
+            "tile": int(r.hosts[s]),
+            "buffer": int(r.buffers[s]),
+            "phase": g.phase,
+        }
+        if r.variant == "local-pack":
+            rec["scratch"] = int(r.buffers[s] + seg.bounds[s + 1] - seg.bounds[s])
+            rec["scratch_bytes"] = int(scratch[s] - (seg.bounds[s + 1] - seg.bounds[s]))
+            rec["extra_phase"] = r.extra_phase
+        segments.append(rec)
+    return {
+        "phase": g.phase,
+        "group": g.index,
+        "variant": r.variant,
+        "replicas": g.replicas.tolist(),
+        "bases": g.bases.tolist(),
+        "extent": g.extent,
+        "segments": segments,
+    }

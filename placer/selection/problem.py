@@ -1,0 +1,114 @@
+"""The relay-selection problem: every phase's groups, their options, and what the direct program costs.
+
+Built once, shared by the greedy and the CP-SAT model, so both see the same groups, options and costs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from placer.alternatives.groups import GroupScan, scan_capture
+from placer.alternatives.memory import PhaseMemory
+from placer.capture.model import Capture, Phase
+from placer.machine import Machine
+from placer.problem.cost import ProgramCost, program_cost
+from placer.problem.state import PhaseState
+from placer.selection.options import Option, group_options
+
+
+@dataclass(eq=False)
+class PhaseData:
+    phase: Phase
+    iterations: int
+    state: PhaseState
+    memory: PhaseMemory
+    options: list[list[Option]]  # per eligible group: [direct, …]
+    raw: np.ndarray  # direct raw table bytes per tile
+    largest_gap: np.ndarray  # per tile: largest free aligned gap in the phase
+    extra_phase: int  # id a local-pack extra phase of this phase would get
+
+
+@dataclass(eq=False)
+class TileClass:
+    """Tiles that no option touches and that look the same to the model in every selection phase.
+
+    Such tiles differ in nothing the model can see (direct load, per-phase counters, free memory), so the model
+    counts how many of them host a segment instead of naming them.
+    """
+
+    tiles: np.ndarray
+    table: int  # direct whole-program table bytes of each tile
+    fragments: int
+    per_phase: list[tuple[bool, int, int, int, int, int]]  # (used, raw, tx, rx, ctrl, largest gap) per phase
+
+
+@dataclass(eq=False)
+class SelectionProblem:
+    capture: Capture
+    machine: Machine
+    tiles: int
+    table_budget: int
+    fragment_limit: int
+    scans: list[GroupScan]
+    direct: ProgramCost
+    phases: list[PhaseData] = field(default_factory=list)
+    tile_classes: list[TileClass] = field(default_factory=list)
+    explicit: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # tiles the model names one by one
+
+    @property
+    def group_count(self) -> int:
+        return sum(len(p.options) for p in self.phases)
+
+
+def build_problem(capture: Capture, machine: Machine, table_budget: int, fragment_limit: int, *,
+                  scans: list[GroupScan] | None = None, local_pack: bool = True,
+                  max_counts: int = 4) -> SelectionProblem:
+    tiles = max(capture.tile_count, machine.tiles)
+    scans = scans if scans is not None else scan_capture(capture)
+    direct = program_cost(capture, machine)
+    problem = SelectionProblem(capture, machine, tiles, table_budget, fragment_limit, scans, direct)
+    next_id = max(capture.phase_ids(), default=0) + 1
+    for phase, scan in zip(capture.phases, scans, strict=True):
+        if not scan.groups:
+            continue
+        state = PhaseState(phase, machine, tiles)
+        memory = PhaseMemory(capture, phase, machine)
+        options = [group_options(state, g, machine, local_pack=local_pack, max_counts=max_counts)
+                   for g in scan.groups]
+        gaps = np.array([memory.largest_gap(t) for t in range(tiles)], np.int64)
+        problem.phases.append(PhaseData(phase, capture.iterations(phase.phase), state, memory, options,
+                                        state.raw_table()[:tiles], gaps, next_id))
+        next_id += 1
+    _aggregate_tiles(problem)
+    return problem
+
+
+def _aggregate_tiles(problem: SelectionProblem) -> None:
+    tiles = problem.tiles
+    touched = np.zeros(tiles, bool)
+    cap = 0
+    for pd in problem.phases:
+        for opts in pd.options:
+            for op in opts[1:]:
+                touched[op.tiles[op.tiles < tiles]] = True
+                touched[op.group.replicas] = True
+                cap = max(cap, int(op.buffer_bytes.max()))
+    keys: dict[tuple, list[int]] = {}
+    for t in np.flatnonzero(~touched).tolist():
+        per_phase = []
+        for pd in problem.phases:
+            st = pd.state
+            ctrl = int(st.controls()[t])
+            per_phase.append((bool(st.used()[t]), int(pd.raw[t]), int(st.tx[t]), int(st.rx[t]), ctrl,
+                              min(int(pd.largest_gap[t]), cap)))
+        key = (int(problem.direct.table_bytes[t]), int(problem.direct.fragments[t]), tuple(per_phase))
+        keys.setdefault(key, []).append(t)
+    explicit = touched.copy()
+    for (table, frags, per_phase), members in keys.items():
+        if len(members) == 1:
+            explicit[members[0]] = True
+            continue
+        problem.tile_classes.append(TileClass(np.asarray(members, np.int64), table, frags, list(per_phase)))
+    problem.explicit = explicit

@@ -1,0 +1,100 @@
+"""From a model's selection to a concrete plan: which segment on which tile, at which address.
+
+Segments of a host class are matched to the class's chosen tiles by a maximum bipartite matching (an edge where
+the tile may host the segment: not one of the group's replicas or the segment's senders). The matching is exact:
+when it is perfect, the model's loads are realised as modelled (each host carries at most its class's load). A
+segment left unmatched takes any other free eligible tile; the exact re-costing that follows catches any budget
+effect, and the caller tightens the model if needed.
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+
+from placer.alternatives.relay import direct_receive, local_pack
+from placer.selection.cpsat import Selection
+from placer.selection.options import Option
+from placer.selection.plan import Plan, RelayChoice
+from placer.selection.problem import SelectionProblem
+
+
+def realise(problem: SelectionProblem, selection: Selection, mode: str) -> tuple[Plan, int]:
+    """Build the plan; also return how many segments the matching could not place on the model's tiles."""
+    machine = problem.machine
+    plan = Plan(mode, machine, problem.table_budget, problem.fragment_limit)
+    max_bytes = machine.exchange.max_transfer_words * 4
+    unmatched = 0
+    # how many segments each aggregated tile hosts over the program: hosts are spread, least loaded first
+    hosted = np.zeros(problem.tiles, np.int64)
+    for pi, pd in enumerate(problem.phases):
+        chosen = [(gi, pd.options[gi][oi]) for gi, oi in enumerate(selection.choice[pi])
+                  if pd.options[gi][oi].variant != "direct"]
+        if not chosen:
+            continue
+        hosts_by_class = selection.hosts[pi] if pi < len(selection.hosts) else {}
+        used = set()
+        assignment: dict[tuple[int, int], int] = {}
+        by_class: dict[tuple[int, ...], list[tuple[int, Option, int]]] = {}
+        for gi, op in chosen:
+            for s, sig in enumerate(op.signatures()):
+                by_class.setdefault(sig, []).append((gi, op, s))
+        counts = selection.counts[pi] if pi < len(selection.counts) else {}
+        for key, members in by_class.items():
+            slots = [t for t in hosts_by_class.get(key, []) if t not in used]
+            for (sig, ei), n in sorted(counts.items(), key=lambda kv: kv[0][1]):
+                if sig != key:
+                    continue
+                pool = [t for t in problem.tile_classes[ei].tiles.tolist() if t not in used and t not in slots]
+                pool.sort(key=lambda t: (hosted[t], -t))
+                slots += pool[:n]
+            graph = nx.Graph()
+            seg_nodes = []
+            for gi, op, s in members:
+                node = ("s", gi, s)
+                seg_nodes.append(node)
+                graph.add_node(node)
+                banned = set(op.banned[s].tolist())
+                for t in slots:
+                    if t not in banned and pd.largest_gap[t] >= op.buffer_bytes[s]:
+                        graph.add_edge(node, ("t", t))
+            match = nx.bipartite.hopcroft_karp_matching(graph, top_nodes=seg_nodes) if graph.number_of_edges() else {}
+            for node in seg_nodes:
+                if node in match:
+                    t = match[node][1]
+                    assignment[(node[1], node[2])] = t
+                    used.add(t)
+                    hosted[t] += 1
+        # unmatched segments: any other eligible tile with room, highest-numbered first (the production order)
+        st_used = pd.state.used()
+        for gi, op in chosen:
+            for s in range(op.count):
+                if (gi, s) in assignment:
+                    continue
+                unmatched += 1
+                banned = set(op.banned[s].tolist())
+                free = [t for t in range(problem.tiles - 1, -1, -1)
+                        if t not in used and t not in banned and pd.largest_gap[t] >= op.buffer_bytes[s]]
+                free.sort(key=lambda t: (bool(st_used[t]), -t))
+                if not free:
+                    raise RuntimeError(f"phase {pd.phase.phase}: no tile can host a segment of group {gi}")
+                assignment[(gi, s)] = free[0]
+                used.add(free[0])
+                hosted[free[0]] += 1
+        for gi, op in chosen:
+            assert op.seg is not None
+            hosts = np.array([assignment[(gi, s)] for s in range(op.count)], np.int64)
+            buffers = []
+            for s, t in enumerate(hosts.tolist()):
+                addr = pd.memory.first_fit(t, int(op.buffer_bytes[s]))
+                if addr is None:
+                    raise RuntimeError(f"phase {pd.phase.phase}: buffer does not fit on tile {t}")
+                buffers.append(addr)
+            buf = np.array(buffers, np.int64)
+            if op.variant == "direct-receive":
+                rw = direct_receive(op.group, op.seg, hosts, buf, pd.phase, max_bytes)
+                plan.relays.append(RelayChoice(op.group, op.variant, op.seg, hosts, buf, rw))
+            else:
+                rw = local_pack(op.group, op.seg, hosts, buf, pd.phase, max_bytes, pd.extra_phase)
+                plan.relays.append(RelayChoice(op.group, op.variant, op.seg, hosts, buf, rw, pd.extra_phase))
+    return plan, unmatched

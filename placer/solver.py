@@ -1,0 +1,197 @@
+"""What every CP-SAT model in placer shares: parameters, the status vocabulary, the result record, progress.
+
+Each stage builds its own ``cp_model.CpModel``; it then calls :func:`run` so that every solve is configured the
+same way (explicit worker count, seed, time limit) and reported the same way (status, objective, bound, time).
+"""
+
+from __future__ import annotations
+
+import enum
+import sys
+import time
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, fields, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ortools.sat.python import cp_model
+
+from placer.errors import InputError
+
+
+class Status(enum.StrEnum):
+    """How a solve ended. ``INFEASIBLE`` is only ever used for a proof, never for a time-out."""
+
+    OPTIMAL = "optimal"
+    FEASIBLE = "feasible"  # a solution with a (possibly zero) gap to the proved bound
+    INFEASIBLE = "infeasible"  # proved: no solution exists
+    UNKNOWN = "unknown"  # ran out of time with no solution and no proof
+
+    @classmethod
+    def from_cpsat(cls, code: Any) -> Status:
+        return {
+            cp_model.OPTIMAL: cls.OPTIMAL,
+            cp_model.FEASIBLE: cls.FEASIBLE,
+            cp_model.INFEASIBLE: cls.INFEASIBLE,
+        }.get(code, cls.UNKNOWN)
+
+
+@dataclass(frozen=True)
+class SolverParams:
+    time_limit: float = 30.0
+    workers: int = 2
+    seed: int = 0
+    relative_gap: float = 0.0
+    log: bool = False
+    deterministic: bool = True
+
+    @classmethod
+    def from_toml(cls, path: str | Path | None = None) -> SolverParams:
+        """Load parameters from a TOML file; ``None`` loads the bundled defaults."""
+        if path is None:
+            text = resources.files("placer.params").joinpath("default.toml").read_text()
+            where = "placer/params/default.toml"
+        else:
+            where = str(path)
+            try:
+                text = Path(path).read_text()
+            except OSError as exc:
+                raise InputError(f"cannot read ({exc.strerror})", path=where) from None
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise InputError(f"invalid TOML: {exc}", path=where) from None
+        known = {f.name: f.type for f in fields(cls)}
+        for key, value in data.items():
+            if key not in known:
+                raise InputError(f"unknown solver parameter {key!r} (known: {', '.join(known)})", path=where)
+            if not isinstance(value, int | float | bool):
+                raise InputError(f"parameter {key!r} has non-numeric value {value!r}", path=where)
+        params = cls(**data)
+        params.check(where)
+        return params
+
+    def check(self, where: str = "solver parameters") -> None:
+        if self.time_limit <= 0:
+            raise InputError(f"time_limit must be positive, got {self.time_limit}", path=where)
+        if self.workers < 1:
+            raise InputError(f"workers must be at least 1, got {self.workers}", path=where)
+
+    def with_overrides(self, **overrides: Any) -> SolverParams:
+        """Apply the CLI flags that were given (``None`` means "not given")."""
+        given = {k: v for k, v in overrides.items() if v is not None}
+        params = replace(self, **given)
+        params.check()
+        return params
+
+    def apply(self, solver: cp_model.CpSolver) -> None:
+        p = solver.parameters
+        p.max_time_in_seconds = float(self.time_limit)
+        if self.deterministic:
+            # Same input, seed and workers -> same answer: interleaved workers, stopped by deterministic time
+            # (CP-SAT's machine-independent work unit, about a second here); the wall limit is only a backstop.
+            p.interleave_search = True
+            p.max_deterministic_time = float(self.time_limit)
+            p.max_time_in_seconds = 2.0 * float(self.time_limit) + 5.0
+        p.num_workers = int(self.workers)
+        p.random_seed = int(self.seed)
+        p.relative_gap_limit = float(self.relative_gap)
+        p.log_search_progress = bool(self.log)
+        p.log_to_stdout = False
+        if self.log:
+            solver.log_callback = lambda line: print(line, file=sys.stderr)
+
+
+@dataclass(frozen=True)
+class SolveResult:
+    """The outcome of one CP-SAT solve, as every stage reports it."""
+
+    status: Status
+    objective: float | None  # None when no solution is known
+    bound: float | None  # best proved bound (minimisation: a lower bound)
+    runtime: float  # wall seconds
+    solver: str = "cp-sat"
+
+    @property
+    def gap(self) -> float | None:
+        """Relative gap (objective − bound) / |objective|; 0 when optimal, None without both numbers."""
+        if self.objective is None or self.bound is None:
+            return None
+        if self.status is Status.OPTIMAL:
+            return 0.0
+        denom = max(abs(self.objective), 1e-9)
+        return max(0.0, (self.objective - self.bound) / denom)
+
+    def describe(self) -> str:
+        if self.status is Status.OPTIMAL:
+            return f"optimal, objective {_num(self.objective)} ({self.runtime:.2f} s)"
+        if self.status is Status.FEASIBLE:
+            gap = self.gap
+            gap_s = f"{gap:.2%}" if gap is not None else "?"
+            return (
+                f"feasible, objective {_num(self.objective)}, bound {_num(self.bound)}, gap {gap_s} "
+                f"({self.runtime:.2f} s)"
+            )
+        if self.status is Status.INFEASIBLE:
+            return f"infeasible (proved, {self.runtime:.2f} s)"
+        return f"unknown: no solution and no proof within {self.runtime:.2f} s"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status.value,
+            "objective": self.objective,
+            "bound": self.bound,
+            "gap": self.gap,
+            "runtime_s": round(self.runtime, 4),
+            "solver": self.solver,
+        }
+
+
+def _num(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x:,.0f}" if float(x).is_integer() else f"{x:,.3f}"
+
+
+Progress = Callable[[float, float | None, float | None], None]
+"""Called with (elapsed seconds, objective, bound) whenever CP-SAT improves either."""
+
+
+class _ProgressCallback(cp_model.CpSolverSolutionCallback):
+    def __init__(self, progress: Progress, start: float) -> None:
+        super().__init__()
+        self._progress = progress
+        self._start = start
+
+    def on_solution_callback(self) -> None:
+        self._progress(time.perf_counter() - self._start, self.objective_value, self.best_objective_bound)
+
+
+def run(
+    model: cp_model.CpModel,
+    params: SolverParams,
+    *,
+    progress: Progress | None = None,
+    has_objective: bool = True,
+) -> tuple[cp_model.CpSolver, SolveResult]:
+    """Solve ``model`` with ``params``; return the solver (to read values) and the uniform result."""
+    solver = cp_model.CpSolver()
+    params.apply(solver)
+    start = time.perf_counter()
+    callback = None
+    if progress is not None:
+        callback = _ProgressCallback(progress, start)
+        if has_objective:
+            solver.best_bound_callback = lambda bound: progress(time.perf_counter() - start, None, bound)
+    code = solver.solve(model, callback)
+    runtime = time.perf_counter() - start
+    status = Status.from_cpsat(code)
+    objective = bound = None
+    if status in (Status.OPTIMAL, Status.FEASIBLE) and has_objective:
+        objective = solver.objective_value
+        bound = solver.best_objective_bound
+    elif status in (Status.OPTIMAL, Status.FEASIBLE):
+        objective = bound = 0.0
+    return solver, SolveResult(status, objective, bound, runtime)

@@ -1,0 +1,1 @@
+"""Stage 0: workload descriptions (models/*.toml) lowered to synthetic captures."""

@@ -1,0 +1,251 @@
+"""Columnar assembly of a synthetic capture: transfers, tile-memory kinds and their layout.
+
+Builders add transfers as numpy columns whose addresses are (kind, offset) pairs; a *kind* is one logical buffer
+(say "qkv.x", the replicated QKV activation block) present on a set of tiles with a per-tile size and a phase
+lifetime. Only when everything is known are the kinds laid out in tile memory (one base address per kind, the
+same on every tile, as a compiler that gives every tile the same layout per tensor role would) and the offsets
+turned into addresses. That keeps each builder free of address bookkeeping and makes every replica of a group
+receive at the same address (coordinate-preserving, BRIEF §4).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+
+from placer.capture.io import MAX_WORDS
+from placer.capture.model import Allocations, Capture, PanelHint, Phase, Repeat
+from placer.errors import InputError
+from placer.machine import Machine
+
+ANY, R0, R1 = "any", "r0", "r1"
+
+
+@dataclass
+class Kind:
+    name: str
+    tiles: np.ndarray  # int64, unique
+    sizes: np.ndarray  # int64 bytes per tile (0 = absent)
+    first: int
+    last: int
+    region: str = ANY
+    fixed: int | None = None  # a fixed base address (the code at the bottom of memory)
+    layered: bool = False  # a parameter sequence: one copy per layer, ``stride`` bytes apart
+    stride: int = 0
+
+
+@dataclass
+class ParamSpace:
+    """A tensor family held by weight-holder tiles in slices of ``slice_bytes`` spread round-robin."""
+
+    kind: int
+    slice_bytes: int
+    salt: int
+    used: int = 0  # bytes of the virtual space handed out so far (slice aligned per item)
+
+    def alloc(self, nbytes: int) -> int:
+        start = self.used
+        self.used += -(-nbytes // self.slice_bytes) * self.slice_bytes
+        return start
+
+
+@dataclass
+class Part:
+    source: np.ndarray
+    words: np.ndarray
+    src_kind: np.ndarray
+    src_off: np.ndarray
+    dst_counts: np.ndarray
+    dst_tile: np.ndarray
+    dst_kind: np.ndarray
+    dst_off: np.ndarray
+
+
+def _arr(x: object, n: int) -> np.ndarray:
+    a = np.asarray(x, dtype=np.int64)
+    return np.broadcast_to(a, (n,)).copy() if a.ndim == 0 else a
+
+
+class Program:
+    """Collects phases, kinds, parameter spaces and panel hints; :meth:`capture` resolves addresses."""
+
+    def __init__(self, machine: Machine, layers: int, seed: int) -> None:
+        self.machine = machine
+        self.tiles = machine.tiles
+        self.layers = layers
+        self.rng = np.random.default_rng(seed)
+        self.max_words = min(machine.exchange.max_transfer_words, MAX_WORDS)
+        self.kinds: list[Kind] = []
+        self.parts: dict[int, list[Part]] = defaultdict(list)
+        self.labels: dict[int, str] = {}
+        self.hints: list[tuple[int, np.ndarray, list[int], str]] = []
+        self.spaces: list[ParamSpace] = []
+
+    # ---- memory kinds -------------------------------------------------------------------------------------
+    def kind(self, name: str, tiles: np.ndarray, sizes: object, first: int, last: int, region: str = ANY,
+             fixed: int | None = None) -> int:
+        tiles = np.asarray(tiles, dtype=np.int64)
+        sizes = _arr(sizes, tiles.shape[0])
+        # several requests for one tile (a tile in two roles) keep the largest size
+        uniq, inv = np.unique(tiles, return_inverse=True)
+        size = np.zeros(uniq.shape[0], np.int64)
+        np.maximum.at(size, inv, sizes)
+        self.kinds.append(Kind(name, uniq, -(-size // 32) * 32, first, last, region, fixed))
+        return len(self.kinds) - 1
+
+    def space(self, name: str, slice_bytes: int, layered: bool, first: int, last: int) -> ParamSpace:
+        k = self.kind(name, np.arange(self.tiles), 0, first, last, R1)
+        self.kinds[k].layered = layered
+        sp = ParamSpace(k, slice_bytes, int(self.rng.integers(0, self.tiles)))
+        self.spaces.append(sp)
+        return sp
+
+    def holder(self, sp: ParamSpace, vstart: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(holder tile, offset in the holder's copy) of virtual bytes ``vstart`` of a parameter space."""
+        s = vstart // sp.slice_bytes
+        return (s + sp.salt) % self.tiles, (s // self.tiles) * sp.slice_bytes + vstart % sp.slice_bytes
+
+    # ---- transfers ----------------------------------------------------------------------------------------
+    def add(self, phase: int, source: object, nbytes: object, src_kind: object, src_off: object,
+            dst_counts: object, dst_tile: object, dst_kind: object, dst_off: object) -> None:
+        """Add transfers (listed in the given order); ``nbytes`` over the transfer limit are cut in pieces."""
+        source = np.asarray(source, dtype=np.int64)
+        n = source.shape[0]
+        if n == 0:
+            return
+        nbytes = _arr(nbytes, n)
+        dst_counts = _arr(dst_counts, n)
+        dst_tile = np.asarray(dst_tile, dtype=np.int64)
+        m = dst_tile.shape[0]
+        part = Part(source, nbytes, _arr(src_kind, n), _arr(src_off, n), dst_counts, dst_tile, _arr(dst_kind, m),
+                    _arr(dst_off, m))
+        if (nbytes % 4).any() or (nbytes <= 0).any():
+            raise AssertionError("transfer sizes must be positive whole words")
+        limit = self.max_words * 4
+        if (nbytes > limit).any():
+            part = _split(part, limit)
+        part.words = part.words // 4
+        self.parts[phase].append(part)
+
+    def hint(self, phase: int, tiles: np.ndarray, boundaries: list[int], operand: str) -> None:
+        self.hints.append((phase, np.asarray(tiles), boundaries, operand))
+
+    # ---- resolution ---------------------------------------------------------------------------------------
+    def layout(self) -> np.ndarray:
+        """One base address per kind: first fit by (first phase, -size), lifetimes that intersect never share
+        bytes, no kind crosses the region boundary; raise InputError when tile memory is too small."""
+        mem = self.machine.memory
+        lo, r0_end, hi = mem.base, mem.region0_end, mem.loader_limit
+        base = np.full(len(self.kinds), -1, np.int64)
+        extent = np.array([int(k.sizes.max(initial=0)) for k in self.kinds], np.int64)
+        placed: list[int] = []
+        order = sorted(range(len(self.kinds)),
+                       key=lambda i: (self.kinds[i].fixed is None, self.kinds[i].first, -extent[i]))
+        for i in order:
+            k = self.kinds[i]
+            if extent[i] == 0:
+                base[i] = lo
+                continue
+            if k.fixed is not None:
+                base[i] = k.fixed
+                placed.append(i)
+                continue
+            live = [j for j in placed if self.kinds[j].first <= k.last and k.first <= self.kinds[j].last]
+            busy = sorted((int(base[j]), int(base[j] + extent[j])) for j in live)
+            regions = {R0: [(lo, r0_end)], R1: [(r0_end, hi)], ANY: [(lo, r0_end), (r0_end, hi)]}[k.region]
+            if k.region == R1:
+                regions = regions + [(lo, r0_end)]  # overflow into region 0 rather than fail
+            addr = _first_fit(busy, regions, int(extent[i]))
+            if addr is None:
+                used = sum(b - a for a, b in busy)
+                raise InputError(f"the workload does not fit in tile memory: no room for '{k.name}' "
+                                 f"({int(extent[i])} bytes, phases {k.first}..{k.last}) next to {used} live bytes; "
+                                 "try fewer layers or a smaller batch", where="generate")
+            base[i] = addr
+            placed.append(i)
+        return base
+
+    def capture(self, order: list[int], repeat: Repeat | None) -> Capture:
+        for sp in self.spaces:
+            k = self.kinds[sp.kind]
+            slices = -(-sp.used // sp.slice_bytes)
+            per_tile = -(-slices // self.tiles) * sp.slice_bytes
+            k.stride = per_tile
+            k.sizes = np.full(k.tiles.shape[0], per_tile * (self.layers if k.layered else 1), np.int64)
+        base = self.layout()
+        stride = np.array([k.stride if k.layered else 0 for k in self.kinds], np.int64)
+        phases = [self._phase(pid, base, stride) for pid in order]
+        alloc_parts = [(k, base[i]) for i, k in enumerate(self.kinds)]
+        tiles, start, end, first, last, names = [], [], [], [], [], []
+        for k, b in alloc_parts:
+            keep = k.sizes > 0
+            t = k.tiles[keep]
+            tiles.append(t)
+            start.append(np.full(t.shape[0], b, np.int64))
+            end.append(b + k.sizes[keep])
+            first.append(np.full(t.shape[0], k.first, np.int64))
+            last.append(np.full(t.shape[0], k.last, np.int64))
+            names.extend([k.name] * int(t.shape[0]))
+        tile_col = np.concatenate(tiles).astype(np.int32)
+        srt = np.lexsort((np.concatenate(start), tile_col))
+        allocations = Allocations(
+            tile=tile_col[srt], start=np.concatenate(start)[srt], end=np.concatenate(end)[srt],
+            first=np.concatenate(first)[srt], last=np.concatenate(last)[srt], name=[names[i] for i in srt])
+        panels = [PanelHint(p, tuple(sorted(int(t) for t in tl)), tuple(int(b) for b in bd), op)
+                  for p, tl, bd, op in self.hints]
+        return Capture(tile_count=self.tiles, phases=phases, phase_labels={p: self.labels[p] for p in order},
+                       repeat=repeat, allocations=allocations, panels=panels)
+
+    def _phase(self, pid: int, base: np.ndarray, stride: np.ndarray) -> Phase:
+        parts = self.parts.get(pid, [])
+        if not parts:
+            return Phase.empty(pid)
+        source = np.concatenate([p.source for p in parts])
+        words = np.concatenate([p.words for p in parts])
+        skind = np.concatenate([p.src_kind for p in parts])
+        soff = np.concatenate([p.src_off for p in parts])
+        dcounts = np.concatenate([p.dst_counts for p in parts])
+        dtile = np.concatenate([p.dst_tile for p in parts])
+        daddr = base[np.concatenate([p.dst_kind for p in parts])] + np.concatenate([p.dst_off for p in parts])
+        saddr0 = base[skind] + soff
+        layered = stride[skind] > 0
+        counts = np.where(layered, self.layers, 1).astype(np.int64)
+        if layered.any() and self.layers > 1:
+            rep = np.repeat(np.arange(source.shape[0]), counts)
+            within = np.arange(rep.shape[0]) - np.repeat(np.cumsum(counts) - counts, counts)
+            saddr = saddr0[rep] + within * stride[skind][rep]
+        else:
+            saddr = saddr0
+        return Phase.build(pid, source, words, dcounts, dtile, daddr, saddr, counts)
+
+
+def _first_fit(busy: list[tuple[int, int]], regions: list[tuple[int, int]], size: int) -> int | None:
+    for lo, hi in regions:
+        addr = lo
+        for a, b in busy:
+            if b <= addr or a >= hi:
+                continue
+            if a >= addr + size:
+                break
+            addr = max(addr, -(-b // 32) * 32)
+        if addr + size <= hi:
+            return addr
+    return None
+
+
+def _split(part: Part, limit: int) -> Part:
+    """Cut transfers longer than ``limit`` bytes into consecutive pieces (source and destinations advance)."""
+    pieces = -(-part.words // limit)
+    rows = np.repeat(np.arange(part.source.shape[0]), pieces)
+    k = np.arange(rows.shape[0]) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+    shift = k * limit
+    nbytes = np.minimum(part.words[rows] - shift, limit)
+    dptr = np.zeros(part.dst_counts.shape[0] + 1, np.int64)
+    np.cumsum(part.dst_counts, out=dptr[1:])
+    starts = dptr[:-1][rows]
+    counts = part.dst_counts[rows]
+    flat = np.repeat(starts - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()))
+    return Part(part.source[rows], nbytes, part.src_kind[rows], part.src_off[rows] + shift, counts,
+                part.dst_tile[flat], part.dst_kind[flat], part.dst_off[flat] + np.repeat(shift, counts))

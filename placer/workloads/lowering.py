@@ -1,0 +1,512 @@
+"""The lowering of a ViT encoder to exchange phases, as the reference compiler would (BRIEF §2, §8).
+
+See docs/workloads.md for the phase list, the grids and what is approximate. In short: every token row (batch
+image b, token t; row r = b * tokens + t) has one canonical owner tile that holds the residual stream and the
+row-wise buffers; each matmul spreads over an M x N x K tile grid (M token blocks carrying every batch image,
+N output-column blocks, K contraction blocks), receives its activation block X[m, k] replicated over the N tiles
+as 32-byte FP8 fragments multicast by the rows' owners, its weight block W[k, n] replicated over the M tiles as
+long transfers from weight-holder tiles (one source address per layer), reduces partial sums over K and sends
+the result back to the owners. Attention runs in rounds of heads over per-(head, image) tile blocks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from placer.errors import InputError
+from placer.workloads.builder import R0, R1, ParamSpace, Program
+from placer.workloads.spec import GRAIN, MatmulLowering, ModelSpec, plan_grid
+
+PARTIAL_BYTES = 2  # partial sums and matmul outputs travel as FP16
+IO_TILES = 4  # tiles that stream the input image in and the embedding out (the top tiles)
+CODE_BYTES = 96 * 1024  # code + exchange table per tile, plus up to CODE_JITTER (vertex code differs by tile)
+CODE_JITTER = 32 * 1024
+STACK_BYTES = 8 * 1024
+SCRATCH_MAX = 48 * 1024  # per-tile kernel scratch: seeded, so free memory differs from tile to tile
+
+
+def phase_steps(spec: ModelSpec) -> tuple[list[tuple[str, str]], int, int]:
+    """(key, label) per phase in program order, plus the first and one-past-last index of the layer body."""
+    steps = [(f"input.{c}", f"input: image chunk {c} -> token owners") for c in range(spec.input_chunks)]
+    steps += [
+        ("embed.prep", "embed: FP8 scale + bias -> grid"),
+        ("embed.in", "embed: patch input (replicated)"),
+        ("embed.w", "embed: weights (replicated)"),
+        ("embed.red", "embed: partial-sum reduction"),
+        ("embed.out", "embed: output -> owners"),
+        ("embed.pos", "embed: position rows (+class token) -> owners"),
+    ]
+    body = len(steps)
+    steps += [
+        ("ln1", "ln1: norm parameters -> owners"),
+        ("qkv.prep", "qkv: FP8 scale + bias -> grid"),
+        ("qkv.in", "qkv: input + weights (replicated)"),
+        ("qkv.red", "qkv: partial-sum reduction"),
+        ("qkv.out", "qkv: output -> owners"),
+    ]
+    for r in range(spec.attention_rounds):
+        steps += [
+            (f"attn{r}.qk", f"attention round {r}: Q, K rows -> attention tiles"),
+            (f"attn{r}.v", f"attention round {r}: V rows -> attention tiles"),
+            (f"attn{r}.max", f"attention round {r}: softmax row-max exchange"),
+            (f"attn{r}.sum", f"attention round {r}: softmax row-sum exchange"),
+            (f"attn{r}.red", f"attention round {r}: AV partial-sum reduction"),
+            (f"attn{r}.out", f"attention round {r}: output -> owners"),
+        ]
+    steps += [
+        ("proj.prep", "proj: FP8 scale + bias -> grid"),
+        ("proj.in", "proj: input (replicated)"),
+        ("proj.w", "proj: weights (replicated)"),
+        ("proj.red", "proj: partial-sum reduction"),
+        ("proj.out", "proj: output -> owners (residual add)"),
+        ("ln2", "ln2: norm parameters -> owners"),
+        ("mlp_up.prep", "mlp-up: FP8 scale + bias -> grid"),
+        ("mlp_up.in", "mlp-up: input + weights (replicated)"),
+        ("mlp_up.red", "mlp-up: partial-sum reduction"),
+        ("mlp_up.out", "mlp-up: output -> owners"),
+        ("mlp_down.prep", "mlp-down: FP8 scale + bias -> grid"),
+        ("mlp_down.in", "mlp-down: input (replicated)"),
+        ("mlp_down.w", "mlp-down: weights (replicated)"),
+        ("mlp_down.red", "mlp-down: partial-sum reduction"),
+        ("mlp_down.out", "mlp-down: output -> owners (residual add)"),
+    ]
+    end = len(steps)
+    steps += [
+        ("post.ln", "post-norm parameters -> owners"),
+        ("head.pool", "head: token rows -> pooling tiles"),
+        ("head.gather", "head: pooled rows -> head tiles"),
+        ("head.w", "head: projection weights -> head tiles"),
+        ("head.out", "head: embedding -> output rows"),
+        ("output", "output: embedding -> IO tiles"),
+    ]
+    return steps, body, end
+
+
+class Rows:
+    """Canonical owners: row r = b * tokens + t lives on tile r * tiles // rows (spread over every tile)."""
+
+    def __init__(self, batch: int, tokens: int, tiles: int) -> None:
+        self.batch, self.tokens = batch, tokens
+        n = batch * tokens
+        r = np.arange(n, dtype=np.int64)
+        self.owner = r * tiles // n
+        first = -(-np.arange(tiles, dtype=np.int64) * n // tiles)
+        self.slot = r - first[self.owner]
+        self.per_owner = np.bincount(self.owner, minlength=tiles)
+        self.owners = np.flatnonzero(self.per_owner)
+
+    def row(self, b: np.ndarray, t: np.ndarray) -> np.ndarray:
+        return b * self.tokens + t
+
+
+@dataclass
+class OwnerBuf:
+    kind: int
+    stride: int  # bytes per row slot
+
+
+class Lowering:
+    def __init__(self, spec: ModelSpec, batch: int, prog: Program) -> None:
+        self.spec, self.batch, self.prog = spec, batch, prog
+        self.tiles = prog.tiles
+        self.steps, self.body, self.end = phase_steps(spec)
+        self.id = {key: i for i, (key, _) in enumerate(self.steps)}
+        for i, (_, label) in enumerate(self.steps):
+            prog.labels[i] = label
+        self.last = len(self.steps) - 1
+        self.rows = Rows(batch, spec.tokens, self.tiles)
+        self.root = self.tiles - 1
+        h, mlp = spec.hidden, spec.mlp
+        own, per = self.rows.owners, self.rows.per_owner[self.rows.owners]
+        i = self.id
+
+        def owner_buf(name: str, row_bytes: int, first: int, last: int, region: str = "any") -> OwnerBuf:
+            stride = -(-row_bytes // GRAIN) * GRAIN
+            return OwnerBuf(prog.kind(f"owner.{name}", own, per * stride, first, last, region), stride)
+
+        self.residual = owner_buf("residual", h * 4, 0, self.last)
+        self.patch = owner_buf("patch", spec.patch_bytes, i["input.0"], i["embed.in"])
+        self.x8 = owner_buf("x8", h * spec.act_bytes, self.body, self.end - 1)
+        self.h8 = owner_buf("h8", mlp * spec.act_bytes, i["mlp_up.out"], i["mlp_down.in"])
+        self.qkv = owner_buf("qkv", 3 * h * spec.attn_bytes, i["qkv.out"], i[f"attn{spec.attention_rounds - 1}.qk"])
+        self.attn = owner_buf("attn", h * spec.attn_bytes, i["attn0.out"], i["proj.in"])
+        self.out16 = owner_buf("out16", max(h, mlp) * PARTIAL_BYTES, i["embed.out"], self.last)
+        self.pos = owner_buf("pos", h * 2, i["embed.pos"], i["embed.pos"])
+        self.ln = owner_buf("ln", 2 * h * 2, self.body, self.last)
+        all_tiles = np.arange(self.tiles)
+        rng = prog.rng
+        code = CODE_BYTES + rng.integers(0, CODE_JITTER // GRAIN, self.tiles) * GRAIN
+        prog.kind("code+exchange", all_tiles, code, 0, self.last, R0, fixed=prog.machine.memory.base)
+        prog.kind("stack", all_tiles, STACK_BYTES, 0, self.last, R0)
+        prog.kind("scratch", all_tiles, rng.integers(0, SCRATCH_MAX // GRAIN, self.tiles) * GRAIN, 0, self.last)
+        self.scales = prog.kind("fp8-scales", all_tiles, 64, 0, self.last)
+        self.w_ln = prog.space("weights.ln", 4096, True, 0, self.last)
+        self.w_static = prog.space("weights.static", 4096, False, 0, self.last)
+
+    # ---- whole program -------------------------------------------------------------------------------------
+    def build(self) -> None:
+        spec = self.spec
+        self.embed()
+        self.norm_params("ln1", self.w_ln)
+        mm = self.matmul
+        mm("qkv", 0, self.x8, spec.np_tokens if False else None, self.qkv, 0)
+        for r in range(spec.attention_rounds):
+            self.attention(r)
+        mm("proj", 1, self.x8, None, self.out16, 0)
+        self.norm_params("ln2", self.w_ln)
+        mm("mlp_up", 2, self.x8, None, self.out16, 0)
+        mm("mlp_down", 3, self.h8, None, self.out16, 0)
+        self.head()
+
+    def lowering_of(self, name: str) -> MatmulLowering:
+        low = self.spec.lowering.get(name)
+        if low is None:
+            kd, nd = self.spec.matmul_shape(name)
+            low = plan_grid(self.spec.tokens, kd, nd, self.tiles)
+        if low.tiles > self.tiles:
+            raise InputError(f"grid {list(low.grid)} needs {low.tiles} tiles, the machine has {self.tiles}",
+                             path=self.spec.path, where=f"lowering.{name}.grid")
+        return low
+
+    # ---- matmul ----------------------------------------------------------------------------------------------
+    def matmul(self, name: str, scale_slot: int, src: OwnerBuf, tokens: np.ndarray | None, out: OwnerBuf,
+               out_col0: int) -> None:
+        """Prep (scale + bias), replicated input and weights, partial-sum reduction, output to the owners."""
+        prog, spec, rows, i = self.prog, self.spec, self.rows, self.id
+        kd, nd = spec.matmul_shape(name)
+        low = self.lowering_of(name)
+        m_blocks, n_blocks, k_blocks = low.grid
+        toks = np.arange(spec.tokens) if tokens is None else tokens
+        cols = -(-kd // GRAIN)
+        if m_blocks > toks.shape[0] or k_blocks > cols or n_blocks > nd:
+            raise InputError(f"grid {list(low.grid)} is finer than the shape ({toks.shape[0]} tokens, {cols} "
+                             f"grain columns, {nd} output columns)", path=spec.path, where=f"lowering.{name}.grid")
+        tblocks = np.array_split(toks, m_blocks)
+        kblocks = np.array_split(np.arange(cols), k_blocks)
+        nblocks = np.array_split(np.arange(nd), n_blocks)
+        col_bytes = np.minimum(GRAIN, kd - GRAIN * np.arange(cols))
+        kbytes = np.array([int(col_bytes[c].sum()) for c in kblocks], np.int64)
+        nsize = np.array([b.shape[0] for b in nblocks], np.int64)
+        n0 = np.array([int(b[0]) for b in nblocks], np.int64)
+        mm_, nn_, kk_ = np.meshgrid(np.arange(m_blocks), np.arange(n_blocks), np.arange(k_blocks), indexing="ij")
+        if low.order == "k":
+            grid = (mm_ * n_blocks + nn_) * k_blocks + kk_
+        else:
+            grid = (mm_ * k_blocks + kk_) * n_blocks + nn_
+        n_tiles = m_blocks * n_blocks * k_blocks
+        p_prep, p_in, p_red, p_out = i[f"{name}.prep"], i[f"{name}.in"], i[f"{name}.red"], i[f"{name}.out"]
+        p_w = i.get(f"{name}.w", p_in)
+        wspace = prog.space(f"weights.{name}", low.weight_slice, name != "embed", 0, self.last)
+        tm_max = max(b.shape[0] for b in tblocks)
+        batch = self.batch
+
+        # reduction chunks: N-block n is cut into K column chunks; chunk j = n*K + c is reduced on the j-th tile
+        # of the M-block in tile order (order "k": the K tiles of a column reduce-scatter among themselves;
+        # order "n": the chunk goes to a tile of another column block, as the reference MLP-down does)
+        ch_n, ch_c, ch_col0, ch_cols = [], [], [], []
+        for n in range(n_blocks):
+            for c, part in enumerate(np.array_split(np.arange(nsize[n]), k_blocks)):
+                ch_n.append(n)
+                ch_c.append(c)
+                ch_col0.append(int(part[0]) if part.shape[0] else 0)
+                ch_cols.append(part.shape[0])
+        ch_n_a, ch_col0_a, ch_cols_a = np.array(ch_n), np.array(ch_col0), np.array(ch_cols)
+        n_chunks = ch_n_a.shape[0]
+
+        # -- prep: the FP8 scale from the root to every grid tile, each reduction chunk's bias to its reducers
+        all_grid = np.arange(n_tiles)
+        prog.add(p_prep, [self.root], 4, self.scales, scale_slot * 4, [n_tiles], all_grid, self.scales,
+                 np.full(n_tiles, scale_slot * 4))
+        live = ch_cols_a > 0
+        bias_v = np.array([wspace.alloc(int(c) * PARTIAL_BYTES) for c in ch_cols_a[live]], np.int64)
+        holder, hoff = prog.holder(wspace, bias_v)
+        jl = np.flatnonzero(live)
+        reducers = (np.arange(m_blocks)[None, :] * n_tiles // m_blocks + jl[:, None]).reshape(-1)
+        bias_kind = prog.kind(f"{name}.bias", reducers, np.repeat(ch_cols_a[live] * PARTIAL_BYTES, m_blocks),
+                              p_prep, p_red)
+        prog.add(p_prep, holder, ch_cols_a[live] * PARTIAL_BYTES, wspace.kind, hoff, m_blocks, reducers,
+                 bias_kind, 0)
+
+        # -- replicated activation blocks X[m, k] -> the N tiles of (m, :, k)
+        x_tiles, x_sizes = [], []
+        for m, tb in enumerate(tblocks):
+            ntm = tb.shape[0]
+            b_of = np.repeat(np.arange(batch), ntm)
+            tpos = np.tile(np.arange(ntm), batch)
+            r = rows.row(b_of, tb[tpos])
+            run = np.arange(r.shape[0]) // low.owner_run
+            for k, kb in enumerate(kblocks):
+                w = kb.shape[0]
+                ii, jj = np.meshgrid(np.arange(r.shape[0]), np.arange(w), indexing="ij")
+                ii, jj = ii.reshape(-1), jj.reshape(-1)
+                order = np.lexsort((ii, jj, run[ii]))
+                ii, jj = ii[order], jj[order]
+                c = kb[jj]
+                rr = r[ii]
+                dst = grid[m, :, k]
+                nd_ = dst.shape[0]
+                seg = w * tm_max * GRAIN
+                off = b_of[ii] * seg + jj * tm_max * GRAIN + tpos[ii] * GRAIN
+                prog.add(p_in, rows.owner[rr], col_bytes[c], src.kind, rows.slot[rr] * src.stride + c * GRAIN,
+                         nd_, np.tile(dst, ii.shape[0]), -1, np.repeat(off, nd_))
+                extent = batch * seg
+                x_tiles.append(dst)
+                x_sizes.append(np.full(nd_, extent))
+                bounds = sorted({b * seg + p * low.panel * tm_max * GRAIN
+                                 for b in range(batch) for p in range(-(-w // low.panel))} | {extent})
+                prog.hint(p_in, dst, bounds, f"{name}.x")
+        x_kind = prog.kind(f"{name}.x", np.concatenate(x_tiles), np.concatenate(x_sizes), p_in, p_w, R1)
+        self._patch_kind(p_in, x_kind)
+
+        # -- replicated weight blocks W[k, n] -> the M tiles of (:, n, k), cut at the holders' slices
+        s = low.weight_slice
+        gk, gn = np.meshgrid(np.arange(k_blocks), np.arange(n_blocks), indexing="ij")
+        gk, gn = gk.reshape(-1), gn.reshape(-1)
+        gsize = kbytes[gk] * nsize[gn]
+        gstart = np.array([wspace.alloc(int(z)) for z in gsize], np.int64)
+        pieces = -(-gsize // s)
+        g = np.repeat(np.arange(gk.shape[0]), pieces)
+        idx = np.arange(g.shape[0]) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+        plen = np.minimum(s, gsize[g] - idx * s)
+        holder, hoff = prog.holder(wspace, gstart[g] + idx * s)
+        dst = grid[:, gn[g], gk[g]].T  # (pieces, M)
+        w_kind = prog.kind(f"{name}.w", grid[:, gn, gk].T.reshape(-1), np.repeat(gsize, m_blocks), p_w, p_w, R1)
+        prog.add(p_w, holder, plen, wspace.kind, hoff, m_blocks, dst.reshape(-1), w_kind,
+                 np.repeat(idx * s, m_blocks))
+
+        # -- partial-sum reduction and output to the owners
+        rm = np.array([batch * b.shape[0] for b in tblocks], np.int64)
+        part_kind = prog.kind(f"{name}.partial", grid.reshape(-1),
+                              np.repeat(rm, n_blocks * k_blocks) * np.tile(np.repeat(nsize, k_blocks), m_blocks)
+                              * PARTIAL_BYTES if low.order == "k" else
+                              (rm[:, None, None] * nsize[None, :, None] * np.ones((1, 1, k_blocks), np.int64))
+                              .transpose(0, 2, 1).reshape(-1) * PARTIAL_BYTES, p_w, p_red)
+        red_t, red_s, sum_s = [], [], []
+        for m in range(m_blocks):
+            base = m * n_tiles // m_blocks
+            chunk_bytes = rm[m] * ch_cols_a * PARTIAL_BYTES
+            red_t.append(base + np.arange(n_chunks))
+            red_s.append(chunk_bytes * k_blocks)
+            sum_s.append(chunk_bytes)
+        red_kind = prog.kind(f"{name}.reduce", np.concatenate(red_t), np.concatenate(red_s), p_red, p_red)
+        sum_kind = prog.kind(f"{name}.sum", np.concatenate(red_t), np.concatenate(sum_s), p_red, p_out)
+        for m, tb in enumerate(tblocks):
+            base = m * n_tiles // m_blocks
+            j = np.repeat(np.arange(n_chunks), k_blocks)
+            k = np.tile(np.arange(k_blocks), n_chunks)
+            contributor = grid[m, ch_n_a[j], k]
+            reducer = base + j
+            nbytes = rm[m] * ch_cols_a[j] * PARTIAL_BYTES
+            keep = (contributor != reducer) & (nbytes > 0)
+            j, k, contributor, nbytes = j[keep], k[keep], contributor[keep], nbytes[keep]
+            prog.add(p_red, contributor, nbytes, part_kind, rm[m] * ch_col0_a[j] * PARTIAL_BYTES, 1, base + j,
+                     red_kind, k * nbytes)
+            # output rows: chunk by chunk (column order), so an owner's receives follow its row left to right
+            ntm = tb.shape[0]
+            r = rows.row(np.repeat(np.arange(batch), ntm), np.tile(tb, batch))
+            jj = np.repeat(np.flatnonzero(ch_cols_a > 0), r.shape[0])
+            ri = np.tile(np.arange(r.shape[0]), int((ch_cols_a > 0).sum()))
+            rr = r[ri]
+            cb = ch_cols_a[jj] * PARTIAL_BYTES
+            col = out_col0 + n0[ch_n_a[jj]] + ch_col0_a[jj]
+            prog.add(p_out, base + jj, cb, sum_kind, ri * cb, 1, rows.owner[rr], out.kind,
+                     rows.slot[rr] * out.stride + col * PARTIAL_BYTES)
+
+    def _patch_kind(self, phase: int, kind: int) -> None:
+        """Point the destinations added with the placeholder kind -1 at ``kind`` (known only after the loop)."""
+        for part in self.prog.parts[phase]:
+            part.dst_kind[part.dst_kind == -1] = kind
+
+    # ---- norms, embedding, attention, head ------------------------------------------------------------------
+    def norm_params(self, key: str, space: ParamSpace) -> None:
+        """gamma and beta (FP16) from their holder, multicast to every owner."""
+        h2 = self.spec.hidden * 2
+        v = np.array([space.alloc(h2), space.alloc(h2)], np.int64)
+        holder, off = self.prog.holder(space, v)
+        own = self.rows.owners
+        self.prog.add(self.id[key], holder, h2, space.kind, off, own.shape[0], np.tile(own, 2), self.ln.kind,
+                      np.repeat([0, h2], own.shape[0]))
+
+    def embed(self) -> None:
+        prog, spec, rows, i = self.prog, self.spec, self.rows, self.id
+        batch, cls = self.batch, int(spec.class_token)
+        patch_toks = np.arange(cls, spec.tokens)
+        # the image streams in through the IO tiles, a chunk of patch rows per phase
+        io = np.arange(self.tiles - IO_TILES, self.tiles)
+        r_all = rows.row(np.repeat(np.arange(batch), patch_toks.shape[0]), np.tile(patch_toks, batch))
+        chunks = np.array_split(r_all, spec.input_chunks)
+        pb = spec.patch_bytes
+        stream_rows = max(-(-c.shape[0] // IO_TILES) for c in chunks)
+        io_kind = prog.kind("io.stream", io, stream_rows * self.patch.stride, i["input.0"],
+                            i[f"input.{spec.input_chunks - 1}"])
+        for c, rr in enumerate(chunks):
+            q = np.arange(rr.shape[0])
+            prog.add(i[f"input.{c}"], io[q % IO_TILES], pb, io_kind, (q // IO_TILES) * self.patch.stride, 1,
+                     rows.owner[rr], self.patch.kind, rows.slot[rr] * self.patch.stride)
+        self.matmul("embed", 4, self.patch, patch_toks, self.out16, 0)
+        # position rows are shared by the batch images: one multicast per token to its B owners
+        h2 = spec.hidden * 2
+        v = np.array([self.w_static.alloc(h2) for _ in range(spec.tokens)], np.int64)
+        holder, off = prog.holder(self.w_static, v)
+        t = np.arange(spec.tokens)
+        rr = rows.row(np.tile(np.arange(batch), spec.tokens), np.repeat(t, batch))
+        prog.add(i["embed.pos"], holder, h2, self.w_static.kind, off, batch, rows.owner[rr], self.pos.kind,
+                 rows.slot[rr] * self.pos.stride)
+        if cls:
+            v = np.array([self.w_static.alloc(h2)], np.int64)
+            holder, off = prog.holder(self.w_static, v)
+            rr = rows.row(np.arange(batch), np.zeros(batch, np.int64))
+            prog.add(i["embed.pos"], holder, h2, self.w_static.kind, off, batch, rows.owner[rr], self.out16.kind,
+                     rows.slot[rr] * self.out16.stride)
+
+    def attention(self, rnd: int) -> None:
+        """One round: heads [rnd*H/R, (rnd+1)*H/R) x every image; each (head, image) pair gets a block of
+        Mq x Nk tiles (query blocks x key blocks) and runs a key-split softmax with an AV reduction."""
+        prog, spec, rows, i = self.prog, self.spec, self.rows, self.id
+        batch, t_count = self.batch, spec.tokens
+        hpr = spec.heads // spec.attention_rounds
+        pairs = hpr * batch
+        per_pair = self.tiles // pairs
+        nk = int(np.sqrt(per_pair))
+        mq = per_pair // max(nk, 1)
+        if nk < 2 or mq < 1:
+            raise InputError(f"batch {batch} is too large for {spec.attention_rounds} attention rounds on "
+                             f"{self.tiles} tiles (each (head, image) pair needs at least 2 tiles)", where="batch")
+        nk, mq = min(nk, t_count), min(mq, t_count)
+        qb = np.array_split(np.arange(t_count), mq)
+        kb = np.array_split(np.arange(t_count), nk)
+        q_of = np.concatenate([np.full(b.shape[0], n) for n, b in enumerate(qb)])
+        k_of = np.concatenate([np.full(b.shape[0], n) for n, b in enumerate(kb)])
+        q0 = np.array([b[0] for b in qb])
+        k0 = np.array([b[0] for b in kb])
+        qn = np.array([b.shape[0] for b in qb])
+        kn = np.array([b.shape[0] for b in kb])
+        hd2 = spec.head_dim * spec.attn_bytes
+        h = spec.hidden
+        first, last = i["attn0.qk"], i[f"attn{spec.attention_rounds - 1}.out"]
+        key = f"attn{rnd}"
+        pair = np.arange(pairs)
+        head = rnd * hpr + pair // batch
+        img = pair % batch
+        base = pair * per_pair
+        tiles_q = (base[:, None, None] + np.arange(mq)[None, :, None] * nk + np.arange(nk)[None, None, :])
+        tl = tiles_q.reshape(-1)
+        qsz = np.tile(np.repeat(qn, nk), pairs)
+        ksz = np.tile(np.tile(kn, mq), pairs)
+        qmax, cmax = int(qn.max()), -(-int(qn.max()) // nk)
+        if rnd == 0:
+            self.k_q = prog.kind("attn.q", tl, qsz * hd2, first, last)
+            self.k_k = prog.kind("attn.k", tl, ksz * hd2, first, last)
+            self.k_v = prog.kind("attn.v", tl, ksz * hd2, first, last)
+            prog.kind("attn.scores", tl, qsz * ksz * spec.attn_bytes, first, last)
+            self.k_stats = prog.kind("attn.stats", tl, (2 * nk + 2) * qmax * 4, first, last)
+            self.k_o = prog.kind("attn.o", tl, qsz * hd2, first, last)
+            self.k_osum = prog.kind("attn.osum", tl, (nk + 1) * cmax * hd2, first, last)
+        # Q rows to the Nk tiles of their query block, K and V rows to the Mq tiles of their key block
+        pp = np.repeat(pair, t_count)
+        tt = np.tile(np.arange(t_count), pairs)
+        rr = rows.row(img[pp], tt)
+        src_q = rows.slot[rr] * self.qkv.stride + (head[pp] * spec.head_dim) * spec.attn_bytes
+        dq = tiles_q[pp, q_of[tt], :].reshape(-1)
+        prog.add(i[f"{key}.qk"], rows.owner[rr], hd2, self.qkv.kind, src_q, nk, dq, self.k_q,
+                 np.repeat((tt - q0[q_of[tt]]) * hd2, nk))
+        dk = tiles_q[pp, :, k_of[tt]].reshape(-1)
+        koff = np.repeat((tt - k0[k_of[tt]]) * hd2, mq)
+        prog.add(i[f"{key}.qk"], rows.owner[rr], hd2, self.qkv.kind, src_q + h * spec.attn_bytes, mq, dk,
+                 self.k_k, koff)
+        prog.add(i[f"{key}.v"], rows.owner[rr], hd2, self.qkv.kind, src_q + 2 * h * spec.attn_bytes, mq, dk,
+                 self.k_v, koff)
+        # softmax statistics: every tile's row max (then row sum) to the other key-block tiles of its row block
+        p3, q3, k3 = np.meshgrid(pair, np.arange(mq), np.arange(nk), indexing="ij")
+        p3, q3, k3 = p3.reshape(-1), q3.reshape(-1), k3.reshape(-1)
+        others = np.array([[x for x in range(nk) if x != j] for j in range(nk)], np.int64)
+        dst = tiles_q[p3[:, None], q3[:, None], others[k3]].reshape(-1)
+        for stat, slot0 in (("max", 0), ("sum", nk)):
+            prog.add(i[f"{key}.{stat}"], tiles_q[p3, q3, k3], qn[q3] * 4, self.k_stats, (2 * nk + slot0 // nk) *
+                     qmax * 4, nk - 1, dst, self.k_stats, np.repeat((slot0 + k3) * qmax * 4, nk - 1))
+        # AV partials: query rows of block q cut into Nk chunks, chunk c reduced on key-block tile c
+        red_src, red_n, red_soff, red_dst, red_doff = [], [], [], [], []
+        out_src, out_soff, out_row, out_head = [], [], [], []
+        for q in range(mq):
+            parts = np.array_split(np.arange(qn[q]), nk)
+            for c, part in enumerate(parts):
+                if part.shape[0] == 0:
+                    continue
+                nbytes = part.shape[0] * hd2
+                js = np.array([x for x in range(nk) if x != c])
+                red_src.append(tiles_q[:, q, js].reshape(-1))
+                red_n.append(np.full(pairs * js.shape[0], nbytes))
+                red_soff.append(np.full(pairs * js.shape[0], int(part[0]) * hd2))
+                red_dst.append(np.repeat(tiles_q[:, q, c], js.shape[0]))
+                red_doff.append(np.tile(js * cmax * hd2, pairs))
+                out_src.append(np.repeat(tiles_q[:, q, c], part.shape[0]))
+                out_soff.append(np.tile(nk * cmax * hd2 + np.arange(part.shape[0]) * hd2, pairs))
+                out_row.append(np.repeat(img, part.shape[0]) * t_count + np.tile(q0[q] + part, pairs))
+                out_head.append(np.repeat(head, part.shape[0]))
+        prog.add(i[f"{key}.red"], np.concatenate(red_src), np.concatenate(red_n), self.k_o,
+                 np.concatenate(red_soff), 1, np.concatenate(red_dst), self.k_osum, np.concatenate(red_doff))
+        # outputs to the owners, head after head, so an owner's receives for a round are contiguous
+        src, soff = np.concatenate(out_src), np.concatenate(out_soff)
+        row, hh = np.concatenate(out_row), np.concatenate(out_head)
+        order = np.lexsort((row, hh))
+        src, soff, row, hh = src[order], soff[order], row[order], hh[order]
+        prog.add(i[f"{key}.out"], src, hd2, self.k_osum, soff, 1, rows.owner[row], self.attn.kind,
+                 rows.slot[row] * self.attn.stride + hh * hd2)
+
+    def head(self) -> None:
+        """Post-norm, mean pooling over tokens, a hidden x hidden projection, the embedding out to the host."""
+        prog, spec, rows, i = self.prog, self.spec, self.rows, self.id
+        batch, h2 = self.batch, spec.hidden * 2
+        v = np.array([self.w_static.alloc(h2), self.w_static.alloc(h2)], np.int64)
+        holder, off = prog.holder(self.w_static, v)
+        own = rows.owners
+        prog.add(i["post.ln"], holder, h2, self.w_static.kind, off, own.shape[0], np.tile(own, 2), self.ln.kind,
+                 np.repeat([0, h2], own.shape[0]))
+        # pooling: pooling tile (b, c) sums column chunk c of image b over its tokens
+        cb = 64
+        while batch * -(-h2 // cb) > self.tiles:
+            cb *= 2
+        n_c = -(-h2 // cb)
+        chunk_bytes = np.minimum(cb, h2 - cb * np.arange(n_c))
+        pool = self.tiles - batch * n_c + np.arange(batch * n_c)
+        t_count = spec.tokens
+        pool_kind = prog.kind("head.pool", pool, t_count * cb, i["head.pool"], i["head.gather"])
+        rr = np.repeat(np.arange(batch * t_count), n_c)
+        cc = np.tile(np.arange(n_c), batch * t_count)
+        b_of = rr // t_count
+        prog.add(i["head.pool"], rows.owner[rr], chunk_bytes[cc], self.out16.kind,
+                 rows.slot[rr] * self.out16.stride + cc * cb, 1, pool[b_of * n_c + cc], pool_kind,
+                 (rr % t_count) * cb)
+        # pooled chunks to every head tile; head tile n computes output columns block n for every image
+        n_head = min(36, self.tiles)
+        head_tiles = np.arange(n_head)
+        hx = prog.kind("head.x", head_tiles, batch * n_c * cb, i["head.gather"], i["head.out"])
+        prog.add(i["head.gather"], pool, chunk_bytes[np.tile(np.arange(n_c), batch)], pool_kind, 0, n_head,
+                 np.tile(head_tiles, pool.shape[0]), hx, np.repeat(np.arange(pool.shape[0]) * cb, n_head))
+        nblocks = np.array_split(np.arange(spec.hidden), n_head)
+        nsz = np.array([b.shape[0] for b in nblocks], np.int64)
+        s = 2048
+        gsize = spec.hidden * spec.weight_bytes * nsz
+        gstart = np.array([self.w_static.alloc(int(z)) for z in gsize], np.int64)
+        pieces = -(-gsize // s)
+        g = np.repeat(np.arange(n_head), pieces)
+        idx = np.arange(g.shape[0]) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+        holder, off = prog.holder(self.w_static, gstart[g] + idx * s)
+        hw = prog.kind("head.w", head_tiles, gsize, i["head.w"], i["head.w"], R1)
+        prog.add(i["head.w"], holder, np.minimum(s, gsize[g] - idx * s), self.w_static.kind, off, 1, g, hw, idx * s)
+        # output rows live on the owner of token 0 of each image, then stream out through the IO tiles
+        hy = prog.kind("head.y", head_tiles, batch * nsz * 2, i["head.w"], i["head.out"])
+        out_owner = rows.owner[rows.row(np.arange(batch), np.zeros(batch, np.int64))]
+        out_slot = rows.slot[rows.row(np.arange(batch), np.zeros(batch, np.int64))]
+        n_col0 = np.array([b[0] for b in nblocks], np.int64)
+        bb = np.tile(np.arange(batch), n_head)
+        nn = np.repeat(np.arange(n_head), batch)
+        prog.add(i["head.out"], head_tiles[nn], nsz[nn] * 2, hy, bb * nsz[nn] * 2, 1, out_owner[bb], self.out16.kind,
+                 out_slot[bb] * self.out16.stride + n_col0[nn] * 2)
+        io = np.arange(self.tiles - IO_TILES, self.tiles)
+        io_out = prog.kind("io.out", io, -(-batch // IO_TILES) * h2, i["output"], i["output"])
+        b = np.arange(batch)
+        prog.add(i["output"], out_owner, h2, self.out16.kind, out_slot * self.out16.stride, 1, io[b % IO_TILES],
+                 io_out, (b // IO_TILES) * h2)

@@ -1,0 +1,76 @@
+"""Tiny captures built in code, for tests: replica groups with holes, several senders, other traffic."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from placer.capture.model import Allocations, Capture, Phase
+
+BASE = 0x60000
+
+
+def group_phase(
+    phase_id: int,
+    replicas: list[int],
+    senders: list[int],
+    fragments: int,
+    frag_words: int = 8,
+    holes: tuple[int, ...] = (),
+    bases: list[int] | None = None,
+    interleave: bool = False,
+    seed: int = 0,
+) -> Phase:
+    """One replicated operand of ``fragments`` fragments (some slots left as holes), multicast to ``replicas``.
+
+    Fragment slot j lives at offset j * frag_bytes; sender of slot j is senders[j % len(senders)]. With
+    ``interleave`` the listing order is shuffled (pointer resets on the replicas).
+    """
+    rng = np.random.default_rng(seed)
+    frag_bytes = frag_words * 4
+    slots = [j for j in range(fragments) if j not in set(holes)]
+    order = rng.permutation(len(slots)) if interleave else np.arange(len(slots))
+    bases = bases or [BASE + 0x1000 * i for i in range(len(replicas))]
+    src, dst_tile, dst_addr, src_addr = [], [], [], []
+    for k in order:
+        j = slots[k]
+        s = senders[j % len(senders)]
+        src.append(s)
+        src_addr.append(0x50000 + frag_bytes * (j // len(senders)))
+        for r, b in zip(replicas, bases, strict=True):
+            dst_tile.append(r)
+            dst_addr.append(b + j * frag_bytes)
+    n = len(src)
+    return Phase.build(phase_id, src, [frag_words] * n, [len(replicas)] * n, dst_tile, dst_addr, src_addr)
+
+
+def small_capture(tiles: int = 16, **kw: object) -> Capture:
+    phase = group_phase(0, replicas=[1, 2, 3], senders=[4, 5], fragments=12, holes=(5,), **kw)  # type: ignore[arg-type]
+    other = Phase.build(1, [6], [16], [1], [7], [BASE], [0x50000])
+    return Capture(tile_count=tiles, phases=[phase, other], allocations=Allocations.empty())
+
+
+def relay_capture(tiles: int = 48, groups: int = 4, replicas: int = 4, fragments: int = 48, senders: int = 4,
+                  phases: int = 2, seed: int = 0, interleave: bool = False) -> Capture:
+    """Several phases, each with ``groups`` replica groups on disjoint tiles; spare tiles at the top end."""
+    rng = np.random.default_rng(seed)
+    out = []
+    per_group = replicas + senders
+    for ph in range(phases):
+        parts = []
+        for g in range(groups):
+            first = g * per_group
+            reps = list(range(first, first + replicas))
+            snds = list(range(first + replicas, first + per_group))
+            holes = tuple(int(h) for h in rng.choice(fragments, size=2, replace=False)) if fragments > 4 else ()
+            parts.append(group_phase(ph, reps, snds, fragments, holes=holes, interleave=interleave,
+                                     seed=seed + g + 7 * ph))
+        out.append(Phase.concat(ph, parts))
+    return Capture(tile_count=tiles, phases=out, allocations=Allocations.empty())
+
+
+def small_machine(tiles: int = 48):
+    from dataclasses import replace
+
+    from placer.machine import load_machine
+
+    return replace(load_machine(), tiles=tiles)

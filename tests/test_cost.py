@@ -1,0 +1,83 @@
+"""Every cost rule of BRIEF §3 on a hand-computed example."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from placer.capture.model import PAIRED64, Capture, Phase, Repeat
+from placer.machine import load_machine
+from placer.problem.cost import program_cost, receive_resets, tile_counters
+
+M = load_machine()
+T = 8
+
+
+def phase(rows: list[tuple[int, list[tuple[int, int]], int]], pid: int = 0, width: list[int] | None = None) -> Phase:
+    """rows: (source, [(dst tile, dst address)], words)."""
+    return Phase.build(pid, [r[0] for r in rows], [r[2] for r in rows], [len(r[1]) for r in rows],
+                       [t for r in rows for t, _ in r[1]], [a for r in rows for _, a in r[1]], [0] * len(rows),
+                       width=width)
+
+
+def test_entry_bytes_and_rounding() -> None:
+    # one short unicast: sender 8 entry + 8 send = 16; receiver 8 + 8 + 4 (first receive resets) = 20 -> 24
+    pc = tile_counters(phase([(0, [(1, 100)], 8)]), M, T)
+    assert pc.table_bytes[:3].tolist() == [16, 24, 0]  # idle tile 2 pays nothing
+
+
+def test_long_send_surcharge_is_above_64_words() -> None:
+    pc = tile_counters(phase([(0, [(1, 0)], 64), (0, [(2, 0)], 65)]), M, T)
+    # sender: 8 + 8 + (8 + 4) = 28 -> 32
+    assert pc.sends[0] == 2 and pc.long_sends[0] == 1
+    assert pc.table_bytes[0] == 32
+
+
+def test_multicast_paid_once_by_sender_each_receiver_pays_own_row() -> None:
+    pc = tile_counters(phase([(0, [(1, 0), (2, 0), (3, 0)], 8)]), M, T)
+    assert pc.sends[0] == 1 and pc.table_bytes[0] == 16
+    assert pc.receives[1:4].tolist() == [1, 1, 1]
+    assert pc.tx_bytes[0] == 32 and pc.rx_bytes[1:4].tolist() == [32, 32, 32]
+
+
+def test_pointer_reset_only_when_not_contiguous_in_listed_order() -> None:
+    rows = [(0, [(1, 0)], 8), (0, [(1, 32)], 8), (0, [(1, 128)], 8), (0, [(1, 160)], 8), (0, [(1, 0)], 8)]
+    pc = tile_counters(phase(rows), M, T)
+    # resets: first, then 32 == 0+32 no, 128 != 64 yes, 160 == 160 no, 0 != 192 yes
+    assert pc.resets[1] == 3
+    assert 8 + 5 * 8 + 3 * 4 == 60
+    assert pc.table_bytes[1] == 64  # rounded up to a multiple of 8
+
+
+def test_receive_resets_follow_listed_order_per_tile() -> None:
+    tiles = np.array([1, 2, 1, 2])
+    addr = np.array([0, 0, 32, 100])
+    nbytes = np.array([32, 32, 32, 32])
+    assert receive_resets(tiles, addr, nbytes).tolist() == [1, 1, 0, 1]
+
+
+def test_cycles_estimate() -> None:
+    rows = [(0, [(1, 0), (2, 0)], 1000), (3, [(1, 4000)], 10)]
+    pc = tile_counters(phase(rows), M, T)
+    # tile 1 receives 4000 + 40 bytes = 1010 cycles; tile 0 sends 4000 bytes = 1000; controls tiny
+    assert pc.cycles == 1010 + 600
+    ctrl = tile_counters(phase([(0, [(1, 8 * i)], 1) for i in range(0, 400, 2)]), M, T)
+    # 200 one-word receives at non-contiguous addresses: controls 2*200 + 200 resets = 600 > 200 words
+    assert ctrl.cycles == 600 + 600
+
+
+def test_paired64_splits_transmit_with_partner_lane() -> None:
+    pc = tile_counters(phase([(4, [(1, 0)], 100)], width=[PAIRED64]), M, T)
+    assert pc.tx_bytes[4] == 200 and pc.tx_bytes[5] == 200
+
+
+def test_program_totals_repeat_body_stored_once_cycles_per_iteration() -> None:
+    a = phase([(0, [(1, 0)], 8)], pid=0)
+    b = phase([(0, [(1, 0)], 8)], pid=1)
+    cap = Capture(tile_count=T, phases=[a, b], repeat=Repeat((1,), 27))
+    cost = program_cost(cap, M)
+    assert cost.table_bytes[0] == 16 + 16  # each stored phase once
+    assert cost.fragments[1] == 2
+    assert cost.cycles == cost.phases[0].cycles + 27 * cost.phases[1].cycles
+    assert cost.worst_tile() == 1 and cost.worst_table() == 48
+    assert cost.fits(48) and not cost.fits(47)
+    assert not cost.fits(None, 1)

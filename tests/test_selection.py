@@ -1,0 +1,191 @@
+"""Relay alternatives, the production rule and the CP-SAT selection on small captures."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from placer.alternatives.groups import scan_capture, scan_phase
+from placer.alternatives.relay import direct_receive, forward_intervals
+from placer.alternatives.segments import candidates, native
+from placer.capture.model import Capture, Phase
+from placer.problem.cost import program_cost, tile_counters
+from placer.problem.state import PhaseState
+from placer.selection.greedy import greedy_plan
+from placer.selection.plan import Plan, RelayChoice
+from placer.selection.select import plan_objectives, select
+from placer.solver import SolverParams, Status
+from tests.builders import group_phase, relay_capture, small_machine
+
+M = small_machine(48)
+FAST = SolverParams(time_limit=10, workers=2, seed=0)
+
+
+def test_groups_found_and_ineligible_reasons() -> None:
+    p = group_phase(0, [1, 2, 3], [4, 5], 10, holes=(3,))
+    scan = scan_phase(p)
+    assert len(scan.groups) == 1 and not scan.rejected
+    g = scan.groups[0]
+    assert g.fragments == 9 and g.replica_count == 3 and g.extent == 320
+    # skew one replica's address: no longer coordinate-preserving
+    p.dst_addr[p.dst_ptr[2] + 1] += 4
+    scan = scan_phase(p)
+    assert not scan.groups
+    assert scan.rejected[0].reason.startswith("not coordinate-preserving") and scan.rejected[0].transfer == 2
+    # overlapping fragments
+    q = group_phase(0, [1, 2], [4], 4)
+    q.dst_addr[q.dst_ptr[1] : q.dst_ptr[2]] -= 16
+    assert scan_phase(q).rejected[0].reason == "fragments overlap"
+
+
+def test_native_segments_inferred_from_repeating_senders() -> None:
+    g = scan_phase(group_phase(0, [1, 2], [4, 5, 6], 12)).groups[0]
+    seg = native(g)
+    assert seg.count == 4 and seg.bounds.tolist() == [0, 96, 192, 288, 384]
+    counts = sorted(candidates(g))
+    assert counts == [1, 2, 4, 8]
+
+
+def test_forward_intervals_skip_holes_and_cut_at_limit() -> None:
+    g = scan_phase(group_phase(0, [1, 2], [4], 8, holes=(2, 3))).groups[0]
+    seg = candidates(g)[1]
+    iv = forward_intervals(g, seg, max_bytes=64)
+    assert list(zip(iv.offset.tolist(), iv.nbytes.tolist(), strict=True)) == [(0, 64), (128, 64), (192, 64)]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), interleave=st.booleans(), fragments=st.integers(3, 30))
+def test_incremental_state_matches_full_recost(seed: int, interleave: bool, fragments: int) -> None:
+    cap = relay_capture(groups=2, fragments=fragments, phases=1, seed=seed, interleave=interleave)
+    phase = cap.phases[0]
+    state = PhaseState(phase, M, M.tiles)
+    rng = np.random.default_rng(seed)
+    for g in scan_phase(phase).groups:
+        seg = list(candidates(g).values())[rng.integers(len(candidates(g)))]
+        hosts = np.arange(M.tiles - 1, M.tiles - 1 - seg.count, -1) - 8 * g.index
+        rw = direct_receive(g, seg, hosts, np.full(seg.count, 0x70000), phase, 16592)
+        app = Phase.concat(0, [rw.gathers, rw.forwards])
+        counters = state.evaluate(rw.remove, app)
+        state.commit(rw.remove, app, counters, {})
+    full = tile_counters(state.result(), M, M.tiles)
+    assert np.array_equal(state.table()[: M.tiles], full.table_bytes)
+    assert state.cycles() == full.cycles
+
+
+def _rule_holds(cap: Capture) -> None:
+    scans = scan_capture(cap)
+    plan, decisions = greedy_plan(cap, scans, M, 81920, 16384)
+    for d in decisions:
+        if d.accepted:
+            assert d.cycles_after <= d.cycles_before and d.worst_after < d.worst_before
+    for r in plan.relays:  # native segmentation, hosts unused in the phase, not senders or replicas
+        assert r.segmentation.count == native(r.group).count
+        phase = cap.phase_by_id(r.group.phase)
+        busy = set(phase.source.tolist()) | set(phase.dst_tile.tolist())
+        assert not busy & set(r.hosts.tolist())
+        assert len(set(r.hosts.tolist())) == len(r.hosts)
+
+
+def test_greedy_relays_when_it_lowers_the_worst_tile() -> None:
+    # one group much larger than the others: relaying it lowers the phase's worst tile, the others do not
+    big = group_phase(0, [0, 1, 2, 3], list(range(4, 12)), 80)
+    small = group_phase(0, [20, 21], [22], 6)
+    cap = Capture(tile_count=48, phases=[Phase.concat(0, [big, small])])
+    scans = scan_capture(cap)
+    plan, decisions = greedy_plan(cap, scans, M, 81920, 16384)
+    assert [d.accepted for d in decisions] == [True, False]
+    assert plan.relays[0].hosts.tolist() == list(range(47, 47 - plan.relays[0].segmentation.count, -1))
+    _rule_holds(cap)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), groups=st.integers(1, 3), fragments=st.integers(4, 40),
+       replicas=st.integers(2, 4), budget=st.integers(150, 900))
+def test_cpsat_never_worse_than_greedy_and_plans_valid(seed: int, groups: int, fragments: int, replicas: int,
+                                                        budget: int) -> None:
+    from placer.validation import validate
+
+    cap = relay_capture(groups=groups, fragments=fragments, replicas=replicas, phases=2, seed=seed)
+    _rule_holds(cap)
+    out = select(cap, M, budget, 16384, params=SolverParams(time_limit=5), local_pack=True)
+    order = ("cycles", "table", "scratch", "relays")
+    assert out.objectives.key(order) <= out.greedy_objectives.key(order)
+    for plan in (out.plan, out.greedy):
+        report = validate(cap, plan.to_json(cap), M)
+        # the validator checks the budget too: only plans that fit may pass, and every fitting plan must
+        assert report.valid == plan_objectives(cap, plan).fits, report.errors[:3]
+    if out.status is Status.INFEASIBLE:
+        assert not out.objectives.fits
+
+
+def test_same_seed_same_plan() -> None:
+    cap = relay_capture(groups=3, fragments=24, phases=2, seed=5)
+    a = select(cap, M, 400, 16384, params=FAST)
+    b = select(cap, M, 400, 16384, params=FAST)
+    assert json.dumps(a.plan.to_json(cap)) == json.dumps(b.plan.to_json(cap))
+
+
+def brute_force_fits(cap: Capture, budget: int) -> bool:
+    """Every option of every group (direct / direct-receive at each candidate count) and every host choice."""
+    scans = scan_capture(cap)
+    tiles = M.tiles
+    groups = [(scan.phase, g) for scan in scans for g in scan.groups]
+    per_group = [[None, *candidates(g).values()] for _, g in groups]
+    for combo in itertools.product(*per_group):
+        # hosts per phase: distinct, eligible tiles; enumerate injective assignments over the free tiles
+        by_phase: dict[int, list[tuple[object, object]]] = {}
+        for (ph, g), seg in zip(groups, combo, strict=True):
+            if seg is not None:
+                by_phase.setdefault(ph, []).append((g, seg))
+        phase_options = []
+        for ph, items in by_phase.items():
+            need = sum(s.count for _, s in items)  # type: ignore[attr-defined]
+            phase_options.append([(ph, items, perm) for perm in itertools.permutations(range(tiles), need)])
+        for pick in itertools.product(*phase_options):
+            plan = Plan("brute", M, budget, 16384)
+            ok = True
+            for ph, items, perm in pick:
+                phase = cap.phase_by_id(ph)
+                i = 0
+                for g, seg in items:
+                    hosts = np.array(perm[i : i + seg.count], np.int64)  # type: ignore[attr-defined]
+                    i += seg.count  # type: ignore[attr-defined]
+                    banned = set(g.replicas.tolist()) | set(g.sources.tolist())  # type: ignore[attr-defined]
+                    if banned & set(hosts.tolist()):
+                        ok = False
+                        break
+                    rw = direct_receive(g, seg, hosts, np.full(len(hosts), 0x70000), phase, 16592)  # type: ignore
+                    plan.relays.append(RelayChoice(g, "direct-receive", seg, hosts, np.full(len(hosts), 0x70000),
+                                                   rw))  # type: ignore[arg-type]
+                if not ok:
+                    break
+            if ok and program_cost(plan.rewritten(cap), M).fits(budget, 16384):
+                return True
+    return False
+
+
+@pytest.mark.parametrize("budget", [120, 136, 152, 168, 200, 260])
+def test_infeasible_only_when_brute_force_agrees(budget: int) -> None:
+    tiny_m = small_machine(7)
+    global M
+    saved, M = M, tiny_m
+    try:
+        # 2 replicas, 2 senders, 1 spare tile (6): relaying needs the spare tile, one segment at most
+        phase = group_phase(0, [0, 1], [2, 3], 8, holes=(5,))
+        other = group_phase(0, [4, 5], [3], 3)
+        cap = Capture(tile_count=7, phases=[Phase.concat(0, [phase, other])])
+        truth = brute_force_fits(cap, budget)
+        out = select(cap, tiny_m, budget, 16384, params=FAST, local_pack=False)
+        if out.status is Status.INFEASIBLE:
+            assert not truth
+        if truth:
+            assert out.objectives.fits and out.status is not Status.INFEASIBLE
+        else:
+            assert not out.objectives.fits
+    finally:
+        M = saved
