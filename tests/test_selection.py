@@ -83,12 +83,14 @@ def _rule_holds(cap: Capture) -> None:
     for d in decisions:
         if d.accepted:
             assert d.cycles_after <= d.cycles_before and d.worst_after < d.worst_before
-    for r in plan.relays:  # native segmentation, hosts unused in the phase, not senders or replicas
+    hosted: dict[int, list[int]] = {}
+    for r in plan.relays:  # native segmentation; hosts neither senders nor replicas; one segment per tile and phase
         assert r.segmentation.count == native(r.group).count
-        phase = cap.phase_by_id(r.group.phase)
-        busy = set(phase.source.tolist()) | set(phase.dst_tile.tolist())
-        assert not busy & set(r.hosts.tolist())
-        assert len(set(r.hosts.tolist())) == len(r.hosts)
+        banned = set(r.group.sources.tolist()) | set(r.group.replicas.tolist())
+        assert not banned & set(r.hosts.tolist())
+        hosted.setdefault(r.group.phase, []).extend(r.hosts.tolist())
+    for tiles in hosted.values():
+        assert len(set(tiles)) == len(tiles)
 
 
 def test_greedy_relays_when_it_lowers_the_worst_tile() -> None:

@@ -3,8 +3,9 @@
 A group is every transfer of a phase with the same destination tile set D, |D| ≥ 2. It is *eligible* for a relay
 when it is coordinate-preserving (each transfer lands at the same offset from every replica's base address, the
 base being the lowest address the group writes on that replica) and its fragments do not overlap. Equal replica
-extents follow from coordinate preservation. Ineligible groups stay direct, with the reason and the first
-offending transfer recorded.
+extents follow from coordinate preservation. A group whose fragments already lie in as few contiguous runs as
+there are fragments (typically a single fragment) has nothing to gain from a relay and is not offered one.
+Ineligible groups stay direct, with the reason and the first offending transfer recorded.
 """
 
 from __future__ import annotations
@@ -126,6 +127,9 @@ def _check_group(
     overlap = np.flatnonzero(off_s[1:] < off_s[:-1] + nb_s[:-1])
     if overlap.size:
         return reject("fragments overlap", int(by_offset[overlap[0] + 1]))
+    runs = 1 + int((off_s[1:] != off_s[:-1] + nb_s[:-1]).sum())
+    if runs >= len(members):
+        return reject("nothing to gain: every fragment is already its own contiguous run", 0)
     extent = int(off_s[-1] + nb_s[-1])
     hint = hints.get((phase.phase, tuple(int(t) for t in replicas)))
     if hint is not None:

@@ -76,15 +76,13 @@ def source_runs(group: ReplicaGroup, seg: Segmentation, phase: Phase, max_bytes:
             b = phase.src_addr[np.minimum(src_first[cand + 1] + it, len(phase.src_addr) - 1)]
             ok &= np.where(it < counts[cand], b == a + group.nbytes[cand], True)
         joins[cand[ok] + 1] = True
-    # a run may not exceed one transfer
+    # a run may not exceed one transfer: cut it where its running byte count crosses a multiple of max_bytes
     run_id = np.cumsum(~joins) - 1
-    run_bytes_cum = np.zeros(n, np.int64)
     starts = np.flatnonzero(~joins)
-    for s, e in zip(starts, np.concatenate([starts[1:], [n]]), strict=True):
-        acc = np.cumsum(group.nbytes[s:e])
-        piece = (acc - 1) // max_bytes
-        run_bytes_cum[s:e] = piece
-    key = run_id * (n + 1) + run_bytes_cum
+    cum = np.cumsum(group.nbytes)
+    before = (cum - group.nbytes)[starts][run_id]
+    piece = (cum - before - 1) // max_bytes
+    key = run_id * (n + 1) + piece
     first = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
     last = np.concatenate([first[1:], [n]]) - 1
     run_bytes = group.offsets[last] + group.nbytes[last] - group.offsets[first]

@@ -16,7 +16,7 @@ Timed rows (what a scheduled phase costs in exchange-table bytes, to compare wit
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -25,7 +25,8 @@ from placer.capture.model import Capture, Phase
 from placer.machine import Machine
 from placer.ordering.bounds import LowerBound, lower_bound
 from placer.ordering.cpsat import compact, horizon_of, improve_lns, solve_exact
-from placer.ordering.greedy import greedy_starts
+from placer.ordering.greedy import RULES, greedy_starts
+from placer.ordering.justify import forward_backward
 from placer.ordering.streams import Chunks, build_chunks
 from placer.problem.cost import tile_counters
 from placer.solver import Progress, SolveResult, SolverParams, Status
@@ -148,7 +149,13 @@ class PhaseSchedule:
 
     @property
     def lower(self) -> int:
-        return self.bound.best
+        """Best proved lower bound: ours, or CP-SAT's when an exact model proved more."""
+        proved = self.cpsat.bound if self.cpsat is not None and self.cpsat.bound is not None else 0
+        return max(self.bound.best, int(-(-proved // 1)))
+
+    @property
+    def lower_kind(self) -> str:
+        return self.bound.kind if self.lower == self.bound.best else "cp-sat"
 
     @property
     def gap(self) -> float:
@@ -164,7 +171,7 @@ class PhaseSchedule:
             "greedy_horizon": self.greedy_horizon,
             "horizon": self.horizon,
             "lower_bound": self.lower,
-            "lower_bound_kind": self.bound.kind,
+            "lower_bound_kind": self.lower_kind,
             "bounds": {"port": self.bound.port, "clique": self.bound.clique, "chain": self.bound.chain},
             "gap": round(self.gap, 6),
             "method": self.method,
@@ -247,8 +254,20 @@ def _improve(
     clock = time.perf_counter()
     if greedy_h <= lower:
         return greedy, SolveResult(Status.OPTIMAL, float(greedy_h), float(greedy_h), 0.0), "neighbourhood"
-    starts, _ = improve_lns(chunks, greedy, lower, params, neighbourhood=ordering.neighbourhood,
-                            step_time=ordering.step_time, progress=progress)
+    # cheap repairs first (other list rules, forward-backward passes), then CP-SAT on neighbourhoods
+    incumbent = greedy
+    for rule in RULES[1:]:
+        if time.perf_counter() - clock > 0.1 * params.time_limit:
+            break
+        other = greedy_starts(chunks, rule)
+        if horizon_of(chunks, other) < horizon_of(chunks, incumbent):
+            incumbent = other
+    left = params.time_limit - (time.perf_counter() - clock)
+    incumbent = forward_backward(chunks, incumbent, time_limit=0.25 * left)
+    left = params.time_limit - (time.perf_counter() - clock)
+    starts, _ = improve_lns(chunks, incumbent, lower, replace(params, time_limit=max(0.1, left)),
+                            neighbourhood=ordering.neighbourhood, step_time=ordering.step_time,
+                            progress=progress)
     h = horizon_of(chunks, starts)
     status = Status.OPTIMAL if h <= lower else Status.FEASIBLE
     return starts, SolveResult(status, float(h), float(lower), time.perf_counter() - clock), "neighbourhood"

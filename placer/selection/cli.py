@@ -67,8 +67,8 @@ def _budgets(machine: Machine, budget: str | None, fragments: int | None) -> tup
 
 
 def outcome_json(capture: Capture, outcome: Outcome) -> dict[str, Any]:
-    assert outcome.problem is not None
-    summary = plan_summary(capture, outcome.problem.scans, outcome.plan, outcome.problem.direct)
+    direct = outcome.problem.direct if outcome.problem is not None else None
+    summary = plan_summary(capture, outcome.scans, outcome.plan, direct)
     staged = outcome.staged
     return {
         "summary": summary,
@@ -193,9 +193,9 @@ def compare(
 def comparison_json(capture: Capture, budget: int, out: Outcome) -> dict[str, Any]:
     g_by = {(r.group.phase, r.group.index): r for r in out.greedy.relays}
     c_by = {(r.group.phase, r.group.index): r for r in out.plan.relays}
-    assert out.problem is not None
-    g_sum = plan_summary(capture, out.problem.scans, out.greedy, out.problem.direct)
-    c_sum = plan_summary(capture, out.problem.scans, out.plan, out.problem.direct)
+    direct = out.problem.direct if out.problem is not None else None
+    g_sum = plan_summary(capture, out.scans, out.greedy, direct)
+    c_sum = plan_summary(capture, out.scans, out.plan, direct)
     phases = []
     for gp, cp in zip(g_sum["phases"], c_sum["phases"], strict=True):
         if not gp["groups"]:
@@ -205,7 +205,7 @@ def comparison_json(capture: Capture, budget: int, out: Outcome) -> dict[str, An
                        "cpsat": {k: cp[k] for k in ("relayed", "relays", "table_after", "cycles_after")},
                        "table_before": gp["table_before"], "cycles_before": gp["cycles_before"]})
     group_rows = []
-    for scan in out.problem.scans:
+    for scan in out.scans:
         for g in scan.groups:
             gr, cr = g_by.get(g.key()), c_by.get(g.key())
             group_rows.append({

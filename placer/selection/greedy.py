@@ -1,11 +1,14 @@
 """The production relay rule (BRIEF §5), mirrored exactly.
 
-Per phase, per eligible group in order of first appearance in the listing: build the native-segment direct-receive
-alternative; each segment's relay is the highest-numbered tile unused in the phase (as it stands, earlier relays
-included) that is neither a sender nor a receiver of the group; accept it only if the phase's modelled cycles do
+Per phase (in program order), per eligible group in order of first appearance in the listing: build the
+native-segment direct-receive alternative; each segment's relay is the highest-numbered tile not yet used as a relay
+in the phase that is neither a sender nor a receiver of the group; accept it only if the phase's modelled cycles do
 not increase and the worst tile's table bytes plus relay scratch becomes smaller than the previous worst.
-Otherwise the group stays direct. There is no search over the relay count.
+Otherwise the group stays direct. There is no search over the relay count, and a rejected group is not revisited.
 
+How this reads BRIEF §5 where it is terse: "unused" means not already hosting a relay segment in the phase (a
+relay hosts at most one segment per phase, §4); "the worst tile" is the program's worst tile, table bytes summed
+over the stored phases plus the relay scratch it hosts summed over phases, since the budget applies to that tile.
 One addition the production rule leaves to a later pass: a tile whose free memory in the phase cannot hold the
 segment's buffer is skipped (the next lower tile is tried), so that every accepted relay has a placed buffer.
 """
@@ -22,6 +25,7 @@ from placer.alternatives.relay import direct_receive
 from placer.alternatives.segments import native
 from placer.capture.model import Capture, Phase
 from placer.machine import Machine
+from placer.problem.cost import program_cost
 from placer.problem.state import PhaseState
 from placer.selection.plan import Plan, RelayChoice
 
@@ -40,10 +44,10 @@ class Decision:
     worst_after: int
 
 
-def pick_hosts(group: ReplicaGroup, seg_count: int, seg_bytes: np.ndarray, used: np.ndarray,
+def pick_hosts(group: ReplicaGroup, seg_count: int, seg_bytes: np.ndarray, hosting: np.ndarray,
                memory: PhaseMemory, tiles: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """Highest-numbered unused tiles, one per segment, each with room for its buffer; None if they run out."""
-    banned = used[:tiles].copy()
+    """Highest-numbered eligible tiles not yet hosting, one per segment, each with room for its buffer."""
+    banned = hosting[:tiles].copy()
     banned[group.replicas] = True
     banned[group.sources] = True
     hosts, buffers = [], []
@@ -63,18 +67,20 @@ def pick_hosts(group: ReplicaGroup, seg_count: int, seg_bytes: np.ndarray, used:
     return np.asarray(hosts, np.int64), np.asarray(buffers, np.int64)
 
 
-def greedy_phase(phase: Phase, scan: GroupScan, capture: Capture, machine: Machine,
-                 tiles: int) -> tuple[list[RelayChoice], list[Decision], PhaseState]:
+def greedy_phase(phase: Phase, scan: GroupScan, capture: Capture, machine: Machine, tiles: int,
+                 program: np.ndarray) -> tuple[list[RelayChoice], list[Decision], PhaseState]:
+    """Apply the rule to one phase; ``program`` (table + scratch per tile, whole program) is updated in place."""
     state = PhaseState(phase, machine, tiles)
     memory = PhaseMemory(capture, phase, machine)
     choices: list[RelayChoice] = []
     decisions: list[Decision] = []
     max_bytes = machine.exchange.max_transfer_words * 4
+    hosting = np.zeros(tiles + 1, bool)
     for group in scan.groups:
         seg = native(group)
         cycles = state.cycles()
-        worst = int((state.table() + state.scratch)[:tiles].max(initial=0))
-        picked = pick_hosts(group, seg.count, seg.segment_bytes(), state.used(), memory, tiles)
+        worst = int(program.max(initial=0))
+        picked = pick_hosts(group, seg.count, seg.segment_bytes(), hosting, memory, tiles)
         if picked is None:
             decisions.append(Decision(phase.phase, group.index, False, "not enough unused relay tiles", cycles,
                                       cycles, worst, worst))
@@ -83,11 +89,13 @@ def greedy_phase(phase: Phase, scan: GroupScan, capture: Capture, machine: Machi
         rewrite = direct_receive(group, seg, hosts, buffers, phase, max_bytes)
         appended = Phase.concat(phase.phase, [rewrite.gathers, rewrite.forwards], extra={})
         counters = state.evaluate(rewrite.remove, appended)
-        table, cyc = state.with_counters(counters)
-        scratch = state.scratch.copy()
-        np.add.at(scratch, hosts, seg.segment_bytes())
+        changed = counters.tiles[counters.tiles < tiles]
+        new_program = program.copy()
+        new_program[changed] += state.table(counters)[: len(changed)] - state.table()[changed]
+        np.add.at(new_program, hosts, seg.segment_bytes())
+        _, cyc = state.with_counters(counters)
         new_cycles = int(cyc[:tiles].max(initial=0)) + machine.exchange.sync_cycles
-        new_worst = int((table + scratch)[:tiles].max(initial=0))
+        new_worst = int(new_program.max(initial=0))
         ok = new_cycles <= cycles and new_worst < worst
         reason = "accepted" if ok else ("cycles would rise" if new_cycles > cycles else "worst tile not reduced")
         decisions.append(Decision(phase.phase, group.index, ok, reason, cycles, new_cycles, worst, new_worst))
@@ -95,6 +103,8 @@ def greedy_phase(phase: Phase, scan: GroupScan, capture: Capture, machine: Machi
             continue
         state.commit(rewrite.remove, appended, counters,
                      {int(h): int(b) for h, b in zip(hosts, seg.segment_bytes(), strict=True)})
+        program[:] = new_program
+        hosting[hosts] = True
         for h, b, nbytes in zip(hosts.tolist(), buffers.tolist(), seg.segment_bytes().tolist(), strict=True):
             memory.reserve(h, b, nbytes)
         choices.append(RelayChoice(group, "direct-receive", seg, hosts, buffers, rewrite))
@@ -106,10 +116,11 @@ def greedy_plan(capture: Capture, scans: list[GroupScan], machine: Machine, tabl
     tiles = max(capture.tile_count, machine.tiles)
     plan = Plan("greedy", machine, table_budget, fragment_limit)
     decisions: list[Decision] = []
+    program = program_cost(capture, machine).table_bytes[:tiles].copy()
     for phase, scan in zip(capture.phases, scans, strict=True):
         if not scan.groups:
             continue
-        choices, dec, _ = greedy_phase(phase, scan, capture, machine, tiles)
+        choices, dec, _ = greedy_phase(phase, scan, capture, machine, tiles, program)
         plan.relays.extend(choices)
         decisions.extend(dec)
     return plan, decisions

@@ -77,7 +77,7 @@ def build_problem(capture: Capture, machine: Machine, table_budget: int, fragmen
         memory = PhaseMemory(capture, phase, machine)
         options = [group_options(state, g, machine, local_pack=local_pack, max_counts=max_counts)
                    for g in scan.groups]
-        gaps = np.array([memory.largest_gap(t) for t in range(tiles)], np.int64)
+        gaps = memory.largest_gaps(tiles)
         problem.phases.append(PhaseData(phase, capture.iterations(phase.phase), state, memory, options,
                                         state.raw_table()[:tiles], gaps, next_id))
         next_id += 1

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from placer.alternatives.groups import GroupScan, scan_capture
 from placer.capture.model import Capture
 from placer.machine import Machine
 from placer.problem.cost import program_cost
@@ -104,6 +105,7 @@ class Outcome:
     rounds: int = 0
     runtime: float = 0.0
     problem: SelectionProblem | None = field(default=None, repr=False)
+    scans: list[GroupScan] = field(default_factory=list, repr=False)
     irreducible: list[tuple[int, int]] = field(default_factory=list)  # (tile, bytes over) when proved infeasible
 
 
@@ -112,12 +114,13 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
            progress: Progress | None = None, max_rounds: int = 3) -> Outcome:
     start = time.perf_counter()
     params = params or SolverParams()
-    problem = build_problem(capture, machine, table_budget, fragment_limit, local_pack=local_pack)
-    greedy, decisions = greedy_plan(capture, problem.scans, machine, table_budget, fragment_limit)
+    scans = scan_capture(capture)
+    greedy, decisions = greedy_plan(capture, scans, machine, table_budget, fragment_limit)
     g_obj = plan_objectives(capture, greedy)
     if mode == "greedy":
         return Outcome(greedy, g_obj, greedy, g_obj, decisions, Status.UNKNOWN, None, "greedy",
-                       runtime=time.perf_counter() - start, problem=problem)
+                       runtime=time.perf_counter() - start, scans=scans)
+    problem = build_problem(capture, machine, table_budget, fragment_limit, scans=scans, local_pack=local_pack)
 
     incumbent = selection_from_plan(problem, greedy)
     best_plan, best_obj, source = greedy, g_obj, "greedy"
@@ -152,7 +155,7 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     if staged is not None and staged.selection is None and status is Status.UNKNOWN:
         note = "CP-SAT found no solution in time; the greedy plan is kept"
     return Outcome(best_plan, best_obj, greedy, g_obj, decisions, status, staged, source, note, rounds,
-                   time.perf_counter() - start, problem, irreducible)
+                   time.perf_counter() - start, problem, scans, irreducible)
 
 
 def irreducible_tiles(problem: SelectionProblem) -> list[tuple[int, int]]:

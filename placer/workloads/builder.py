@@ -38,17 +38,11 @@ class Kind:
 
 @dataclass
 class ParamSpace:
-    """A tensor family held by weight-holder tiles in slices of ``slice_bytes`` spread round-robin."""
+    """Parameters held by weight-holder tiles, packed per tile; a layered space repeats per layer (stride)."""
 
     kind: int
-    slice_bytes: int
+    load: np.ndarray  # bytes of one copy held by each tile so far
     salt: int
-    used: int = 0  # bytes of the virtual space handed out so far (slice aligned per item)
-
-    def alloc(self, nbytes: int) -> int:
-        start = self.used
-        self.used += -(-nbytes // self.slice_bytes) * self.slice_bytes
-        return start
 
 
 @dataclass
@@ -82,6 +76,10 @@ class Program:
         self.labels: dict[int, str] = {}
         self.hints: list[tuple[int, np.ndarray, list[int], str]] = []
         self.spaces: list[ParamSpace] = []
+        # free bytes left above each tile's buffers: most tiles keep tens of KB, about a fifth only a little
+        small = self.rng.random(self.tiles) < 0.2
+        self.gap = np.where(small, self.rng.integers(0, 12 * 1024, self.tiles),
+                            self.rng.integers(16 * 1024, 96 * 1024, self.tiles)).astype(np.int64)
 
     # ---- memory kinds -------------------------------------------------------------------------------------
     def kind(self, name: str, tiles: np.ndarray, sizes: object, first: int, last: int, region: str = ANY,
@@ -95,17 +93,33 @@ class Program:
         self.kinds.append(Kind(name, uniq, -(-size // 32) * 32, first, last, region, fixed))
         return len(self.kinds) - 1
 
-    def space(self, name: str, slice_bytes: int, layered: bool, first: int, last: int) -> ParamSpace:
+    def space(self, name: str, layered: bool, first: int, last: int) -> ParamSpace:
         k = self.kind(name, np.arange(self.tiles), 0, first, last, R1)
         self.kinds[k].layered = layered
-        sp = ParamSpace(k, slice_bytes, int(self.rng.integers(0, self.tiles)))
+        sp = ParamSpace(k, np.zeros(self.tiles, np.int64), int(self.rng.integers(0, self.tiles)))
         self.spaces.append(sp)
         return sp
 
-    def holder(self, sp: ParamSpace, vstart: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(holder tile, offset in the holder's copy) of virtual bytes ``vstart`` of a parameter space."""
-        s = vstart // sp.slice_bytes
-        return (s + sp.salt) % self.tiles, (s // self.tiles) * sp.slice_bytes + vstart % sp.slice_bytes
+    def place(self, sp: ParamSpace, nbytes: object) -> tuple[np.ndarray, np.ndarray]:
+        """Give each parameter piece a holder tile and an offset in the holder's copy.
+
+        Pieces go to the least-loaded tiles first (ties broken by a seeded rotation), so every tile holds about
+        the same bytes, as a compiler balancing parameter memory would; offsets pack each tile's pieces.
+        """
+        nbytes = np.asarray(nbytes, np.int64)
+        size = -(-nbytes // 8) * 8
+        holder = np.empty(nbytes.shape[0], np.int64)
+        offset = np.empty(nbytes.shape[0], np.int64)
+        rot = (np.arange(self.tiles) - sp.salt) % self.tiles
+        done = 0
+        while done < nbytes.shape[0]:
+            take = min(self.tiles, nbytes.shape[0] - done)
+            order = np.lexsort((rot, sp.load))[:take]
+            holder[done:done + take] = order
+            offset[done:done + take] = sp.load[order]
+            sp.load[order] += size[done:done + take]
+            done += take
+        return holder, offset
 
     # ---- transfers ----------------------------------------------------------------------------------------
     def add(self, phase: int, source: object, nbytes: object, src_kind: object, src_off: object,
@@ -142,7 +156,8 @@ class Program:
         extent = np.array([int(k.sizes.max(initial=0)) for k in self.kinds], np.int64)
         placed: list[int] = []
         order = sorted(range(len(self.kinds)),
-                       key=lambda i: (self.kinds[i].fixed is None, self.kinds[i].first, -extent[i]))
+                       key=lambda i: (self.kinds[i].fixed is None, self.kinds[i].region != R0, self.kinds[i].first,
+                                      -extent[i]))
         for i in order:
             k = self.kinds[i]
             if extent[i] == 0:
@@ -170,10 +185,8 @@ class Program:
     def capture(self, order: list[int], repeat: Repeat | None) -> Capture:
         for sp in self.spaces:
             k = self.kinds[sp.kind]
-            slices = -(-sp.used // sp.slice_bytes)
-            per_tile = -(-slices // self.tiles) * sp.slice_bytes
-            k.stride = per_tile
-            k.sizes = np.full(k.tiles.shape[0], per_tile * (self.layers if k.layered else 1), np.int64)
+            k.stride = -(-int(sp.load.max()) // 32) * 32
+            k.sizes = np.where(sp.load > 0, sp.load + k.stride * ((self.layers if k.layered else 1) - 1), 0)
         base = self.layout()
         stride = np.array([k.stride if k.layered else 0 for k in self.kinds], np.int64)
         phases = [self._phase(pid, base, stride) for pid in order]
@@ -188,6 +201,20 @@ class Program:
             first.append(np.full(t.shape[0], k.first, np.int64))
             last.append(np.full(t.shape[0], k.last, np.int64))
             names.extend([k.name] * int(t.shape[0]))
+        # the rest of the program's memory (compute temporaries a capture does not show) fills each tile from
+        # the top of its exchange buffers up to the loader limit, less a seeded gap: relay staging buffers of
+        # tens of KB then fit on many tiles but not on all of them
+        top = np.zeros(self.tiles, np.int64)
+        np.maximum.at(top, np.concatenate(tiles), np.concatenate(end))
+        ws_start = -(-(top + self.gap) // 32) * 32
+        limit = self.machine.memory.loader_limit // 32 * 32
+        has = ws_start < limit
+        tiles.append(np.flatnonzero(has))
+        start.append(ws_start[has])
+        end.append(np.full(int(has.sum()), limit, np.int64))
+        first.append(np.zeros(int(has.sum()), np.int64))
+        last.append(np.full(int(has.sum()), max(order), np.int64))
+        names.extend(["workspace"] * int(has.sum()))
         tile_col = np.concatenate(tiles).astype(np.int32)
         srt = np.lexsort((np.concatenate(start), tile_col))
         allocations = Allocations(

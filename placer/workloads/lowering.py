@@ -21,10 +21,10 @@ from placer.workloads.spec import GRAIN, MatmulLowering, ModelSpec, plan_grid
 
 PARTIAL_BYTES = 2  # partial sums and matmul outputs travel as FP16
 IO_TILES = 4  # tiles that stream the input image in and the embedding out (the top tiles)
-CODE_BYTES = 96 * 1024  # code + exchange table per tile, plus up to CODE_JITTER (vertex code differs by tile)
-CODE_JITTER = 32 * 1024
-STACK_BYTES = 8 * 1024
-SCRATCH_MAX = 48 * 1024  # per-tile kernel scratch: seeded, so free memory differs from tile to tile
+CODE_BYTES = 80 * 1024  # code + exchange table per tile, plus up to CODE_JITTER (vertex code differs by tile)
+CODE_JITTER = 24 * 1024
+STACK_BYTES = 4 * 1024
+SCRATCH_MAX = 32 * 1024  # per-tile kernel scratch: seeded, so free memory differs from tile to tile
 
 
 def phase_steps(spec: ModelSpec) -> tuple[list[tuple[str, str]], int, int]:
@@ -82,6 +82,12 @@ def phase_steps(spec: ModelSpec) -> tuple[list[tuple[str, str]], int, int]:
         ("output", "output: embedding -> IO tiles"),
     ]
     return steps, body, end
+
+
+def _split_cols(n: int, parts: int) -> list[np.ndarray]:
+    """Split ``n`` FP16 columns into ``parts`` near-equal runs of whole 32-bit words (column pairs)."""
+    pairs = np.array_split(np.arange(n // 2), parts)
+    return [np.arange(2 * p[0], 2 * p[-1] + 2) if p.shape[0] else np.zeros(0, np.int64) for p in pairs]
 
 
 class Rows:
@@ -142,20 +148,21 @@ class Lowering:
         prog.kind("stack", all_tiles, STACK_BYTES, 0, self.last, R0)
         prog.kind("scratch", all_tiles, rng.integers(0, SCRATCH_MAX // GRAIN, self.tiles) * GRAIN, 0, self.last)
         self.scales = prog.kind("fp8-scales", all_tiles, 64, 0, self.last)
-        self.w_ln = prog.space("weights.ln", 4096, True, 0, self.last)
-        self.w_static = prog.space("weights.static", 4096, False, 0, self.last)
+        # one parameter sequence for the layer body (a copy per layer, fixed stride) and one for the rest
+        self.w_layer = prog.space("weights.layers", True, 0, self.last)
+        self.w_static = prog.space("weights.static", False, 0, self.last)
 
     # ---- whole program -------------------------------------------------------------------------------------
     def build(self) -> None:
         spec = self.spec
         self.embed()
-        self.norm_params("ln1", self.w_ln)
+        self.norm_params("ln1", self.w_layer)
         mm = self.matmul
-        mm("qkv", 0, self.x8, spec.np_tokens if False else None, self.qkv, 0)
+        mm("qkv", 0, self.x8, None, self.qkv, 0)
         for r in range(spec.attention_rounds):
             self.attention(r)
         mm("proj", 1, self.x8, None, self.out16, 0)
-        self.norm_params("ln2", self.w_ln)
+        self.norm_params("ln2", self.w_layer)
         mm("mlp_up", 2, self.x8, None, self.out16, 0)
         mm("mlp_down", 3, self.h8, None, self.out16, 0)
         self.head()
@@ -185,7 +192,7 @@ class Lowering:
                              f"grain columns, {nd} output columns)", path=spec.path, where=f"lowering.{name}.grid")
         tblocks = np.array_split(toks, m_blocks)
         kblocks = np.array_split(np.arange(cols), k_blocks)
-        nblocks = np.array_split(np.arange(nd), n_blocks)
+        nblocks = _split_cols(nd, n_blocks)
         col_bytes = np.minimum(GRAIN, kd - GRAIN * np.arange(cols))
         kbytes = np.array([int(col_bytes[c].sum()) for c in kblocks], np.int64)
         nsize = np.array([b.shape[0] for b in nblocks], np.int64)
@@ -198,7 +205,7 @@ class Lowering:
         n_tiles = m_blocks * n_blocks * k_blocks
         p_prep, p_in, p_red, p_out = i[f"{name}.prep"], i[f"{name}.in"], i[f"{name}.red"], i[f"{name}.out"]
         p_w = i.get(f"{name}.w", p_in)
-        wspace = prog.space(f"weights.{name}", low.weight_slice, name != "embed", 0, self.last)
+        wspace = self.w_static if name == "embed" else self.w_layer
         tm_max = max(b.shape[0] for b in tblocks)
         batch = self.batch
 
@@ -207,7 +214,7 @@ class Lowering:
         # order "n": the chunk goes to a tile of another column block, as the reference MLP-down does)
         ch_n, ch_c, ch_col0, ch_cols = [], [], [], []
         for n in range(n_blocks):
-            for c, part in enumerate(np.array_split(np.arange(nsize[n]), k_blocks)):
+            for c, part in enumerate(_split_cols(int(nsize[n]), k_blocks)):
                 ch_n.append(n)
                 ch_c.append(c)
                 ch_col0.append(int(part[0]) if part.shape[0] else 0)
@@ -220,8 +227,7 @@ class Lowering:
         prog.add(p_prep, [self.root], 4, self.scales, scale_slot * 4, [n_tiles], all_grid, self.scales,
                  np.full(n_tiles, scale_slot * 4))
         live = ch_cols_a > 0
-        bias_v = np.array([wspace.alloc(int(c) * PARTIAL_BYTES) for c in ch_cols_a[live]], np.int64)
-        holder, hoff = prog.holder(wspace, bias_v)
+        holder, hoff = prog.place(wspace, ch_cols_a[live] * PARTIAL_BYTES)
         jl = np.flatnonzero(live)
         reducers = (np.arange(m_blocks)[None, :] * n_tiles // m_blocks + jl[:, None]).reshape(-1)
         bias_kind = prog.kind(f"{name}.bias", reducers, np.repeat(ch_cols_a[live] * PARTIAL_BYTES, m_blocks),
@@ -265,12 +271,11 @@ class Lowering:
         gk, gn = np.meshgrid(np.arange(k_blocks), np.arange(n_blocks), indexing="ij")
         gk, gn = gk.reshape(-1), gn.reshape(-1)
         gsize = kbytes[gk] * nsize[gn]
-        gstart = np.array([wspace.alloc(int(z)) for z in gsize], np.int64)
         pieces = -(-gsize // s)
         g = np.repeat(np.arange(gk.shape[0]), pieces)
         idx = np.arange(g.shape[0]) - np.repeat(np.cumsum(pieces) - pieces, pieces)
         plen = np.minimum(s, gsize[g] - idx * s)
-        holder, hoff = prog.holder(wspace, gstart[g] + idx * s)
+        holder, hoff = prog.place(wspace, plen)
         dst = grid[:, gn[g], gk[g]].T  # (pieces, M)
         w_kind = prog.kind(f"{name}.w", grid[:, gn, gk].T.reshape(-1), np.repeat(gsize, m_blocks), p_w, p_w, R1)
         prog.add(p_w, holder, plen, wspace.kind, hoff, m_blocks, dst.reshape(-1), w_kind,
@@ -279,10 +284,7 @@ class Lowering:
         # -- partial-sum reduction and output to the owners
         rm = np.array([batch * b.shape[0] for b in tblocks], np.int64)
         part_kind = prog.kind(f"{name}.partial", grid.reshape(-1),
-                              np.repeat(rm, n_blocks * k_blocks) * np.tile(np.repeat(nsize, k_blocks), m_blocks)
-                              * PARTIAL_BYTES if low.order == "k" else
-                              (rm[:, None, None] * nsize[None, :, None] * np.ones((1, 1, k_blocks), np.int64))
-                              .transpose(0, 2, 1).reshape(-1) * PARTIAL_BYTES, p_w, p_red)
+                              (rm[mm_] * nsize[nn_]).reshape(-1) * PARTIAL_BYTES, p_w, p_red)
         red_t, red_s, sum_s = [], [], []
         for m in range(m_blocks):
             base = m * n_tiles // m_blocks
@@ -323,8 +325,7 @@ class Lowering:
     def norm_params(self, key: str, space: ParamSpace) -> None:
         """gamma and beta (FP16) from their holder, multicast to every owner."""
         h2 = self.spec.hidden * 2
-        v = np.array([space.alloc(h2), space.alloc(h2)], np.int64)
-        holder, off = self.prog.holder(space, v)
+        holder, off = self.prog.place(space, [h2, h2])
         own = self.rows.owners
         self.prog.add(self.id[key], holder, h2, space.kind, off, own.shape[0], np.tile(own, 2), self.ln.kind,
                       np.repeat([0, h2], own.shape[0]))
@@ -348,15 +349,13 @@ class Lowering:
         self.matmul("embed", 4, self.patch, patch_toks, self.out16, 0)
         # position rows are shared by the batch images: one multicast per token to its B owners
         h2 = spec.hidden * 2
-        v = np.array([self.w_static.alloc(h2) for _ in range(spec.tokens)], np.int64)
-        holder, off = prog.holder(self.w_static, v)
+        holder, off = prog.place(self.w_static, np.full(spec.tokens, h2))
         t = np.arange(spec.tokens)
         rr = rows.row(np.tile(np.arange(batch), spec.tokens), np.repeat(t, batch))
         prog.add(i["embed.pos"], holder, h2, self.w_static.kind, off, batch, rows.owner[rr], self.pos.kind,
                  rows.slot[rr] * self.pos.stride)
         if cls:
-            v = np.array([self.w_static.alloc(h2)], np.int64)
-            holder, off = prog.holder(self.w_static, v)
+            holder, off = prog.place(self.w_static, [h2])
             rr = rows.row(np.arange(batch), np.zeros(batch, np.int64))
             prog.add(i["embed.pos"], holder, h2, self.w_static.kind, off, batch, rows.owner[rr], self.out16.kind,
                      rows.slot[rr] * self.out16.stride)
@@ -459,8 +458,7 @@ class Lowering:
         """Post-norm, mean pooling over tokens, a hidden x hidden projection, the embedding out to the host."""
         prog, spec, rows, i = self.prog, self.spec, self.rows, self.id
         batch, h2 = self.batch, spec.hidden * 2
-        v = np.array([self.w_static.alloc(h2), self.w_static.alloc(h2)], np.int64)
-        holder, off = prog.holder(self.w_static, v)
+        holder, off = prog.place(self.w_static, [h2, h2])
         own = rows.owners
         prog.add(i["post.ln"], holder, h2, self.w_static.kind, off, own.shape[0], np.tile(own, 2), self.ln.kind,
                  np.repeat([0, h2], own.shape[0]))
@@ -485,15 +483,14 @@ class Lowering:
         hx = prog.kind("head.x", head_tiles, batch * n_c * cb, i["head.gather"], i["head.out"])
         prog.add(i["head.gather"], pool, chunk_bytes[np.tile(np.arange(n_c), batch)], pool_kind, 0, n_head,
                  np.tile(head_tiles, pool.shape[0]), hx, np.repeat(np.arange(pool.shape[0]) * cb, n_head))
-        nblocks = np.array_split(np.arange(spec.hidden), n_head)
+        nblocks = _split_cols(spec.hidden, n_head)
         nsz = np.array([b.shape[0] for b in nblocks], np.int64)
         s = 2048
         gsize = spec.hidden * spec.weight_bytes * nsz
-        gstart = np.array([self.w_static.alloc(int(z)) for z in gsize], np.int64)
         pieces = -(-gsize // s)
         g = np.repeat(np.arange(n_head), pieces)
         idx = np.arange(g.shape[0]) - np.repeat(np.cumsum(pieces) - pieces, pieces)
-        holder, off = prog.holder(self.w_static, gstart[g] + idx * s)
+        holder, off = prog.place(self.w_static, np.minimum(s, gsize[g] - idx * s))
         hw = prog.kind("head.w", head_tiles, gsize, i["head.w"], i["head.w"], R1)
         prog.add(i["head.w"], holder, np.minimum(s, gsize[g] - idx * s), self.w_static.kind, off, 1, g, hw, idx * s)
         # output rows live on the owner of token 0 of each image, then stream out through the IO tiles

@@ -1,0 +1,109 @@
+"""Forward-backward improvement (double justification) of a chunk schedule.
+
+The production rule never back-fills and never delays a chunk on purpose, so a multicast group can be held hostage
+by one replica whose port is busy (the whole group waits for it). Re-scheduling the chunks one by one in the order
+of a schedule, each at the earliest time *any gap* of all its resources allows (a serial schedule-generation scheme
+with gap insertion), repairs much of that; alternating it with the mirror pass (latest times, in order of
+decreasing end) is the classical forward-backward improvement of project scheduling. Each pass is a valid
+schedule, and only a better horizon is kept, so the incumbent is never lost.
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+
+import numpy as np
+
+from placer.ordering.streams import Chunks
+
+
+def _edges(chunks: Chunks) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    sa, sb = chunks.stream_edges()
+    pred = np.concatenate([chunks.dep_pred, sa])
+    succ = np.concatenate([chunks.dep_succ, sb])
+    lag = np.concatenate([chunks.words[chunks.dep_pred] + chunks.tail[chunks.dep_pred], chunks.words[sa]])
+    return pred, succ, lag
+
+
+def serial_sgs(
+    order: list[int],
+    words: list[int],
+    release: list[int],
+    res: list[list[int]],
+    preds: list[list[tuple[int, int]]],
+    nres: int,
+) -> list[int]:
+    """Place chunks in ``order`` (predecessors first), each at the earliest start >= its release and its
+    predecessors' lags where all its resources have a free gap of its length."""
+    starts_of: list[list[int]] = [[] for _ in range(nres)]
+    ends_of: list[list[int]] = [[] for _ in range(nres)]
+    start = [0] * len(words)
+    for c in order:
+        t = release[c]
+        for a, g in preds[c]:
+            v = start[a] + g
+            if v > t:
+                t = v
+        w = words[c]
+        rs = res[c]
+        moved = True
+        while moved:
+            moved = False
+            for r in rs:
+                bs, be = starts_of[r], ends_of[r]
+                k = bisect.bisect_right(bs, t) - 1
+                if k >= 0 and be[k] > t:
+                    t = be[k]
+                    moved = True
+                    k += 1
+                else:
+                    k += 1
+                while k < len(bs) and bs[k] < t + w:
+                    t = be[k]
+                    moved = True
+                    k += 1
+        start[c] = t
+        for r in rs:
+            k = bisect.bisect_right(starts_of[r], t)
+            starts_of[r].insert(k, t)
+            ends_of[r].insert(k, t + w)
+    return start
+
+
+def forward_backward(chunks: Chunks, starts: np.ndarray, *, time_limit: float = 5.0,
+                     rounds: int = 8) -> np.ndarray:
+    """Alternate backward (as late as possible) and forward (as early as possible) serial passes."""
+    clock = time.perf_counter()
+    count = chunks.count
+    words = chunks.words.tolist()
+    tail = chunks.tail.tolist()
+    res = [[s, *(t + chunks.tiles).tolist()] for s, t in
+           zip(chunks.source.tolist(), (chunks.set_tiles[d] for d in chunks.dset.tolist()), strict=True)]
+    pred, succ, lag = _edges(chunks)
+    fwd: list[list[tuple[int, int]]] = [[] for _ in range(count)]
+    bwd: list[list[tuple[int, int]]] = [[] for _ in range(count)]
+    for a, b, g in zip(pred.tolist(), succ.tolist(), lag.tolist(), strict=True):
+        fwd[b].append((a, g))
+        bwd[a].append((b, g + words[b] - words[a]))  # mirrored time: t = H - s - words
+    zero = [0] * count
+    best = np.asarray(starts, np.int64)
+    best_h = int((best + chunks.words + chunks.tail).max(initial=0))
+    cur = best
+    for _ in range(rounds):
+        if time.perf_counter() - clock > time_limit:
+            break
+        ends = cur + chunks.words
+        order = np.argsort(-ends, kind="stable").tolist()
+        mirrored = serial_sgs(order, words, tail, res, bwd, 2 * chunks.tiles)
+        m = np.asarray(mirrored, np.int64)
+        horizon = int((m + chunks.words).max(initial=0))
+        late = horizon - m - chunks.words
+        order = np.argsort(late, kind="stable").tolist()
+        cur = np.asarray(serial_sgs(order, words, zero, res, fwd, 2 * chunks.tiles), np.int64)
+        h = int((cur + chunks.words + chunks.tail).max(initial=0))
+        if h < best_h:
+            best, best_h = cur, h
+        elif h >= best_h and np.array_equal(cur, best):
+            break
+    return best

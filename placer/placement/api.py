@@ -1,0 +1,174 @@
+"""The entry points: :func:`solve_placement` (CLI, benchmarks) and :func:`place_requests` (relay selection).
+
+The engines run cheapest first and the first definite answer wins:
+
+1. bounds: a cheap proof of infeasibility (request fits nowhere, live bytes over capacity, region argument);
+2. the production mirror (online first-fit, then the offline retry): most tiles end here in well under 1 ms;
+3. flat problems (one interval, no regions or conflicts: the MiniMalloc class): the canonical search, which
+   either places, or proves infeasibility by exhausting its (complete) search, or times out;
+4. general problems: the bounded edge search (fast, can only place), then CP-SAT hinted with the mirror's partial
+   placement, which places, proves infeasibility, or times out.
+
+Every placement is run through the independent checker before it is returned.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+from placer.placement.bounds import infeasibility_proof, peak_live_bytes
+from placer.placement.canonical import solve_flat
+from placer.placement.checker import check_placement
+from placer.placement.cpsat import solve_cpsat
+from placer.placement.edges import edge_search
+from placer.placement.greedy import GreedyOutcome, greedy_place
+from placer.placement.model import END_OF_PROGRAM, FixedAllocation, MemoryClass, PlacementProblem, Request
+from placer.placement.result import PlacementResult
+from placer.solver import SolverParams, Status
+
+Mode = Literal["greedy", "exact"]
+StageProgress = Callable[[str, float, str], None]
+"""Called with (engine, elapsed seconds, a short status) while a long solve runs."""
+
+
+class PlacementBug(AssertionError):
+    """An engine returned a placement the checker rejects: a bug, never a user error."""
+
+
+def _peak(problem: PlacementProblem, addresses: Sequence[int]) -> int:
+    return max((a + problem.span_bytes(i, a) for i, a in enumerate(addresses)), default=0)
+
+
+def _bound(problem: PlacementProblem) -> int | None:
+    if problem.is_flat and problem.ranges:
+        return problem.ranges[0][0] + peak_live_bytes(problem)
+    return None
+
+
+def greedy_summary(problem: PlacementProblem, outcome: GreedyOutcome | None = None) -> str:
+    """What the production mirror does here; for flat problems also the capacity it would need."""
+    outcome = outcome or greedy_place(problem)
+    text = outcome.describe()
+    if outcome.addresses is None and problem.is_flat and problem.n:
+        base, limit = problem.ranges[0]
+        wide = PlacementProblem(ranges=((base, base + 2**62),), requests=problem.requests, region_boundary=None,
+                                host_scratch=None, name=problem.name)
+        needs = []
+        for offline in (False, True):
+            from placer.placement.greedy import _run, offline_order, online_order
+
+            order = offline_order(wide) if offline else online_order(wide)
+            addresses, failed = _run(wide, order, offline)
+            if failed is None:
+                needs.append(_peak(wide, [a for a in addresses if a is not None]) - base)
+        if needs:
+            need = min(needs)
+            text += f"; needs {need:,} bytes = {need / (limit - base):.3f} x capacity"
+    return text
+
+
+def _placed(problem: PlacementProblem, addresses: Sequence[int], engine: str, t0: float, nodes: int = 0,
+            greedy: str | None = None) -> PlacementResult:
+    errors = check_placement(problem, addresses)
+    if errors:
+        raise PlacementBug(f"{engine} returned an invalid placement: {errors[0]}")
+    return PlacementResult(Status.FEASIBLE, tuple(int(a) for a in addresses), engine, time.perf_counter() - t0,
+                           objective=_peak(problem, addresses), bound=_bound(problem), nodes=nodes, greedy=greedy)
+
+
+def solve_placement(
+    problem: PlacementProblem,
+    params: SolverParams | None = None,
+    *,
+    mode: Mode = "exact",
+    progress: StageProgress | None = None,
+) -> PlacementResult:
+    """Place every request of ``problem`` or prove that it cannot be done, within ``params.time_limit``."""
+    params = params or SolverParams()
+    t0 = time.perf_counter()
+    deadline = t0 + params.time_limit
+    proof = infeasibility_proof(problem)
+    if proof is not None:
+        return PlacementResult(Status.INFEASIBLE, None, "bound", time.perf_counter() - t0, reason=proof,
+                               bound=_bound(problem))
+    g = greedy_place(problem)
+    if g.addresses is not None:
+        return _placed(problem, g.addresses, f"greedy-{g.phase}", t0, greedy=g.describe())
+    if mode == "greedy":
+        return PlacementResult(Status.UNKNOWN, None, "greedy", time.perf_counter() - t0,
+                               reason="the production allocator failed (not a proof)", greedy=g.describe(),
+                               bound=_bound(problem))
+    if problem.is_flat:
+        report = None
+        if progress is not None:
+            def report(elapsed: float, nodes: int) -> None:
+                progress("canonical", elapsed, f"{nodes:,} nodes")
+
+        out = solve_flat(problem, max(deadline - time.perf_counter(), 0.001), report)
+        if out.status == "placed" and out.offsets is not None:
+            return _placed(problem, out.offsets, "canonical", t0, out.nodes, g.describe())
+        if out.status == "infeasible":
+            return PlacementResult(Status.INFEASIBLE, None, "canonical", time.perf_counter() - t0,
+                                   reason=f"exhaustive canonical search ({out.nodes:,} nodes) found no placement",
+                                   nodes=out.nodes, greedy=g.describe(), bound=_bound(problem))
+        return PlacementResult(Status.UNKNOWN, None, "canonical", time.perf_counter() - t0,
+                               reason=f"time limit after {out.nodes:,} nodes", nodes=out.nodes, greedy=g.describe(),
+                               bound=_bound(problem))
+    budget = min(5.0, 0.25 * params.time_limit)
+    e = edge_search(problem, node_limit=20000, time_limit=budget)
+    if e.addresses is not None:
+        return _placed(problem, e.addresses, "edge-search", t0, e.nodes, g.describe())
+    remaining = max(deadline - time.perf_counter(), 0.05)
+    cp_progress = None
+    if progress is not None:
+        def cp_progress(elapsed: float, objective: float | None, bound: float | None) -> None:
+            progress("cp-sat", elapsed, "solution" if objective is not None else "searching")
+
+    result, addresses = solve_cpsat(problem, params.with_overrides(time_limit=remaining), hint=g.partial,
+                                    progress=cp_progress)
+    if addresses is not None:
+        return _placed(problem, addresses, "cp-sat", t0, e.nodes, g.describe())
+    if result.status is Status.INFEASIBLE:
+        return PlacementResult(Status.INFEASIBLE, None, "cp-sat", time.perf_counter() - t0,
+                               reason="CP-SAT proved the model infeasible", greedy=g.describe())
+    return PlacementResult(Status.UNKNOWN, None, "cp-sat", time.perf_counter() - t0,
+                           reason="time limit (edge search gave up, CP-SAT found no placement and no proof)",
+                           nodes=e.nodes, greedy=g.describe())
+
+
+# ---------------------------------------------------------------------------------------------- integration
+def tile_problem(
+    free_ranges: Sequence[tuple[int, int]],
+    live: Sequence[tuple[int, int, int, int]],
+    requests: Sequence[tuple[int, int, int, int]],
+    *,
+    interleaved_offset: int = 0,
+    regions: bool = True,
+    name: str = "tile",
+) -> PlacementProblem:
+    """Build the problem relay selection asks: ``live`` are (start, end, first, last) allocations already placed;
+    ``requests`` are (bytes, alignment, first, last) standard-class buffers to place (last = 2**32 - 1: to the end).
+    With ``regions=False`` the ranges are a flat address space (no region or element rules)."""
+    reqs = tuple(
+        Request(bytes=b, alignment=a, first=f, last=min(last, END_OF_PROGRAM), klass=MemoryClass.STANDARD,
+                aliases=((k, 0),), name=f"{name}: request {k}")
+        for k, (b, a, f, last) in enumerate(requests)
+    )
+    fixed = tuple(FixedAllocation(s, e, f, min(last, END_OF_PROGRAM), name=f"{name}: live allocation {k}")
+                  for k, (s, e, f, last) in enumerate(live))
+    return PlacementProblem(
+        ranges=tuple((int(a), int(b)) for a, b in free_ranges), requests=reqs, fixed=fixed,
+        interleaved_offset=interleaved_offset,
+        region_boundary=None if not regions else PlacementProblem.__dataclass_fields__["region_boundary"].default,
+        host_scratch=None, name=name,
+    )
+
+
+def place_requests(problem: PlacementProblem, params: SolverParams | None = None) -> PlacementResult:
+    """Place a tile's new requests around its live allocations: the mirror first (microseconds for a handful of
+    requests), then the exact engines. ``result.addresses[i]`` is request ``i``'s address when ``result.placed``;
+    ``result.status is Status.INFEASIBLE`` comes with ``result.reason``, a proof; UNKNOWN only at the time limit."""
+    params = params or SolverParams(time_limit=10.0, workers=2)
+    return solve_placement(problem, params, mode="exact")

@@ -1,0 +1,95 @@
+"""Cheap infeasibility proofs, tried before any search: each returns a one-line reason or None.
+
+* a request that fits in no free range (too big, or its class excludes every range);
+* live bytes over capacity: at the start of some request, the requests live then need more bytes than the free
+  memory not held by fixed allocations;
+* the restricted-area argument, which covers the region rule: requests that may only go inside an address set X
+  (interleaved requests: region 1 above the offset; requests barred from the host scratch window) must fit in X at
+  every step. This is checked for every distinct allowed set of the problem.
+
+All three are sound (they relax the problem), so a reason here is a proof.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from placer.placement.model import PlacementProblem
+
+
+def _allowed(problem: PlacementProblem, i: int) -> tuple[tuple[int, int], ...]:
+    spans = sorted((d.first, d.last + d.bytes) for d in problem.all_domains[i])
+    merged: list[tuple[int, int]] = []
+    for a, b in spans:
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+        else:
+            merged.append((a, b))
+    return tuple(merged)
+
+
+def _covered(inner: tuple[tuple[int, int], ...], outer: tuple[tuple[int, int], ...]) -> bool:
+    return all(any(c <= a and b <= d for c, d in outer) for a, b in inner)
+
+
+def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def _size_in(spans: tuple[tuple[int, int], ...], fixed_spans: list[tuple[int, int]]) -> int:
+    total = sum(b - a for a, b in spans)
+    for fa, fb in fixed_spans:
+        for a, b in spans:
+            total -= max(0, min(b, fb) - max(a, fa))
+    return total
+
+
+def infeasibility_proof(problem: PlacementProblem) -> str | None:
+    """A human-readable proof that ``problem`` has no placement, or None if none of the cheap arguments applies."""
+    n = problem.n
+    if n == 0:
+        return None
+    for i in range(n):
+        if not problem.all_domains[i]:
+            r = problem.requests[i]
+            return (f"request {i} ({r.bytes} bytes, alignment {r.alignment}, {r.klass.value}) fits in no free range "
+                    f"of its class")
+    firsts = np.array([r.first for r in problem.requests], dtype=np.int64)
+    lasts = np.array([r.last for r in problem.requests], dtype=np.int64)
+    min_bytes = np.array([min(d.bytes for d in problem.all_domains[i]) for i in range(n)], dtype=np.int64)
+    allowed = [_allowed(problem, i) for i in range(n)]
+    groups = sorted(set(allowed), key=lambda s: sum(b - a for a, b in s))
+    # every allowed set, plus the whole free memory (all requests are inside it)
+    candidates = groups + [tuple(problem.ranges)]
+    inside = [np.array([_covered(allowed[i], x) for i in range(n)]) for x in candidates]
+    for t in np.unique(firsts).tolist():
+        live = (firsts <= t) & (t <= lasts)
+        fixed_spans = _merge([(f.start, f.end) for f in problem.fixed if f.first <= t <= f.last])
+        for x, mask in zip(candidates, inside, strict=True):
+            need = int(min_bytes[live & mask].sum())
+            if need == 0:
+                continue
+            have = _size_in(x, fixed_spans)
+            if need > have:
+                where = "the free memory" if x == tuple(problem.ranges) else (
+                    "address set " + ", ".join(f"[{a:#x}, {b:#x})" for a, b in x))
+                count = int((live & mask).sum())
+                return (f"at step {t}, {count} live requests that must lie in {where} need {need:,} bytes but only "
+                        f"{have:,} are free ({need - have:,} over)")
+    return None
+
+
+def peak_live_bytes(problem: PlacementProblem) -> int:
+    """The largest sum of request bytes live at one step (a lower bound on the span any placement needs)."""
+    if problem.n == 0:
+        return 0
+    firsts = np.array([r.first for r in problem.requests], dtype=np.int64)
+    lasts = np.array([r.last for r in problem.requests], dtype=np.int64)
+    sizes = np.array([r.bytes for r in problem.requests], dtype=np.int64)
+    return max(int(sizes[(firsts <= t) & (t <= lasts)].sum()) for t in np.unique(firsts).tolist())

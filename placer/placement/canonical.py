@@ -1,0 +1,290 @@
+"""Exact placement for flat problems: a canonical-order depth-first search in the style of MiniMalloc.
+
+Applies to :attr:`PlacementProblem.is_flat` problems (one address interval for every request, no regions, conflicts
+or fixed allocations): the MiniMalloc instances, and tiles whose free memory is one hole.
+
+The search (Moffitt, ASPLOS 2023) places buffers in non-decreasing (offset, preorder index) order, each at its
+lowest feasible offset, so only "canonical" solutions are enumerated; any solution can be compacted into one, so
+exhausting the search is a proof of infeasibility. Pruning, all sound:
+
+* section inference: the time axis is cut into sections with a constant live set; in each section the unplaced
+  buffers must stack above max(current offset, highest placed top, lowest unplaced minimum offset);
+* dominance: a buffer is never placed at or above the lowest top any unplaced buffer could reach (that buffer
+  would fit underneath, so the same solution is found in another order);
+* hatless pruning: if a buffer shares no section with any unplaced buffer, trying other buffers first is futile;
+* dynamic decomposition: when no unplaced buffer spans a section boundary, the two sides are solved separately;
+* a transposition table (our addition): the subtree below a node depends only on the set of placed buffers, the
+  skyline of placed tops per section and the canonical constraint, so a failed (set, skyline) is never searched
+  again under an equal or stricter constraint. Different stacking orders of the same buffers reach the same
+  skyline often in tight instances.
+
+Static preorders are tried round-robin with doubling node limits (MiniMalloc's "WAT", "TAW", "TWA"): T = largest
+section total, A = area, W = lifetime width, Z = size.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from placer.placement.model import PlacementProblem
+
+_INF = np.int64(1) << np.int64(60)
+HEURISTICS = ("WAT", "TAW", "TWA")
+
+CanonicalProgress = Callable[[float, int], None]
+"""Called with (elapsed seconds, nodes explored) about twice a second."""
+
+
+@dataclass(frozen=True)
+class CanonicalOutcome:
+    status: str  # "placed", "infeasible" or "unknown"
+    offsets: tuple[int, ...] | None  # relative to the interval's base
+    nodes: int
+    runtime: float
+    heuristic: str | None = None
+
+
+class _Timeout(Exception):
+    pass
+
+
+class _Budget(Exception):
+    pass
+
+
+class CanonicalSearch:
+    """Search state. Times are half-open section indices; offsets are relative to the base of the interval."""
+
+    def __init__(self, sizes: list[int], starts: list[int], ends: list[int], alignments: list[int], capacity: int):
+        n = len(sizes)
+        self.n = n
+        self.capacity = capacity
+        self.size = list(sizes)
+        self.align = list(alignments)
+        self.aligned = any(a > 1 for a in alignments)
+        times = sorted(set(starts) | set(ends))
+        index = {t: k for k, t in enumerate(times)}
+        self.S = S = max(len(times) - 1, 0)
+        self.slo = [index[t] for t in starts]
+        self.shi = [index[t] for t in ends]
+        self.size_arr = np.array(sizes + [0], dtype=np.int64)
+        members: list[list[int]] = [[] for _ in range(S)]
+        for i in range(n):
+            for s in range(self.slo[i], self.shi[i]):
+                members[s].append(i)
+        flat: list[int] = []
+        mstarts: list[int] = []
+        for m in members:
+            mstarts.append(len(flat))
+            flat.extend(m if m else [n])  # index n is a sentinel whose minimum offset is always "infinite"
+        self.mflat = np.array(flat, dtype=np.int64)
+        self.mstarts = np.array(mstarts, dtype=np.int64)
+        lo = np.array(starts, dtype=np.int64)
+        hi = np.array(ends, dtype=np.int64)
+        over = (lo[:, None] < hi[None, :]) & (lo[None, :] < hi[:, None])
+        np.fill_diagonal(over, False)
+        self.overlaps = [np.nonzero(over[i])[0] for i in range(n)]
+        self.total0 = np.zeros(S, dtype=np.int64)
+        for i in range(n):
+            self.total0[self.slo[i]:self.shi[i]] += sizes[i]
+        self.cuts0 = [0] * max(S - 1, 0)
+        for i in range(n):
+            for s in range(self.slo[i], self.shi[i] - 1):
+                self.cuts0[s] += 1
+        self.area = [sizes[i] * (ends[i] - starts[i]) for i in range(n)]
+        self.width = [ends[i] - starts[i] for i in range(n)]
+        self.nodes = 0
+        self.memos: dict[str, dict] = {}
+        self._pmask: dict[int, tuple[list[int], int]] = {}
+
+    # ------------------------------------------------------------------------------------------------ driver
+    def solve(self, time_limit: float, progress: CanonicalProgress | None = None,
+              heuristics: tuple[str, ...] = HEURISTICS) -> CanonicalOutcome:
+        start = time.perf_counter()
+        self.deadline = start + time_limit
+        self.progress = progress
+        self.started = start
+        self.next_report = start + 0.5
+        old_limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(old_limit, 20 * self.n + 1000))
+        try:
+            limit = max(self.n, 1)
+            while True:
+                limit *= 2
+                for h in heuristics:
+                    self._reset(h)
+                    self.budget = limit
+                    try:
+                        ok = self._solve_partitions(list(range(self.n)), 0, self.S)
+                    except _Budget:
+                        continue
+                    runtime = time.perf_counter() - start
+                    if ok:
+                        return CanonicalOutcome("placed", tuple(self.sol), self.nodes, runtime, h)
+                    return CanonicalOutcome("infeasible", None, self.nodes, runtime, h)
+        except _Timeout:
+            return CanonicalOutcome("unknown", None, self.nodes, time.perf_counter() - start)
+        finally:
+            sys.setrecursionlimit(old_limit)
+
+    def _reset(self, heuristic: str) -> None:
+        n = self.n
+        self.heuristic = heuristic
+        self.total = self.total0.copy()
+        self.floor = np.zeros(self.S, dtype=np.int64)  # highest top of a placed buffer, per section
+        self.minoff = np.zeros(n + 1, dtype=np.int64)
+        self.U = np.zeros(n + 1, dtype=np.int64)  # minimum offset of unplaced buffers, "infinite" once placed
+        self.U[n] = _INF
+        self.off = [-1] * n
+        self.sol = [-1] * n
+        self.cuts = list(self.cuts0)
+        self.mask = 0
+        # a failure proved under one preorder is only meaningful for that preorder's canonical constraint
+        self.memo = self.memos.setdefault(heuristic, {})
+
+    def _preorder(self, part: list[int]) -> np.ndarray:
+        total = self.total
+        keys = []
+        for i in part:
+            t = int(total[self.slo[i]:self.shi[i]].max()) if self.shi[i] > self.slo[i] else 0
+            value = {"T": t, "A": self.area[i], "W": self.width[i], "Z": self.size[i]}
+            keys.append((tuple(-value[c] for c in self.heuristic), i))
+        keys.sort()
+        return np.array([i for _, i in keys], dtype=np.int64)
+
+    def _part_mask(self, part: list[int]) -> int:
+        cached = self._pmask.get(id(part))
+        if cached is None or cached[0] is not part:
+            value = 0
+            for i in part:
+                value |= 1 << i
+            cached = (part, value)
+            self._pmask[id(part)] = cached
+        return cached[1]
+
+    def _solve_partitions(self, part: list[int], plo: int, phi: int) -> bool:
+        """Solve ``part`` over sections [plo, phi), splitting first wherever no unplaced buffer crosses a cut."""
+        cutpoints = [plo] + [s + 1 for s in range(plo, phi - 1) if self.cuts[s] == 0] + [phi]
+        for c in range(1, len(cutpoints)):
+            lo, hi = cutpoints[c - 1], cutpoints[c]
+            sub = [i for i in part if self.off[i] < 0 and self.slo[i] < hi and lo < self.shi[i]]
+            if sub and not self._search(sub, lo, hi, self._preorder(sub), 0, 0):
+                return False
+        return True
+
+    # ------------------------------------------------------------------------------------------------ search
+    def _search(self, part: list[int], plo: int, phi: int, pre: np.ndarray, min_offset: int, min_pidx: int) -> bool:
+        self.nodes += 1
+        self.budget -= 1
+        if self.budget < 0:
+            raise _Budget
+        if not self.nodes & 127:
+            now = time.perf_counter()
+            if now > self.deadline:
+                raise _Timeout
+            if self.progress is not None and now >= self.next_report:
+                self.next_report = now + 0.5
+                self.progress(now - self.started, self.nodes)
+        key = (plo, phi, self.mask & self._part_mask(part), self.floor[plo:phi].tobytes())
+        proved = self.memo.get(key)
+        if proved is not None and proved <= (min_offset, min_pidx):
+            return False
+        U = self.U
+        N = len(pre)
+        u = U[pre]
+        live = u < _INF
+        if not live.any():
+            for i in part:
+                self.sol[i] = self.off[i]
+            return True
+        order = (u * N + np.arange(N, dtype=np.int64))[live]
+        order.sort()
+        min_height = int((u[live] + self.size_arr[pre[live]]).min())
+        cap = self.capacity
+        # every unplaced buffer of a section stacks above the next offset, so offsets above this cannot work
+        o_max = cap - int(self.total[plo:phi].max())
+        floor, total, minoff, size, off = self.floor, self.total, self.minoff, self.size, self.off
+        for k in order.tolist():
+            o, p = divmod(k, N)
+            if o < min_offset or (o == min_offset and p < min_pidx):
+                continue
+            if o >= min_height or o > o_max:
+                break
+            b = int(pre[p])
+            off[b] = o
+            U[b] = _INF
+            height = o + size[b]
+            ov = self.overlaps[b]
+            ov_u = U[ov]
+            hatless = not (ov_u < _INF).any()
+            sel = ov[ov_u < height]
+            saved = minoff[sel]
+            if self.aligned:
+                al = np.array([self.align[j] for j in sel.tolist()], dtype=np.int64)
+                raised = -(-height // al) * al
+            else:
+                raised = height
+            minoff[sel] = raised
+            U[sel] = raised
+            lo, hi = self.slo[b], self.shi[b]
+            old_floor = floor[lo:hi].copy()
+            floor[lo:hi] = height
+            total[lo:hi] -= size[b]
+            self.mask |= 1 << b
+            lowest = np.minimum.reduceat(U[self.mflat], self.mstarts)
+            eff = np.maximum(floor[plo:phi], np.where(lowest[plo:phi] < _INF, lowest[plo:phi], 0))
+            ok = not (np.maximum(eff, o) + total[plo:phi] > cap).any()
+            found = ok and self._place_rest(part, plo, phi, pre, o, p, b)
+            self.mask ^= 1 << b
+            total[lo:hi] += size[b]
+            floor[lo:hi] = old_floor
+            minoff[sel] = saved
+            U[sel] = saved
+            U[b] = minoff[b]
+            off[b] = -1
+            if found:
+                return True
+            if hatless:
+                break
+        if proved is None or (min_offset, min_pidx) < proved:
+            self.memo[key] = (min_offset, min_pidx)
+        return False
+
+    def _place_rest(self, part: list[int], plo: int, phi: int, pre: np.ndarray, o: int, p: int, b: int) -> bool:
+        self.sol[b] = self.off[b]
+        cuts = self.cuts
+        split = False
+        lo, hi = self.slo[b], self.shi[b]
+        for s in range(lo, hi - 1):
+            cuts[s] -= 1
+            if cuts[s] == 0 and plo <= s < phi - 1:
+                split = True
+        try:
+            if not split:
+                return self._search(part, plo, phi, pre, o, p)
+            return self._solve_partitions(part, plo, phi)
+        finally:
+            for s in range(lo, hi - 1):
+                cuts[s] += 1
+
+
+def solve_flat(problem: PlacementProblem, time_limit: float, progress: CanonicalProgress | None = None
+               ) -> CanonicalOutcome:
+    """Run the canonical search on a flat problem; offsets in the outcome are absolute addresses."""
+    if not problem.is_flat:
+        raise ValueError("the canonical search needs a flat problem (one interval, no regions or conflicts)")
+    base, limit = problem.ranges[0]
+    reqs = problem.requests
+    search = CanonicalSearch(
+        [r.bytes for r in reqs], [r.first for r in reqs], [r.last + 1 for r in reqs], [r.alignment for r in reqs],
+        limit - base,
+    )
+    out = search.solve(time_limit, progress)
+    if out.offsets is not None:
+        out = CanonicalOutcome(out.status, tuple(base + o for o in out.offsets), out.nodes, out.runtime, out.heuristic)
+    return out

@@ -1,0 +1,166 @@
+"""The production allocator, mirrored: online first-fit, then an offline size-ordered retry (BRIEF §6).
+
+Online: requests sorted by (first, interleaved first, −alignment, −bytes, last); a free list of holes in which
+allocations whose lifetime ended before the request's first step have been released; first fit by (region 1?,
+address), then hole index. Offline retry (only if online fails): sorted by (−alignment, −bytes, −duration, first);
+the free list is rebuilt for every request from the placements whose lifetime intersects it. Conflicting
+allocations are widened to their memory elements and the start is bumped past them.
+
+Two deliberate differences from the reference, both only on inputs it never produces: conflicts are used from both
+sides (the reference reads only the request's own list; its dumps always list both), and fixed allocations (our
+extension) are treated as forbidden spans while they are live.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from placer.placement.model import MemoryClass, PlacementProblem
+
+
+@dataclass(frozen=True)
+class GreedyOutcome:
+    addresses: tuple[int, ...] | None  # complete placement, or None
+    phase: str  # "online", "offline" or "failed"
+    failed_request: int | None  # the request the last attempted pass could not place
+    partial: tuple[int | None, ...]  # what the last pass placed before failing (a CP-SAT hint)
+
+    def describe(self) -> str:
+        if self.addresses is not None:
+            return f"placed ({self.phase} first-fit)"
+        return f"failed (online and offline first-fit; offline stopped at request {self.failed_request})"
+
+
+def merge_ranges(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if out and start <= out[-1][1]:
+            if end > out[-1][1]:
+                out[-1] = (out[-1][0], end)
+        else:
+            out.append((start, end))
+    return out
+
+
+def subtract(ranges: list[tuple[int, int]], start: int, end: int) -> list[tuple[int, int]]:
+    out = []
+    for lo, hi in ranges:
+        if end <= lo or hi <= start:
+            out.append((lo, hi))
+            continue
+        if lo < start:
+            out.append((lo, start))
+        if end < hi:
+            out.append((end, hi))
+    return out
+
+
+def online_order(problem: PlacementProblem) -> list[int]:
+    reqs = problem.requests
+    return sorted(
+        range(problem.n),
+        key=lambda i: (reqs[i].first, reqs[i].klass is not MemoryClass.INTERLEAVED, -reqs[i].alignment,
+                       -reqs[i].bytes, reqs[i].last),
+    )
+
+
+def offline_order(problem: PlacementProblem) -> list[int]:
+    reqs = problem.requests
+    return sorted(
+        range(problem.n),
+        key=lambda i: (-reqs[i].alignment, -reqs[i].bytes, -(reqs[i].last - reqs[i].first), reqs[i].first),
+    )
+
+
+class _Arena:
+    def __init__(self, problem: PlacementProblem, offline: bool) -> None:
+        self.p = problem
+        self.offline = offline
+        self.free: list[tuple[int, int]] = list(problem.ranges)
+        self.active: list[tuple[int, int, int]] = []  # (last, start, end)
+        self.history: list[tuple[int, int, int, int]] = []  # (first, last, start, end)
+        self.placed: dict[int, tuple[int, int]] = {}
+        partners: dict[int, set[int]] = {i: set() for i in range(problem.n)}
+        for i, j in problem.conflict_pairs:
+            partners[i].add(j)
+            partners[j].add(i)
+        self.partners = partners
+        self.fixed_partners: dict[int, list[int]] = {}
+        for i, k in problem.fixed_conflicts:
+            self.fixed_partners.setdefault(i, []).append(k)
+
+    def allocate(self, i: int) -> int | None:
+        p = self.p
+        r = p.requests[i]
+        if self.offline:
+            free = list(p.ranges)
+            for first, last, start, end in self.history:
+                if first <= r.last and r.first <= last:
+                    free = subtract(free, start, end)
+            self.free = free
+            self.active = []
+        kept = []
+        released = []
+        for last, start, end in self.active:
+            if last < r.first:
+                released.append((start, end))
+            else:
+                kept.append((last, start, end))
+        if released:
+            self.active = kept
+            self.free = merge_ranges(self.free + released)
+        forbidden = [p.element_span(*self.placed[j]) for j in self.partners[i] if j in self.placed]
+        for k in self.fixed_partners.get(i, ()):
+            forbidden.append(p.element_span(p.fixed[k].start, p.fixed[k].end))
+        for f in p.fixed:
+            if f.first <= r.last and r.first <= f.last:
+                forbidden.append((f.start, f.end))
+        forbidden = merge_ranges(forbidden)
+        best = None
+        for d in p.domains(i, self.free):
+            start = d.first
+            for a, b in forbidden:
+                if start < b and a < start + d.bytes:
+                    start = -(-b // d.alignment) * d.alignment
+            if start <= d.last:
+                key = ((d.region == 1, start), d.range_index)
+                if best is None or key < best[0]:
+                    best = (key, d.range_index, start, start + d.bytes)
+        if best is None:
+            return None
+        _, index, start, end = best
+        base, limit = self.free.pop(index)
+        if base < start:
+            self.free.append((base, start))
+        if end < limit:
+            self.free.append((end, limit))
+        self.free.sort()
+        self.placed[i] = (start, end)
+        self.active.append((r.last, start, end))
+        if self.offline:
+            self.history.append((r.first, r.last, start, end))
+        return start
+
+
+def _run(problem: PlacementProblem, order: list[int], offline: bool) -> tuple[list[int | None], int | None]:
+    arena = _Arena(problem, offline)
+    addresses: list[int | None] = [None] * problem.n
+    for i in order:
+        address = arena.allocate(i)
+        if address is None:
+            return addresses, i
+        addresses[i] = address
+    return addresses, None
+
+
+def greedy_place(problem: PlacementProblem, *, offline_retry: bool = True) -> GreedyOutcome:
+    """Run the production allocator: online first-fit, then (if it fails) the offline retry."""
+    addresses, failed = _run(problem, online_order(problem), offline=False)
+    if failed is None:
+        return GreedyOutcome(tuple(a for a in addresses if a is not None), "online", None, tuple(addresses))
+    if not offline_retry:
+        return GreedyOutcome(None, "failed", failed, tuple(addresses))
+    addresses, failed = _run(problem, offline_order(problem), offline=True)
+    if failed is None:
+        return GreedyOutcome(tuple(a for a in addresses if a is not None), "offline", None, tuple(addresses))
+    return GreedyOutcome(None, "failed", failed, tuple(addresses))

@@ -1,0 +1,45 @@
+"""``placer generate``: write the synthetic capture of a model description."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import typer
+
+from placer.errors import InputError
+from placer.units import format_size
+from placer.workloads.fastjson import write_capture_fast
+from placer.workloads.generate import DEFAULT_BATCH, generate as generate_capture
+
+
+def generate(
+    model: str = typer.Argument(..., help="Model name (siglip-so400m, pe-core-l14: models/NAME.toml or the "
+                                          "bundled copy) or a path to a model .toml."),
+    output: Path = typer.Option(..., "-o", "--output", help="Capture to write (.json or .json.gz)."),
+    batch: int = typer.Option(DEFAULT_BATCH, "--batch", "-b", help="Images per step (1, 2, 4 are the studied "
+                                                                   "sizes; any >= 1 works)."),
+    layers: int | None = typer.Option(None, "--layers", help="Repeat iterations of the stored layer body "
+                                                             "(default 1; the capture stores one body either way)."),
+    seed: int = typer.Option(0, "--seed", help="Seed for weight holders and per-tile code/scratch sizes."),
+    machine: str = typer.Option("ipu21", "--machine", help="Machine: ipu21, mk1 or a machine .toml."),
+) -> None:
+    """Lower a model to a whole-program synthetic capture (one layer body in a Repeat, plus bookends)."""
+    if batch < 1:
+        raise InputError(f"must be >= 1, got {batch}", where="--batch")
+    if layers is not None and layers < 1:
+        raise InputError(f"must be >= 1, got {layers}", where="--layers")
+    t0 = time.perf_counter()
+    capture = generate_capture(model, batch=batch, layers=layers, machine=machine, seed=seed)
+    t1 = time.perf_counter()
+    size = write_capture_fast(capture, output)
+    t2 = time.perf_counter()
+    work = capture.extra.get("workload", {})
+    largest = max(capture.phases, key=lambda p: p.n)
+    typer.echo(
+        f"{output}: {work.get('model', model)} batch {batch}, {work.get('layers')} layer(s) (body of "
+        f"{len(capture.repeat.phases) if capture.repeat else 0} phases), {len(capture.phases)} phases, "
+        f"{capture.transfer_count():,} transfers (largest: phase {largest.phase}, {largest.n:,}), "
+        f"{len(capture.allocations):,} allocations, {len(capture.panels)} panel hints; "
+        f"{format_size(size)} written in {t2 - t0:.1f} s (generate {t1 - t0:.1f} s)"
+    )

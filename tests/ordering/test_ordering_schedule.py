@@ -1,0 +1,159 @@
+"""Schedulers, bounds and the checker, on random small phases and on synthetic workload shapes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from placer.capture.model import Phase
+from placer.machine import load_machine
+from placer.ordering.bounds import lower_bound
+from placer.ordering.check import check_schedule
+from placer.ordering.cpsat import horizon_of, solve_exact
+from placer.ordering.greedy import RULES, greedy_starts
+from placer.ordering.justify import forward_backward
+from placer.ordering.schedule import OrderingParams, expand, schedule_phase, timed_rows
+from placer.ordering.streams import build_chunks
+from placer.ordering.synthetic import relay_phase, replica_phase
+from placer.solver import SolverParams, Status
+
+from .helpers import TILES, brute_force_horizon, small_phases
+
+MACHINE = load_machine()
+FAST = SolverParams(time_limit=5.0, workers=2, seed=0)
+
+
+def _valid(phase: Phase, starts: np.ndarray) -> int:
+    chunks = build_chunks(phase, MACHINE)
+    sched = expand(phase, chunks, starts)
+    assert check_schedule(phase, sched.tx_start, sched.rx_start, sched.horizon, MACHINE) == []
+    assert sched.horizon == horizon_of(chunks, starts)
+    return sched.horizon
+
+
+@settings(max_examples=40, deadline=None)
+@given(small_phases(), st.sampled_from([64, 1024]))
+def test_every_schedule_is_valid_and_bounded(phase: Phase, wave: int) -> None:
+    chunks = build_chunks(phase, MACHINE, wave_words=wave)
+    lb = lower_bound(chunks).best
+    for rule in RULES:
+        starts = greedy_starts(chunks, rule)
+        sched = expand(phase, chunks, starts)
+        assert check_schedule(phase, sched.tx_start, sched.rx_start, sched.horizon, MACHINE) == []
+        assert sched.horizon >= lb
+    fb = forward_backward(chunks, greedy_starts(chunks))
+    assert horizon_of(chunks, fb) <= horizon_of(chunks, greedy_starts(chunks))
+    sched = expand(phase, chunks, fb)
+    assert check_schedule(phase, sched.tx_start, sched.rx_start, sched.horizon, MACHINE) == []
+
+
+@settings(max_examples=25, deadline=None)
+@given(small_phases(max_transfers=6))
+def test_cpsat_never_worse_than_greedy(phase: Phase) -> None:
+    ps = schedule_phase(phase, MACHINE, "cpsat", FAST)
+    assert ps.horizon <= ps.greedy_horizon
+    assert ps.horizon >= ps.lower
+    assert ps.cpsat is not None and ps.cpsat.status in (Status.OPTIMAL, Status.FEASIBLE)
+    s = ps.schedule
+    assert check_schedule(phase, s.tx_start, s.rx_start, s.horizon, MACHINE) == []
+
+
+@settings(max_examples=30, deadline=None)
+@given(small_phases(max_transfers=4, max_words=120))
+def test_exact_equals_brute_force(phase: Phase) -> None:
+    chunks = build_chunks(phase, MACHINE, wave_words=64)
+    assume(2 <= chunks.count <= 4)
+    starts, res = solve_exact(chunks, greedy_starts(chunks), lower_bound(chunks).best, FAST)
+    assert res.status is Status.OPTIMAL
+    assert horizon_of(chunks, starts) == brute_force_horizon(chunks)
+
+
+def test_relay_phase_forwards_after_gathers() -> None:
+    phase = relay_phase(groups=3, replicas=5, fragments=40, segments=2)
+    ps = schedule_phase(phase, MACHINE)
+    s = ps.schedule
+    assert check_schedule(phase, s.tx_start, s.rx_start, s.horizon, MACHINE) == []
+    deps = build_chunks(phase, MACHINE).transfer_deps
+    # a forward starts only after its gathers have landed on the relay
+    dt = phase.dst_transfer()
+    landed = np.zeros(phase.n, np.int64)
+    np.maximum.at(landed, dt, s.rx_start + phase.words[dt])
+    assert (s.tx_start[deps.succ] >= landed[deps.pred]).all()
+
+
+@pytest.mark.parametrize("mode", ["greedy", "cpsat"])
+def test_workload_shapes(mode: str) -> None:
+    phase = replica_phase(groups=6, replicas=8, fragments=120, sources=10, weight_words=1500, tiles=128)
+    ps = schedule_phase(phase, MACHINE, mode, SolverParams(time_limit=3.0, workers=2))
+    s = ps.schedule
+    assert check_schedule(phase, s.tx_start, s.rx_start, s.horizon, MACHINE) == []
+    assert ps.lower <= ps.horizon <= ps.greedy_horizon
+    assert 0.0 <= ps.gap < 1.0
+
+
+def test_large_phase_uses_neighbourhoods_and_keeps_incumbent() -> None:
+    phase = replica_phase(groups=8, replicas=10, fragments=200, sources=16, weight_words=2500, tiles=256)
+    ps = schedule_phase(phase, MACHINE, "cpsat", SolverParams(time_limit=3.0, workers=2),
+                        OrderingParams(exact_chunks=10))
+    assert ps.method == "neighbourhood"
+    assert ps.horizon <= ps.greedy_horizon
+    assert ps.cpsat is not None and ps.cpsat.objective == ps.horizon and ps.cpsat.bound == ps.lower
+    s = ps.schedule
+    assert check_schedule(phase, s.tx_start, s.rx_start, s.horizon, MACHINE) == []
+
+
+def test_checker_catches_each_violation() -> None:
+    phase = relay_phase(groups=1, replicas=3, fragments=8, segments=1)
+    ps = schedule_phase(phase, MACHINE)
+    s = ps.schedule
+    ok = (s.tx_start.copy(), s.rx_start.copy())
+
+    def problems(tx: np.ndarray, rx: np.ndarray, horizon: int | None = None) -> str:
+        h = s.horizon if horizon is None else horizon
+        return " ".join(check_schedule(phase, tx, rx, h, MACHINE))
+
+    assert problems(*ok) == ""
+    # break latency of one receive
+    rx = ok[1].copy()
+    rx[0] += 1
+    assert "expected" in problems(ok[0], rx)
+    # two gathers into the relay at the same time (latency kept consistent): receive port overlap
+    dt = phase.dst_transfer()
+    lat = ok[1] - ok[0][dt]
+    tx = ok[0].copy()
+    tx[1] = tx[0]
+    assert "receive port" in problems(tx, tx[dt] + lat)
+    # the same transfer sent twice over its own lane window: lane overlap
+    twice = Phase.concat(0, [phase.take(np.array([0])), phase.take(np.array([0]))])
+    t2 = np.array([5, 6], np.int64)
+    rx2 = t2[twice.dst_transfer()] + np.repeat(lat[:1], 2)
+    assert "lane" in " ".join(check_schedule(twice, t2, rx2, int(rx2.max() + twice.words[0]), MACHINE))
+    # a forward moved before its gathers: RAW
+    fwd = int(np.flatnonzero(phase.fanout > 1)[0])
+    tx = ok[0].copy()
+    tx[fwd] = 0
+    assert "RAW" in problems(tx, tx[dt] + lat)
+    # wrong horizon, and a missing send
+    assert "horizon" in problems(*ok, horizon=s.horizon + 1)
+    tx = ok[0].copy()
+    tx[0] = -1
+    assert "not sent" in problems(tx, ok[1])
+
+
+def test_timed_rows_count_delay_gaps() -> None:
+    # tile 0 sends twice to tile 1 with an idle gap; the receiver starts late too
+    phase = Phase.build(0, source=[0, 0], words=[10, 10], dst_counts=[1, 1], dst_tile=[1, 1],
+                        dst_addr=[0, 40], src_addr=[0, 40])
+    chunks = build_chunks(phase, MACHINE, wave_words=10)
+    sched = expand(phase, chunks, np.array([0, 100], np.int64))
+    rows = timed_rows(phase, sched, MACHINE, TILES, OrderingParams(delay_threshold=8))
+    lat = int(MACHINE.latency(1))
+    assert sched.rx_start.tolist() == [lat, 100 + lat]
+    assert rows.delay_rows[0] == 1  # tx gap 10..100
+    assert rows.delay_rows[1] == 1  # rx gap, no lead-in (first receive at its latency)
+    # receiver: entry 8 + 2 receives 8 + one reset (first) 4 + one delay 8 = 36 -> 40
+    assert rows.table_bytes[1] == 40
+    packed = timed_rows(phase, expand(phase, chunks, np.array([0, 10], np.int64)), MACHINE, TILES)
+    assert packed.delay_rows.sum() == 0
