@@ -5,6 +5,8 @@ Extensions live under the top-level key ``"placer"`` (``{"version": 1, "repeat":
 
 Parsing is two-pass: a fast pass builds the numpy columns with list comprehensions; only if it trips does a slow
 pass walk the transfers one by one to name the exact phase, transfer index and field that is wrong.
+``read_capture`` first tries :mod:`placer.capture.fastjson`, which reads the transfers straight from the bytes with
+numpy; whenever that declines or anything is wrong, the orjson path below runs and reports exactly as before.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 
+from placer.capture.fastjson import fast_split
 from placer.capture.model import (
     EXTENSION_VERSION,
     SCHEMA_VERSION,
@@ -26,7 +30,7 @@ from placer.capture.model import (
     Repeat,
 )
 from placer.errors import InputError
-from placer.fileio import read_json, write_json
+from placer.fileio import read_bytes, read_json, write_json
 
 MAX_WORDS = 4148  # the reference format's per-transfer limit; a machine file may be stricter, never looser
 _TOP_KEYS = {"schema_version", "tile_count", "phases", "phase_labels", "phase_traffic", "placer"}
@@ -35,7 +39,37 @@ _WIDTH_CODE = {name: code for code, name in enumerate(WIDTH_NAMES)}
 
 def read_capture(path: str | Path) -> Capture:
     """Read a capture (``.json`` or ``.json.gz``); raise :class:`InputError` naming the bad field."""
-    return capture_from_json(read_json(path), str(path))
+    raw = read_bytes(path)
+    cap = _read_fast(raw, str(path))
+    if cap is not None:
+        return cap
+    try:
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        del raw
+        doc = read_json(path)  # raises read_json's one-line InputError for the syntax error
+    return capture_from_json(doc, str(path))
+
+
+def _read_fast(raw: bytes, path: str) -> Capture | None:
+    """The numpy reader; ``None`` if it declines or the capture has any error (the orjson path then names it, so
+    messages and which error is reported first stay exactly those of :func:`capture_from_json`)."""
+    split = fast_split(raw)
+    if split is None:
+        return None
+    try:
+        cap = capture_from_json(split.doc, path)  # every check but the per-transfer ones (transfers are [] here)
+        phases = []
+        for skeleton, cols in zip(cap.phases, split.columns, strict=True):
+            phase = Phase.build(skeleton.phase, cols.source, cols.words, cols.dst_counts, cols.dst_tile,
+                                cols.dst_addr, cols.src_addr, cols.src_counts, cols.width)
+            phase.extra = skeleton.extra
+            _check_ranges(phase, cap.tile_count, path, f"phase {skeleton.phase}")
+            phases.append(phase)
+    except InputError:
+        return None
+    cap.phases = phases
+    return cap
 
 
 def write_capture(capture: Capture, path: str | Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 
 import orjson
@@ -19,7 +19,7 @@ from placer.report.table import render
 from placer.solver import SolverParams
 
 
-class ScheduleMode(str, Enum):
+class ScheduleMode(StrEnum):
     greedy = "greedy"
     cpsat = "cpsat"
 

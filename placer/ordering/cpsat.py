@@ -15,7 +15,7 @@ compacted schedule is accepted only if its horizon is not worse, so the incumben
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -35,8 +35,9 @@ class _OrderingSolverParams(SolverParams):
 
 
 def _solver_params(params: SolverParams, time_limit: float) -> _OrderingSolverParams:
-    base = {k: getattr(params, k) for k in ("workers", "seed", "relative_gap", "log")}
-    return _OrderingSolverParams(time_limit=max(0.05, time_limit), **base)
+    base = {f.name: getattr(params, f.name) for f in fields(SolverParams)}
+    base["time_limit"] = max(0.05, time_limit)
+    return _OrderingSolverParams(**base)
 
 
 def horizon_of(chunks: Chunks, starts: np.ndarray) -> int:
@@ -183,6 +184,10 @@ def _add_precedences(model: cp_model.CpModel, s: list, pred: np.ndarray, succ: n
 # --- large-neighbourhood search ---------------------------------------------------------------------------------
 
 
+_KINDS = ("ports", "sets", "window")
+_STEP_WORK_PER_SECOND = 500_000  # (chunk, endpoint) incidences one second of budget may sweep, over all steps
+
+
 @dataclass
 class LnsStats:
     steps: int = 0
@@ -201,10 +206,18 @@ def improve_lns(
     step_time: float = 1.5,
     progress: Progress | None = None,
 ) -> tuple[np.ndarray, LnsStats]:
-    """Improve ``incumbent`` within ``params.time_limit`` seconds; never returns a longer schedule."""
+    """Improve ``incumbent`` within ``params.time_limit``; never returns a longer schedule.
+
+    With ``params.deterministic`` (the default) the budget is CP-SAT's deterministic time summed over the steps and
+    the number of steps is capped by the phase size (each step also makes linear passes in Python), so the same
+    input, seed and workers give the same schedule; wall time then only backstops (2 × limit + 5 s, as ``run``).
+    Otherwise the budget is wall-clock seconds."""
     start_clock = time.perf_counter()
-    deadline = start_clock + params.time_limit
+    deterministic = bool(getattr(params, "deterministic", False))
+    budget = params.time_limit
+    wall_stop = start_clock + (2.0 * budget + 5.0 if deterministic else budget)
     graph = _graph(chunks)
+    max_steps = max(1, int(budget * _STEP_WORK_PER_SECOND / max(1, len(graph.inc_chunk))))
     rng = np.random.default_rng(params.seed)
     best = compact(chunks, graph, incumbent)
     if horizon_of(chunks, best) > horizon_of(chunks, incumbent):  # cannot happen; keep the promise anyway
@@ -213,17 +226,23 @@ def improve_lns(
     stats = LnsStats(neighbourhood=neighbourhood)
     size = neighbourhood
     stall = 0
-    while best_h > lower:
-        left = deadline - time.perf_counter()
-        if left < 0.1:
+    step_cost = 0.0  # Python work of one step (graph passes, model building), measured
+    used = 0.0  # deterministic time spent
+    while best_h > lower and stats.steps < (max_steps if deterministic else 1 << 30):
+        began = time.perf_counter()
+        left = (budget - used) if deterministic else (wall_stop - began - step_cost)
+        if left < 0.1 or began + step_cost > wall_stop:
             break
         length = _lengths(chunks, graph, best)
         free = _neighbourhood(chunks, graph, best, length, best_h, size, rng,
-                              kind="window" if stats.steps % 2 else "ports")
+                              kind=_KINDS[stats.steps % len(_KINDS)])
         if len(free) == 0:
             break
-        cand, status = _solve_window(chunks, graph, best, length, free, best_h,
-                                     replace(params, time_limit=min(step_time, left)))
+        solve_clock = time.perf_counter()
+        cand, status, dtime = _solve_window(chunks, graph, best, length, free, best_h,
+                                            replace(params, time_limit=min(step_time, left)))
+        solve_time = time.perf_counter() - solve_clock
+        used += dtime
         stats.steps += 1
         if status is Status.OPTIMAL:
             stats.solved_optimal += 1
@@ -242,6 +261,7 @@ def improve_lns(
             stall += 1
         if h <= best_h:
             best, best_h = cand, h
+        step_cost = max(0.0, time.perf_counter() - began - solve_time)
         if progress is not None:
             progress(time.perf_counter() - start_clock, float(best_h), float(lower))
     stats.neighbourhood = size
@@ -261,11 +281,24 @@ def _neighbourhood(
 ) -> np.ndarray:
     """``size`` chunks around a random critical chunk ``c`` (one whose longest path reaches the horizon):
     ``ports``: the chunks sharing a lane or port with the critical chunks near ``c``, nearest to it in time;
+    ``sets``: the chunks on ``c``'s destination ports, then the other chunks of their lanes;
     ``window``: every chunk starting in a time window that begins a little before ``c``."""
     critical = np.flatnonzero(starts + length >= horizon)
     if len(critical) == 0:
         return np.zeros(0, np.int64)
     c = int(rng.choice(critical))
+    if kind == "sets":
+        # every chunk on c's destination ports, then the other chunks of their lanes (nearest first): a multicast
+        # group and its replicas' unicast feeds move together, so the group's windows can be re-aligned
+        ports = [r for r in graph.chunk_res[c] if r >= chunks.tiles]
+        core = np.unique(np.concatenate([graph.res_chunks[graph.res_ptr[r]:graph.res_ptr[r + 1]] for r in ports]))
+        if len(core) >= size:
+            return np.sort(core[np.argsort(np.abs(starts[core] - starts[c]), kind="stable")[:size]])
+        lanes = np.unique(chunks.source[core])
+        ring = np.concatenate([graph.res_chunks[graph.res_ptr[r]:graph.res_ptr[r + 1]] for r in lanes.tolist()])
+        ring = np.setdiff1d(ring, core)
+        ring = ring[np.argsort(np.abs(starts[ring] - starts[c]), kind="stable")[:size - len(core)]]
+        return np.sort(np.concatenate([core, ring]))
     if kind == "window":
         order = np.argsort(starts, kind="stable")
         at = int(np.searchsorted(starts[order], starts[c]))
@@ -287,7 +320,7 @@ def _solve_window(
     free: np.ndarray,
     horizon: int,
     params: SolverParams,
-) -> tuple[np.ndarray | None, Status]:
+) -> tuple[np.ndarray | None, Status, float]:
     """Re-time ``free`` with every other chunk fixed; minimise the worst (start + path-to-end), then the sum of
     starts (packing left is what compaction turns into a shorter horizon)."""
     count = chunks.count
@@ -306,7 +339,7 @@ def _solve_window(
     # the fixed intervals it must avoid few
     hi[free] = np.minimum(hi[free], int(starts[free].max()) + int(words[free].max()))
     if np.any(lo[free] > hi[free]):
-        return None, Status.INFEASIBLE
+        return None, Status.INFEASIBLE, 0.0
     # the part of the path-to-end that runs through fixed chunks only (the free ones are being re-ordered)
     tail_len = words + chunks.tail
     pe, se, le = _disjunctive_edges(chunks, graph, starts)
@@ -347,9 +380,10 @@ def _solve_window(
     for c in free.tolist():
         model.add_hint(var[c], int(starts[c]))
     solver, result = run(model, _solver_params(params, params.time_limit))
+    dtime = float(solver.deterministic_time) if params.deterministic else result.runtime
     if result.status not in (Status.OPTIMAL, Status.FEASIBLE):
-        return None, result.status
+        return None, result.status, dtime
     out = starts.copy()
     for c in free.tolist():
         out[c] = solver.value(var[c])
-    return out, result.status
+    return out, result.status, dtime

@@ -1,13 +1,15 @@
-"""The production scheduler mirrored (BRIEF §7, "B1024"): wave-by-wave list scheduling of chunks.
+"""The production scheduler mirrored (BRIEF §7, "B1024"): wave-by-wave list scheduling over endpoint slots.
 
-Within a wave (the k-th chunk of every stream, plus chunks held back by dependencies) the next chunk placed is the
-one that can start earliest; ties go to the chunk whose busiest endpoint (lane or port) has the most words still to
-move. A chunk starts when its lane, all its destination ports (in the transmit-time frame, see ``streams``) and its
-dependencies allow; resource availability carries over from wave to wave and is never back-filled.
+Endpoints are transmit lanes and receive ports (both in the transmit-time frame, see ``streams``). Within a wave
+(the k-th chunk of every stream, plus chunks held back by dependencies), the endpoint that becomes available
+earliest is served first; among the chunks waiting on it, the one with the largest remaining endpoint work (the
+most words still to move on its busiest endpoint) is tried. It starts if every other endpoint it needs and its
+dependencies are free at that time; otherwise it moves to wait on the endpoint that blocks it, and the next chunk
+is tried. Availability carries over from wave to wave and is never back-filled.
 
-Earliest starts only grow as chunks are placed, so a heap keyed by a stale start is a valid lower bound: a popped
-chunk is re-evaluated and pushed back when its start moved. Everything per chunk is plain Python on lists (a numpy
-call per chunk would cost more than the work); the per-word work is nil.
+Why slots and not a heap of chunks keyed by their earliest start: a placed multicast chunk delays every other
+chunk of its destination set, and re-keying all of them at every placement is quadratic (a 586k-transfer phase
+took a minute that way). Parking a chunk on the one endpoint that blocks it means a placement wakes one chunk.
 """
 
 from __future__ import annotations
@@ -18,14 +20,13 @@ import numpy as np
 
 from placer.ordering.streams import Chunks
 
-RULES = ("b1024", "nowave", "narrow", "wide")
-"""``b1024`` is the production rule; the others are list-scheduling variants used only as extra CP-SAT
-incumbents: ``nowave`` drops the wave barrier (stream order and dependencies remain), ``narrow``/``wide`` also
-break ties of equal start by fewest/most destinations before endpoint work."""
+RULES = ("b1024", "nowave")
+"""``b1024`` is the production rule; ``nowave`` drops the wave barrier (stream order and dependencies remain) and
+is used only as an extra incumbent for CP-SAT."""
 
 
-def greedy_starts(chunks: Chunks, rule: str = "b1024", priority: np.ndarray | None = None) -> np.ndarray:
-    """Start cycle (transmit-time frame) of every chunk under the mirrored B1024 rule (or a variant)."""
+def greedy_starts(chunks: Chunks, rule: str = "b1024") -> np.ndarray:
+    """Start cycle (transmit-time frame) of every chunk under the mirrored B1024 rule (or ``nowave``)."""
     count = chunks.count
     if count == 0:
         return np.zeros(0, np.int64)
@@ -33,10 +34,6 @@ def greedy_starts(chunks: Chunks, rule: str = "b1024", priority: np.ndarray | No
     words = chunks.words.tolist()
     tail = chunks.tail.tolist()
     wave = chunks.wave.tolist() if rule == "b1024" else [0] * count
-    fan_sign = {"narrow": 1, "wide": -1}.get(rule, 0)
-    fan = [fan_sign * len(chunks.set_tiles[d]) for d in chunks.dset.tolist()]
-    if priority is not None:  # an explicit priority (larger first) replaces the fan-out tie-break
-        fan = (-np.asarray(priority, np.int64)).tolist()
     set_res = [(t + tiles).tolist() for t in chunks.set_tiles]
     res = [[s, *set_res[d]] for s, d in zip(chunks.source.tolist(), chunks.dset.tolist(), strict=True)]
 
@@ -50,8 +47,9 @@ def greedy_starts(chunks: Chunks, rule: str = "b1024", priority: np.ndarray | No
         succs[a].append((b, 0))
         npred[b] += 1
 
-    avail = [0] * (2 * tiles)
-    remaining = [0] * (2 * tiles)
+    nres = 2 * tiles
+    avail = [0] * nres
+    remaining = [0] * nres
     for c in range(count):
         for r in res[c]:
             remaining[r] += words[c]
@@ -63,48 +61,83 @@ def greedy_starts(chunks: Chunks, rule: str = "b1024", priority: np.ndarray | No
         if npred[c] == 0:
             bucket[wave[c]].append(c)
 
-    def key(c: int) -> tuple[int, int, int, int]:
+    parked: list[list[tuple[int, int]]] = [[] for _ in range(nres)]  # per endpoint: (-work, chunk)
+    queued = [False] * nres  # endpoint has an entry in `events`
+    events: list[tuple[int, int]] = []  # (time, endpoint >= 0) or (time, -1 - chunk) for a dependency wait
+
+    def blocker(c: int) -> tuple[int, int]:
+        """Earliest start, and the endpoint that sets it (or ``-1 - c`` when its dependencies do)."""
         est = ready[c]
-        work = 0
+        who = -1 - c
         for r in res[c]:
             a = avail[r]
             if a > est:
                 est = a
-            w = remaining[r]
-            if w > work:
-                work = w
-        return est, fan[c], -work, c
+                who = r
+        return est, who
 
-    heap: list[tuple[int, int, int, int]] = []
+    def enter(c: int, now: int) -> None:
+        est, who = blocker(c)
+        park(c, est, who, now)
+
+    def park(c: int, est: int, who: int, now: int) -> None:
+        if who < 0:  # waiting for a predecessor's data, not for an endpoint
+            if est > now:
+                heapq.heappush(events, (est, who))
+                return
+            who = res[c][0]
+        w = 0  # largest remaining endpoint work, as of now
+        for r in res[c]:
+            if remaining[r] > w:
+                w = remaining[r]
+        heapq.heappush(parked[who], (-w, c))
+        if not queued[who]:
+            queued[who] = True
+            heapq.heappush(events, (avail[who] if avail[who] > now else now, who))
+
     placed = 0
-    current = 0
-    while current < nwaves or heap:
-        if current < nwaves:
-            for c in bucket[current]:
-                heapq.heappush(heap, key(c))
-        while heap:
-            est0, _, _, c = heapq.heappop(heap)
-            k = key(c)
-            if k[0] > est0:
-                heapq.heappush(heap, k)
+    for current in range(nwaves):
+        for c in bucket[current]:
+            enter(c, 0)
+        while events:
+            t, who = heapq.heappop(events)
+            if who < 0:  # a dependency wait is over
+                c = -1 - who
+                est, blk = blocker(c)
+                park(c, est, blk, t)
                 continue
-            est = k[0]
-            start[c] = est
-            end = est + words[c]
-            for r in res[c]:
-                avail[r] = end
-                remaining[r] -= words[c]
-            placed += 1
-            for b, lag in succs[c]:
-                if end + lag > ready[b]:
-                    ready[b] = end + lag
-                npred[b] -= 1
-                if npred[b] == 0:
-                    if wave[b] <= current:
-                        heapq.heappush(heap, key(b))
-                    else:
-                        bucket[wave[b]].append(b)
-        current += 1
+            r = who
+            if avail[r] > t:  # stale: the endpoint was taken meanwhile
+                heapq.heappush(events, (avail[r], r))
+                continue
+            queue = parked[r]
+            while queue:
+                _, c = queue[0]
+                est, blk = blocker(c)
+                if est <= t:
+                    heapq.heappop(queue)
+                    start[c] = t
+                    end = t + words[c]
+                    for x in res[c]:
+                        avail[x] = end
+                        remaining[x] -= words[c]
+                    placed += 1
+                    for b, lag in succs[c]:
+                        if end + lag > ready[b]:
+                            ready[b] = end + lag
+                        npred[b] -= 1
+                        if npred[b] == 0:
+                            if wave[b] <= current:
+                                enter(b, t)
+                            else:
+                                bucket[wave[b]].append(b)
+                    break
+                heapq.heappop(queue)  # blocked elsewhere: wait there
+                park(c, est, blk, t)
+            if queue:
+                heapq.heappush(events, (avail[r], r))
+            else:
+                queued[r] = False
     if placed != count:  # unreachable for an acyclic chunk graph (levels guarantee it)
         raise RuntimeError(f"greedy placed {placed} of {count} chunks: dependency cycle")
     return np.asarray(start, np.int64)

@@ -71,9 +71,15 @@ def serial_sgs(
     return start
 
 
-def forward_backward(chunks: Chunks, starts: np.ndarray, *, time_limit: float = 5.0,
-                     rounds: int = 8) -> np.ndarray:
-    """Alternate backward (as late as possible) and forward (as early as possible) serial passes."""
+_WORK_PER_SECOND = 150_000  # (chunk, endpoint) incidences one second of budget may place, both passes counted
+
+
+def forward_backward(chunks: Chunks, starts: np.ndarray, *, time_limit: float = 5.0, rounds: int = 8,
+                     deterministic: bool = True) -> np.ndarray:
+    """Alternate backward (as late as possible) and forward (as early as possible) serial passes.
+
+    Deterministic by default: the number of rounds comes from the phase size and ``time_limit`` (a work budget),
+    not from the clock, so the same input always gives the same schedule."""
     clock = time.perf_counter()
     count = chunks.count
     words = chunks.words.tolist()
@@ -86,12 +92,17 @@ def forward_backward(chunks: Chunks, starts: np.ndarray, *, time_limit: float = 
     for a, b, g in zip(pred.tolist(), succ.tolist(), lag.tolist(), strict=True):
         fwd[b].append((a, g))
         bwd[a].append((b, g + words[b] - words[a]))  # mirrored time: t = H - s - words
+    incidences = sum(len(r) for r in res)
+    if deterministic:
+        rounds = min(rounds, int(time_limit * _WORK_PER_SECOND) // max(1, 2 * incidences))
     zero = [0] * count
     best = np.asarray(starts, np.int64)
     best_h = int((best + chunks.words + chunks.tail).max(initial=0))
     cur = best
+    round_time = 0.0
     for _ in range(rounds):
-        if time.perf_counter() - clock > time_limit:
+        began = time.perf_counter()
+        if not deterministic and began - clock + round_time > time_limit:  # the next round would overrun
             break
         ends = cur + chunks.words
         order = np.argsort(-ends, kind="stable").tolist()
@@ -102,6 +113,7 @@ def forward_backward(chunks: Chunks, starts: np.ndarray, *, time_limit: float = 
         order = np.argsort(late, kind="stable").tolist()
         cur = np.asarray(serial_sgs(order, words, zero, res, fwd, 2 * chunks.tiles), np.int64)
         h = int((cur + chunks.words + chunks.tail).max(initial=0))
+        round_time = time.perf_counter() - began
         if h < best_h:
             best, best_h = cur, h
         elif h >= best_h and np.array_equal(cur, best):

@@ -25,13 +25,14 @@ from placer.capture.model import Capture, Phase
 from placer.machine import Machine
 from placer.ordering.bounds import LowerBound, lower_bound
 from placer.ordering.cpsat import compact, horizon_of, improve_lns, solve_exact
-from placer.ordering.greedy import RULES, greedy_starts
+from placer.ordering.greedy import greedy_starts
 from placer.ordering.justify import forward_backward
 from placer.ordering.streams import Chunks, build_chunks
 from placer.problem.cost import tile_counters
 from placer.solver import Progress, SolveResult, SolverParams, Status
 
 Mode = Literal["greedy", "cpsat"]
+_SECOND_RULE_CHUNKS = 50_000  # above this, a second greedy pass costs more than it usually gains
 
 
 @dataclass(frozen=True)
@@ -254,17 +255,17 @@ def _improve(
     clock = time.perf_counter()
     if greedy_h <= lower:
         return greedy, SolveResult(Status.OPTIMAL, float(greedy_h), float(greedy_h), 0.0), "neighbourhood"
-    # cheap repairs first (other list rules, forward-backward passes), then CP-SAT on neighbourhoods
+    # cheap repairs first (the other list rule, forward-backward passes), then CP-SAT on neighbourhoods; a quarter
+    # of the budget goes to the repairs (as a work budget when deterministic)
+    deterministic = bool(getattr(params, "deterministic", False))
     incumbent = greedy
-    for rule in RULES[1:]:
-        if time.perf_counter() - clock > 0.1 * params.time_limit:
-            break
-        other = greedy_starts(chunks, rule)
-        if horizon_of(chunks, other) < horizon_of(chunks, incumbent):
+    if chunks.count <= _SECOND_RULE_CHUNKS:
+        other = greedy_starts(chunks, "nowave")
+        if horizon_of(chunks, other) < greedy_h:
             incumbent = other
-    left = params.time_limit - (time.perf_counter() - clock)
-    incumbent = forward_backward(chunks, incumbent, time_limit=0.25 * left)
-    left = params.time_limit - (time.perf_counter() - clock)
+    incumbent = forward_backward(chunks, incumbent, time_limit=0.25 * params.time_limit,
+                                 deterministic=deterministic)
+    left = 0.75 * params.time_limit if deterministic else params.time_limit - (time.perf_counter() - clock)
     starts, _ = improve_lns(chunks, incumbent, lower, replace(params, time_limit=max(0.1, left)),
                             neighbourhood=ordering.neighbourhood, step_time=ordering.step_time,
                             progress=progress)

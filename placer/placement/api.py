@@ -23,8 +23,15 @@ from placer.placement.canonical import solve_flat
 from placer.placement.checker import check_placement
 from placer.placement.cpsat import solve_cpsat
 from placer.placement.edges import edge_search
-from placer.placement.greedy import GreedyOutcome, greedy_place
-from placer.placement.model import END_OF_PROGRAM, FixedAllocation, MemoryClass, PlacementProblem, Request
+from placer.placement.greedy import GreedyOutcome, greedy_place, offline_order, online_order, run_order
+from placer.placement.model import (
+    END_OF_PROGRAM,
+    REGION_BOUNDARY,
+    FixedAllocation,
+    MemoryClass,
+    PlacementProblem,
+    Request,
+)
 from placer.placement.result import PlacementResult
 from placer.solver import SolverParams, Status
 
@@ -57,10 +64,8 @@ def greedy_summary(problem: PlacementProblem, outcome: GreedyOutcome | None = No
                                 host_scratch=None, name=problem.name)
         needs = []
         for offline in (False, True):
-            from placer.placement.greedy import _run, offline_order, online_order
-
             order = offline_order(wide) if offline else online_order(wide)
-            addresses, failed = _run(wide, order, offline)
+            addresses, failed = run_order(wide, order, offline)
             if failed is None:
                 needs.append(_peak(wide, [a for a in addresses if a is not None]) - base)
         if needs:
@@ -70,12 +75,13 @@ def greedy_summary(problem: PlacementProblem, outcome: GreedyOutcome | None = No
 
 
 def _placed(problem: PlacementProblem, addresses: Sequence[int], engine: str, t0: float, nodes: int = 0,
-            greedy: str | None = None) -> PlacementResult:
+            greedy: str | None = None, cpu: float | None = None) -> PlacementResult:
     errors = check_placement(problem, addresses)
     if errors:
         raise PlacementBug(f"{engine} returned an invalid placement: {errors[0]}")
     return PlacementResult(Status.FEASIBLE, tuple(int(a) for a in addresses), engine, time.perf_counter() - t0,
-                           objective=_peak(problem, addresses), bound=_bound(problem), nodes=nodes, greedy=greedy)
+                           objective=_peak(problem, addresses), bound=_bound(problem), nodes=nodes, greedy=greedy,
+                           search_cpu=cpu)
 
 
 def solve_placement(
@@ -89,13 +95,13 @@ def solve_placement(
     params = params or SolverParams()
     t0 = time.perf_counter()
     deadline = t0 + params.time_limit
-    proof = infeasibility_proof(problem)
-    if proof is not None:
-        return PlacementResult(Status.INFEASIBLE, None, "bound", time.perf_counter() - t0, reason=proof,
-                               bound=_bound(problem))
     g = greedy_place(problem)
     if g.addresses is not None:
         return _placed(problem, g.addresses, f"greedy-{g.phase}", t0, greedy=g.describe())
+    proof = infeasibility_proof(problem)
+    if proof is not None:
+        return PlacementResult(Status.INFEASIBLE, None, "bound", time.perf_counter() - t0, reason=proof,
+                               bound=_bound(problem), greedy=g.describe())
     if mode == "greedy":
         return PlacementResult(Status.UNKNOWN, None, "greedy", time.perf_counter() - t0,
                                reason="the production allocator failed (not a proof)", greedy=g.describe(),
@@ -106,13 +112,13 @@ def solve_placement(
             def report(elapsed: float, nodes: int) -> None:
                 progress("canonical", elapsed, f"{nodes:,} nodes")
 
-        out = solve_flat(problem, max(deadline - time.perf_counter(), 0.001), report)
+        out = solve_flat(problem, max(deadline - time.perf_counter(), 0.001), report, workers=params.workers)
         if out.status == "placed" and out.offsets is not None:
-            return _placed(problem, out.offsets, "canonical", t0, out.nodes, g.describe())
+            return _placed(problem, out.offsets, "canonical", t0, out.nodes, g.describe(), out.cpu)
         if out.status == "infeasible":
             return PlacementResult(Status.INFEASIBLE, None, "canonical", time.perf_counter() - t0,
                                    reason=f"exhaustive canonical search ({out.nodes:,} nodes) found no placement",
-                                   nodes=out.nodes, greedy=g.describe(), bound=_bound(problem))
+                                   nodes=out.nodes, greedy=g.describe(), bound=_bound(problem), search_cpu=out.cpu)
         return PlacementResult(Status.UNKNOWN, None, "canonical", time.perf_counter() - t0,
                                reason=f"time limit after {out.nodes:,} nodes", nodes=out.nodes, greedy=g.describe(),
                                bound=_bound(problem))
@@ -161,7 +167,7 @@ def tile_problem(
     return PlacementProblem(
         ranges=tuple((int(a), int(b)) for a, b in free_ranges), requests=reqs, fixed=fixed,
         interleaved_offset=interleaved_offset,
-        region_boundary=None if not regions else PlacementProblem.__dataclass_fields__["region_boundary"].default,
+        region_boundary=REGION_BOUNDARY if regions else None,
         host_scratch=None, name=name,
     )
 

@@ -66,7 +66,7 @@ def infeasibility_proof(problem: PlacementProblem) -> str | None:
     allowed = [_allowed(problem, i) for i in range(n)]
     groups = sorted(set(allowed), key=lambda s: sum(b - a for a, b in s))
     # every allowed set, plus the whole free memory (all requests are inside it)
-    candidates = groups + [tuple(problem.ranges)]
+    candidates = [*groups, tuple(problem.ranges)]
     inside = [np.array([_covered(allowed[i], x) for i in range(n)]) for x in candidates]
     for t in np.unique(firsts).tolist():
         live = (firsts <= t) & (t <= lasts)

@@ -24,10 +24,13 @@ section total, A = area, W = lifetime width, Z = size.
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from queue import Empty
+from typing import Any
 
 import numpy as np
 
@@ -35,6 +38,10 @@ from placer.placement.model import PlacementProblem
 
 _INF = np.int64(1) << np.int64(60)
 HEURISTICS = ("WAT", "TAW", "TWA")
+PORTFOLIO = {  # preorders per worker process
+    2: (("TAW",), ("TWA", "WAT")),
+    3: (("TWA",), ("TAW",), ("WAT",)),
+}
 
 CanonicalProgress = Callable[[float, int], None]
 """Called with (elapsed seconds, nodes explored) about twice a second."""
@@ -47,6 +54,7 @@ class CanonicalOutcome:
     nodes: int
     runtime: float
     heuristic: str | None = None
+    cpu: float = 0.0  # CPU seconds of the search that answered (its critical path, whatever the machine load)
 
 
 class _Timeout(Exception):
@@ -72,7 +80,7 @@ class CanonicalSearch:
         self.S = S = max(len(times) - 1, 0)
         self.slo = [index[t] for t in starts]
         self.shi = [index[t] for t in ends]
-        self.size_arr = np.array(sizes + [0], dtype=np.int64)
+        self.size_arr = np.array([*sizes, 0], dtype=np.int64)
         members: list[list[int]] = [[] for _ in range(S)]
         for i in range(n):
             for s in range(self.slo[i], self.shi[i]):
@@ -106,6 +114,7 @@ class CanonicalSearch:
     def solve(self, time_limit: float, progress: CanonicalProgress | None = None,
               heuristics: tuple[str, ...] = HEURISTICS) -> CanonicalOutcome:
         start = time.perf_counter()
+        cpu0 = time.process_time()
         self.deadline = start + time_limit
         self.progress = progress
         self.started = start
@@ -124,11 +133,13 @@ class CanonicalSearch:
                     except _Budget:
                         continue
                     runtime = time.perf_counter() - start
+                    cpu = time.process_time() - cpu0
                     if ok:
-                        return CanonicalOutcome("placed", tuple(self.sol), self.nodes, runtime, h)
-                    return CanonicalOutcome("infeasible", None, self.nodes, runtime, h)
+                        return CanonicalOutcome("placed", tuple(self.sol), self.nodes, runtime, h, cpu)
+                    return CanonicalOutcome("infeasible", None, self.nodes, runtime, h, cpu)
         except _Timeout:
-            return CanonicalOutcome("unknown", None, self.nodes, time.perf_counter() - start)
+            return CanonicalOutcome("unknown", None, self.nodes, time.perf_counter() - start, None,
+                                    time.process_time() - cpu0)
         finally:
             sys.setrecursionlimit(old_limit)
 
@@ -209,12 +220,12 @@ class CanonicalSearch:
         # every unplaced buffer of a section stacks above the next offset, so offsets above this cannot work
         o_max = cap - int(self.total[plo:phi].max())
         floor, total, minoff, size, off = self.floor, self.total, self.minoff, self.size, self.off
-        for k in order.tolist():
+        # keys are offset * N + preorder index, so the canonical constraint (offset, index) >= (min_offset,
+        # min_pidx) and the offset cut-offs are both contiguous slices of the sorted keys
+        first = int(np.searchsorted(order, min_offset * N + min_pidx))
+        stop = int(np.searchsorted(order, min(min_height, o_max + 1) * N))
+        for k in order[first:stop].tolist():
             o, p = divmod(k, N)
-            if o < min_offset or (o == min_offset and p < min_pidx):
-                continue
-            if o >= min_height or o > o_max:
-                break
             b = int(pre[p])
             off[b] = o
             U[b] = _INF
@@ -273,18 +284,85 @@ class CanonicalSearch:
                 cuts[s] += 1
 
 
-def solve_flat(problem: PlacementProblem, time_limit: float, progress: CanonicalProgress | None = None
-               ) -> CanonicalOutcome:
-    """Run the canonical search on a flat problem; offsets in the outcome are absolute addresses."""
-    if not problem.is_flat:
-        raise ValueError("the canonical search needs a flat problem (one interval, no regions or conflicts)")
+def _build(problem: PlacementProblem) -> CanonicalSearch:
     base, limit = problem.ranges[0]
     reqs = problem.requests
-    search = CanonicalSearch(
+    return CanonicalSearch(
         [r.bytes for r in reqs], [r.first for r in reqs], [r.last + 1 for r in reqs], [r.alignment for r in reqs],
         limit - base,
     )
-    out = search.solve(time_limit, progress)
+
+
+def _child(problem: PlacementProblem, time_limit: float, heuristics: tuple[str, ...], queue: Any) -> None:
+    out = _build(problem).solve(time_limit, None, heuristics)
+    queue.put(out)
+
+
+def _portfolio(problem: PlacementProblem, time_limit: float, workers: int,
+               progress: CanonicalProgress | None) -> CanonicalOutcome | None:
+    """Run the preorders on ``workers`` forked processes (each round-robins over its share); the first definite
+    answer wins. Returns None where fork is unavailable, and the caller searches in-process."""
+    try:
+        ctx = mp.get_context("fork")
+    except ValueError:
+        return None
+    start = time.perf_counter()
+    queue = ctx.Queue()
+    shares = PORTFOLIO[workers]
+    procs = [ctx.Process(target=_child, args=(problem, time_limit, share, queue), daemon=True) for share in shares]
+    try:
+        for proc in procs:
+            proc.start()
+    except (AssertionError, OSError):  # e.g. called from a daemonic pool worker, which may not fork children
+        for proc in procs:
+            if proc.is_alive():
+                proc.terminate()
+        return None
+    nodes = 0
+    pending = len(procs)
+    answer: CanonicalOutcome | None = None
+    try:
+        while pending and answer is None:
+            remaining = start + time_limit + 1.0 - time.perf_counter()
+            if remaining <= 0:
+                break
+            try:
+                out = queue.get(timeout=min(0.5, remaining))
+            except Empty:
+                if progress is not None:
+                    progress(time.perf_counter() - start, nodes)
+                continue
+            pending -= 1
+            nodes += out.nodes
+            if out.status != "unknown":
+                answer = out
+    finally:
+        for proc in procs:
+            if proc.is_alive():
+                proc.terminate()
+        for proc in procs:
+            proc.join(timeout=1.0)
+    runtime = time.perf_counter() - start
+    if answer is None:
+        return CanonicalOutcome("unknown", None, nodes, runtime)
+    return CanonicalOutcome(answer.status, answer.offsets, answer.nodes, runtime, answer.heuristic, answer.cpu)
+
+
+def solve_flat(problem: PlacementProblem, time_limit: float, progress: CanonicalProgress | None = None,
+               workers: int = 1) -> CanonicalOutcome:
+    """Run the canonical search on a flat problem; offsets in the outcome are absolute addresses.
+
+    With ``workers > 1`` the preorders run in parallel processes (a portfolio): which preorder solves an instance
+    fast varies, and running two at once removes most of the round-robin's waste on a two-core machine."""
+    if not problem.is_flat:
+        raise ValueError("the canonical search needs a flat problem (one interval, no regions or conflicts)")
+    base = problem.ranges[0][0]
+    out = None
+    if workers > 1 and problem.n > 24:  # tiny problems finish before a process could start
+        out = _portfolio(problem, time_limit, min(workers, 3), progress)
+    if out is None:
+        out = _build(problem).solve(time_limit, progress)
     if out.offsets is not None:
-        out = CanonicalOutcome(out.status, tuple(base + o for o in out.offsets), out.nodes, out.runtime, out.heuristic)
+        out = CanonicalOutcome(out.status, tuple(base + o for o in out.offsets), out.nodes, out.runtime,
+                               out.heuristic, out.cpu)
     return out

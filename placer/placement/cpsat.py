@@ -12,19 +12,21 @@ A CP-SAT ``INFEASIBLE`` is the solver's proof; a time-out is ``UNKNOWN``, never 
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
 from placer.placement.model import PlacementProblem
-from placer.solver import Progress, SolverParams, SolveResult, run
+from placer.solver import Progress, SolveResult, SolverParams, run
 
 
 @dataclass
 class _Vars:
     start: list[cp_model.IntVar]  # chosen address
-    options: list[list[tuple[cp_model.IntVar | None, cp_model.IntervalVar, int, int]]]  # (literal, x-interval, bytes, region)
+    # per request: (option literal or None, address interval, bytes, region)
+    options: list[list[tuple[cp_model.IntVar | None, cp_model.IntervalVar, int, int]]]
     time: list[tuple[int, int]]  # compressed half-open [first, last + 1)
 
 
@@ -110,7 +112,7 @@ def _no_overlap_in_time(model: cp_model.CpModel, problem: PlacementProblem, v: _
         for _, iv, _, _ in v.options[i]:
             x_ivs.append(iv)
             y_ivs.append(model.new_fixed_size_interval_var(a, b - a, f"t{i}"))
-    for k, f in enumerate(problem.fixed):
+    for k in range(len(problem.fixed)):
         a, b = fixed_time[k]
         x_ivs.append(fixed_ivs[k])
         y_ivs.append(model.new_fixed_size_interval_var(a, b - a, f"tf{k}"))
@@ -172,7 +174,7 @@ def _symmetry(model: cp_model.CpModel, problem: PlacementProblem, v: _Vars) -> N
             continue
         classes[(r.bytes, r.alignment, r.first, r.last, problem.all_domains[i])].append(i)
     for members in classes.values():
-        for a, b in zip(members, members[1:], strict=False):
+        for a, b in itertools.pairwise(members):
             model.add(v.start[a] < v.start[b])
 
 

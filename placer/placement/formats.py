@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import re
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,10 @@ from placer.placement.model import (
     Request,
 )
 
-_CLASSES = {c.value: c for c in MemoryClass} | {"standard": MemoryClass.STANDARD, "interleaved": MemoryClass.INTERLEAVED}
+_CLASSES = {c.value: c for c in MemoryClass} | {
+    "standard": MemoryClass.STANDARD,
+    "interleaved": MemoryClass.INTERLEAVED,
+}
 
 
 def read_problem(path: str | Path, *, capacity: int | None = None) -> PlacementProblem:
@@ -75,7 +79,7 @@ def parse_dump(data: Any, path: str) -> PlacementProblem:
     for k, (start, end) in enumerate(ranges):
         if start >= end:
             raise InputError(f"empty or reversed range [{start}, {end})", path=path, where=f"ranges[{k}]")
-    if any(a[1] > b[0] for a, b in zip(ranges, ranges[1:], strict=False)):
+    if any(a[1] > b[0] for a, b in itertools.pairwise(ranges)):
         raise InputError(f"ranges must be sorted and disjoint, got {list(ranges)}", path=path, where="ranges")
     if not isinstance(data["requests"], list):
         raise InputError(f"expected a list, got {type(data['requests']).__name__}", path=path, where="requests")

@@ -6,9 +6,10 @@ address), then hole index. Offline retry (only if online fails): sorted by (−a
 the free list is rebuilt for every request from the placements whose lifetime intersects it. Conflicting
 allocations are widened to their memory elements and the start is bumped past them.
 
-Two deliberate differences from the reference, both only on inputs it never produces: conflicts are used from both
-sides (the reference reads only the request's own list; its dumps always list both), and fixed allocations (our
-extension) are treated as forbidden spans while they are live.
+Three deliberate differences from the reference, all only on inputs it never produces: conflicts are used from both
+sides (the reference reads only the request's own list; its dumps always list both); fixed allocations (our
+extension) are treated as forbidden spans while they are live; and released holes are not merged across the
+boundary of two touching free ranges (a request may not cross a range boundary).
 """
 
 from __future__ import annotations
@@ -89,6 +90,10 @@ class _Arena:
         for i, k in problem.fixed_conflicts:
             self.fixed_partners.setdefault(i, []).append(k)
 
+    def _within_ranges(self, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        # released holes merge, but never across the boundary of two touching free ranges
+        return [(max(a, lo), min(b, hi)) for a, b in spans for lo, hi in self.p.ranges if a < hi and lo < b]
+
     def allocate(self, i: int) -> int | None:
         p = self.p
         r = p.requests[i]
@@ -108,7 +113,7 @@ class _Arena:
                 kept.append((last, start, end))
         if released:
             self.active = kept
-            self.free = merge_ranges(self.free + released)
+            self.free = self._within_ranges(merge_ranges(self.free + released))
         forbidden = [p.element_span(*self.placed[j]) for j in self.partners[i] if j in self.placed]
         for k in self.fixed_partners.get(i, ()):
             forbidden.append(p.element_span(p.fixed[k].start, p.fixed[k].end))
@@ -142,7 +147,7 @@ class _Arena:
         return start
 
 
-def _run(problem: PlacementProblem, order: list[int], offline: bool) -> tuple[list[int | None], int | None]:
+def run_order(problem: PlacementProblem, order: list[int], offline: bool) -> tuple[list[int | None], int | None]:
     arena = _Arena(problem, offline)
     addresses: list[int | None] = [None] * problem.n
     for i in order:
@@ -155,12 +160,12 @@ def _run(problem: PlacementProblem, order: list[int], offline: bool) -> tuple[li
 
 def greedy_place(problem: PlacementProblem, *, offline_retry: bool = True) -> GreedyOutcome:
     """Run the production allocator: online first-fit, then (if it fails) the offline retry."""
-    addresses, failed = _run(problem, online_order(problem), offline=False)
+    addresses, failed = run_order(problem, online_order(problem), offline=False)
     if failed is None:
         return GreedyOutcome(tuple(a for a in addresses if a is not None), "online", None, tuple(addresses))
     if not offline_retry:
         return GreedyOutcome(None, "failed", failed, tuple(addresses))
-    addresses, failed = _run(problem, offline_order(problem), offline=True)
+    addresses, failed = run_order(problem, offline_order(problem), offline=True)
     if failed is None:
         return GreedyOutcome(tuple(a for a in addresses if a is not None), "offline", None, tuple(addresses))
     return GreedyOutcome(None, "failed", failed, tuple(addresses))

@@ -9,6 +9,7 @@ and the solvers cannot drift apart on what "region", "element" or "host scratch"
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -76,7 +77,8 @@ class FixedAllocation:
     def __post_init__(self) -> None:
         where = self.name or "fixed allocation"
         if not 0 <= self.start < self.end:
-            raise InputError(f"address range must satisfy 0 <= start < end, got [{self.start}, {self.end})", where=where)
+            raise InputError(f"address range must satisfy 0 <= start < end, got [{self.start}, {self.end})",
+                             where=where)
         if not 0 <= self.first <= self.last <= END_OF_PROGRAM:
             raise InputError(f"lifetime must satisfy first <= last, got [{self.first}, {self.last}]", where=where)
 
@@ -200,7 +202,7 @@ class PlacementProblem:
             return [(root, address + r.region1_stride * k) for k, (root, _) in enumerate(r.aliases)]
         return [(root, address + offset) for root, offset in r.aliases]
 
-    def domains(self, i: int, ranges: tuple[tuple[int, int], ...] | list[tuple[int, int]] | None = None) -> list[Domain]:
+    def domains(self, i: int, ranges: Sequence[tuple[int, int]] | None = None) -> list[Domain]:
         """Every (range, region) piece where request ``i`` may start, in address order."""
         r = self.requests[i]
         out: list[Domain] = []

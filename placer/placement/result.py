@@ -25,6 +25,7 @@ class PlacementResult:
     bound: int | None = None
     nodes: int = 0
     greedy: str | None = None  # what the production mirror did on the same input (for reports)
+    search_cpu: float | None = None  # CPU seconds of the canonical search that answered (load-independent)
 
     @property
     def placed(self) -> bool:
@@ -48,4 +49,5 @@ class PlacementResult:
             "bound": self.bound,
             "nodes": self.nodes,
             "greedy": self.greedy,
+            "search_cpu_s": None if self.search_cpu is None else round(self.search_cpu, 4),
         }

@@ -62,9 +62,41 @@ def _class_loads(sig: Signature) -> dict[str, int]:
             "buffer": buffer, "ext_raw": e_raw, "ext_frag": e_frag, "ext_tx": e_tx, "ext_ctrl": e_ctrl}
 
 
+ANY: Signature = ()  # the single host class of the coarse host model
+EXACT_HOST_LIMIT = 40_000  # above this many (class, tile) pairs the coarse host model is used
+
+
+def exact_host_pairs(problem: SelectionProblem) -> int:
+    pairs = 0
+    for pd in problem.phases:
+        sigs = {sig for opts in pd.options for op in opts[1:] for sig in op.signatures()}
+        pairs += len(sigs) * int(problem.explicit.sum())
+    return pairs
+
+
+@dataclass(frozen=True, eq=False)
+class PhaseFixed:
+    """What a selection phase contributes when it is held at the incumbent's choice (exact, re-costed)."""
+
+    table: np.ndarray  # per tile, this phase (and its local-pack extra phase) rounded table bytes
+    fragments: np.ndarray
+    cycles: int  # times its executions, including any extra phase and kernel
+    scratch: int
+    relays: int
+
+
 def build_model(problem: SelectionProblem, *, forbid: Sequence[tuple[int, int, int]] = (),
-                tighten: dict[int, int] | None = None) -> ModelHandle:
-    """Build the CP-SAT model. ``tighten`` lowers a tile's table budget (lazy correction of seam effects)."""
+                tighten: dict[int, int] | None = None, coarse: bool | None = None,
+                active: set[int] | None = None, fixed: list[PhaseFixed] | None = None) -> ModelHandle:
+    """Build the CP-SAT model. ``tighten`` lowers a tile's table budget (lazy correction of seam effects).
+
+    ``coarse`` (default: when the exact host model would exceed EXACT_HOST_LIMIT pairs) replaces host classes by
+    one "hosts a segment" literal per tile and phase, each host charged the heaviest segment *chosen* in its phase:
+    linear in the tiles instead of in tiles × classes, and conservative -- never optimistic -- about host loads.
+    """
+    if coarse is None:
+        coarse = exact_host_pairs(problem) > EXACT_HOST_LIMIT
+    active = set(range(len(problem.phases))) if active is None else active
     m = cp_model.CpModel()
     mach = problem.machine
     c = mach.cost
@@ -83,6 +115,8 @@ def build_model(problem: SelectionProblem, *, forbid: Sequence[tuple[int, int, i
     relay_terms: list[cp_model.LinearExprT] = []
     xs: list[list[list[cp_model.IntVar]]] = []
     zs: list[dict[Signature, dict[int, cp_model.IntVar]]] = []
+    coarse_cyc: dict[int, list[tuple[cp_model.LinearExprT, cp_model.LinearExprT, cp_model.LinearExprT,
+                                     cp_model.IntVar]]] = {}
     ns: list[dict[tuple[Signature, int], cp_model.IntVar]] = []
     # aggregated tile classes: program-wide table/fragment terms (upper bounds, see docs/selection.md)
     class_table: list[list[cp_model.LinearExprT]] = [[] for _ in problem.tile_classes]
@@ -90,7 +124,22 @@ def build_model(problem: SelectionProblem, *, forbid: Sequence[tuple[int, int, i
     classes_all = []
     forbidden = set(forbid)
 
+    direct_index = {p.phase: i for i, p in enumerate(problem.capture.phases)}
     for pi, pd in enumerate(problem.phases):
+        if pi not in active:
+            # held at the incumbent: its exact contribution replaces the direct one
+            assert fixed is not None
+            dp = problem.direct.phases[direct_index[pd.phase.phase]]
+            table_const += fixed[pi].table[:tiles] - dp.table_bytes[:tiles]
+            frag_const += fixed[pi].fragments[:tiles] - dp.fragments[:tiles]
+            cycle_terms.append(fixed[pi].cycles)
+            scratch_terms.append(fixed[pi].scratch)
+            relay_terms.append(fixed[pi].relays)
+            xs.append([])
+            zs.append({})
+            ns.append({})
+            classes_all.append({})
+            continue
         st = pd.state
         px: list[list[cp_model.IntVar]] = []
         classes: dict[Signature, list[tuple[int, int, int]]] = {}
@@ -108,6 +157,7 @@ def build_model(problem: SelectionProblem, *, forbid: Sequence[tuple[int, int, i
         ext_members: dict[int, list[cp_model.IntVar]] = {}
         lp_vars: list[cp_model.IntVar] = []
         ecyc_box: list[cp_model.IntVar] = []
+        host_cond: dict[int, tuple[cp_model.IntVar, dict[str, cp_model.LinearExprT]]] = {}
 
         def ecyc_of(_pi: int, box: list[cp_model.IntVar] = ecyc_box, ph: int = pd.phase.phase) -> cp_model.IntVar:
             if not box:
@@ -158,13 +208,19 @@ def build_model(problem: SelectionProblem, *, forbid: Sequence[tuple[int, int, i
         xs.append(px)
         classes_all.append(classes)
 
-        # hosts
+        if coarse:
+            pz_c, pn_c = _coarse_hosts(m, problem, pi, pd, xs[pi], class_table, class_frag, ecyc_of, host_cond,
+                                       coarse_cyc.setdefault(pi, []))
+            zs.append(pz_c)
+            ns.append(pn_c)
+            classes = {}
+        # hosts (exact model: one literal per host class and tile)
         pz: dict[Signature, dict[int, cp_model.IntVar]] = {}
         pn: dict[tuple[Signature, int], cp_model.IntVar] = {}
         class_hosts: dict[int, list[cp_model.IntVar]] = {}
         class_cyc: list[tuple[int, int, int, cp_model.IntVar]] = []
         host_of_tile: dict[int, list[tuple[cp_model.IntVar, dict[str, int], str]]] = {}
-        for ci, (key, members) in enumerate(classes.items()):
+        for ci, (key, members) in enumerate(classes.items() if not coarse else []):
             loads = _class_loads(key)
             banned_everywhere = None
             for g, o, _ in members:
@@ -205,8 +261,9 @@ def build_model(problem: SelectionProblem, *, forbid: Sequence[tuple[int, int, i
             m.add(sum(zc.values()) + sum(counted) == need)
             for t, v in zc.items():
                 host_of_tile.setdefault(t, []).append((v, loads, variant))
-        zs.append(pz)
-        ns.append(pn)
+        if not coarse:
+            zs.append(pz)
+            ns.append(pn)
         for ei, lst in class_hosts.items():
             m.add(sum(lst) <= len(problem.tile_classes[ei].tiles))
         for t, lst in host_of_tile.items():
@@ -228,7 +285,7 @@ def build_model(problem: SelectionProblem, *, forbid: Sequence[tuple[int, int, i
         # this phase's rounded table per affected tile, and its cycles
         rounding = c.table_rounding
         cyc_const = st.tile_cycles()[:tiles]
-        affected = sorted(set(raw_e) | set(frag_e) | set(tx_e) | set(rx_e) | set(ctrl_e))
+        affected = sorted(set(raw_e) | set(frag_e) | set(tx_e) | set(rx_e) | set(ctrl_e) | set(host_cond))
         unaffected_max = int(np.delete(cyc_const, affected).max(initial=0)) if affected else int(cyc_const.max())
         horizon = int(max(st.tx.max(), st.rx.max()) // bpc + 4 * int(st.receives.max()) + 10**6)
         cyc = m.new_int_var(unaffected_max, horizon, f"cycles_{pd.phase.phase}")
@@ -238,30 +295,45 @@ def build_model(problem: SelectionProblem, *, forbid: Sequence[tuple[int, int, i
             m.add(rounding * q >= raw0 + sum(raw_e.get(t, [])))
             table_const[t] -= int(st.table()[t])
             table_terms[t].append(rounding * q)
-            if t in frag_e:
+            ctrl0 = int(st.controls()[t])
+            if t in host_cond:
+                z, load = host_cond[t]
+                m.add(rounding * q >= raw0 + sum(raw_e.get(t, [])) + load["raw"]).only_enforce_if(z)
+                fr = m.new_int_var(-(10**6), 10**6, f"f_{pd.phase.phase}_{t}")
+                m.add(fr >= sum(frag_e.get(t, [])))
+                m.add(fr >= sum(frag_e.get(t, [])) + load["frag"]).only_enforce_if(z)
+                frag_terms[t].append(fr)
+                m.add(bpc * cyc >= int(st.tx[t]) + sum(tx_e.get(t, [])) + load["tx"]).only_enforce_if(z)
+                m.add(bpc * cyc >= int(st.rx[t]) + sum(rx_e.get(t, [])) + load["rx"]).only_enforce_if(z)
+                m.add(cyc >= ctrl0 + sum(ctrl_e.get(t, [])) + load["ctrl"]).only_enforce_if(z)
+            elif t in frag_e:
                 frag_terms[t].append(sum(frag_e[t]))
             m.add(bpc * cyc >= int(st.tx[t]) + sum(tx_e.get(t, [])))
             m.add(bpc * cyc >= int(st.rx[t]) + sum(rx_e.get(t, [])))
-            ctrl0 = int(c.send_control_cycles * st.sends[t] + c.receive_control_cycles * st.receives[t]
-                        + c.pointer_reset_cycles * st.resets[t])
             m.add(cyc >= ctrl0 + sum(ctrl_e.get(t, [])))
         for tx_b, rx_b, ctrl_b, yv in class_cyc:
             m.add(bpc * cyc >= tx_b * yv)
             m.add(bpc * cyc >= rx_b * yv)
             m.add(cyc >= ctrl_b * yv)
+        if coarse:
+            for tx_b, rx_b, ctrl_b, yv in coarse_cyc.pop(pi, []):
+                m.add(bpc * cyc >= tx_b).only_enforce_if(yv)
+                m.add(bpc * cyc >= rx_b).only_enforce_if(yv)
+                m.add(cyc >= ctrl_b).only_enforce_if(yv)
+
         cycle_terms.append(pd.iterations * (cyc + sync))
 
         # the local-pack extra phase, shared by every local-pack group of this phase
         if lp_vars:
-            active = m.new_bool_var(f"extra_{pd.phase.phase}")
+            extra_on = m.new_bool_var(f"extra_{pd.phase.phase}")
             for v in lp_vars:
-                m.add_implication(v, active)
-            m.add(active <= sum(lp_vars))
+                m.add_implication(v, extra_on)
+            m.add(extra_on <= sum(lp_vars))
             ecyc = ecyc_of(pi)
             kern = m.new_int_var(0, 10**8, f"kernel_{pd.phase.phase}")
             for kc, v in kernel_terms:
                 m.add(kern >= kc * v)
-            for t in sorted(set(ext_raw) | set(ext_tx)):
+            for t in sorted(set(ext_raw) | set(ext_tx) | ({t for t in host_cond if "ext_raw" in host_cond[t][1]})):
                 members = ext_members.get(t, [])
                 u = m.new_bool_var(f"ext_active_{pd.phase.phase}_{t}") if members else None
                 if u is not None:
@@ -275,7 +347,16 @@ def build_model(problem: SelectionProblem, *, forbid: Sequence[tuple[int, int, i
                 m.add(bpc * ecyc >= sum(ext_rx.get(t, [])))
                 m.add(bpc * ecyc >= sum(ext_tx.get(t, [])))
                 m.add(ecyc >= sum(ext_ctrl.get(t, [])))
-            cycle_terms.append(pd.iterations * (ecyc + kern + sync * active))
+                if t in host_cond and "ext_raw" in host_cond[t][1]:
+                    z, load = host_cond[t]
+                    m.add(rounding * q >= c.phase_entry_bytes + sum(ext_raw.get(t, [])) + load["ext_raw"]
+                          ).only_enforce_if(z)
+                    fe = m.new_int_var(0, 10**6, f"fe_{pd.phase.phase}_{t}")
+                    m.add(fe >= load["ext_frag"]).only_enforce_if(z)
+                    frag_terms[t].append(fe)
+                    m.add(bpc * ecyc >= sum(ext_tx.get(t, [])) + load["ext_tx"]).only_enforce_if(z)
+                    m.add(ecyc >= sum(ext_ctrl.get(t, [])) + load["ext_ctrl"]).only_enforce_if(z)
+            cycle_terms.append(pd.iterations * (ecyc + kern + sync * extra_on))
 
     # program-wide budgets and the worst-tile variable
     budget = problem.table_budget
@@ -294,9 +375,10 @@ def build_model(problem: SelectionProblem, *, forbid: Sequence[tuple[int, int, i
             continue
         # upper bound: a tile of the class charged every class it hosts for; realise() spreads hosts over the
         # class's tiles, so the bound holds for every one of them
-        total = tc.table + sum(class_table[ei])
+        # the class's tiles may differ by what the incumbent put on them in phases held fixed: take the worst
+        total = int(table_const[tc.tiles].max()) + sum(class_table[ei])
         m.add(total <= budget)
-        m.add(tc.fragments + sum(class_frag[ei]) <= problem.fragment_limit)
+        m.add(int(frag_const[tc.tiles].max()) + sum(class_frag[ei]) <= problem.fragment_limit)
         m.add(worst >= total)
     # a tile no option touches must already fit, or no plan exists (CP-SAT then proves infeasibility at once)
     if any(not table_terms[t] and (table_const[t] > budget or frag_const[t] > problem.fragment_limit)
@@ -314,6 +396,94 @@ def build_model(problem: SelectionProblem, *, forbid: Sequence[tuple[int, int, i
     return ModelHandle(m, xs, zs, ns, objectives, classes_all)
 
 
+_LOAD_FIELDS = ("raw", "frag", "tx", "rx", "ctrl", "buffer", "ext_raw", "ext_frag", "ext_tx", "ext_ctrl")
+
+
+def _option_max(op: Option) -> dict[str, int]:
+    """The heaviest segment of an option, field by field."""
+    assert op.host is not None
+    out = {f: int(getattr(op.host, f).max()) for f in ("raw", "frag", "tx", "rx", "ctrl")}
+    out["buffer"] = int(op.buffer_bytes.max())
+    for f in ("raw", "frag", "tx", "ctrl"):
+        out["ext_" + f] = int(getattr(op.ext_host, f).max()) if op.ext_host is not None else 0
+    return out
+
+
+def _coarse_hosts(m: cp_model.CpModel, problem: SelectionProblem, pi: int, pd: PhaseData,
+                  px: list[list[cp_model.IntVar]], class_table: list[list[cp_model.LinearExprT]],
+                  class_frag: list[list[cp_model.LinearExprT]], ecyc_of: object,
+                  host_cond: dict[int, tuple[cp_model.IntVar, dict[str, cp_model.LinearExprT]]],
+                  cyc_out: list[tuple[cp_model.LinearExprT, cp_model.LinearExprT, cp_model.LinearExprT,
+                                      cp_model.IntVar]]) -> tuple[dict[Signature, dict[int, cp_model.IntVar]],
+                                                                  dict[tuple[Signature, int], cp_model.IntVar]]:
+    """Coarse host model of one phase: a literal per tile, loads = the heaviest chosen segment of the phase."""
+    c = problem.machine.cost
+    bpc = problem.machine.exchange.bytes_per_cycle
+    ph = pd.phase.phase
+    relays = [(gi, oi, op) for gi, opts in enumerate(pd.options) for oi, op in enumerate(opts)
+              if op.variant != "direct"]
+    if not relays:
+        return {ANY: {}}, {}
+    maxima = [(_option_max(op), px[gi][oi], op) for gi, oi, op in relays]
+    load: dict[str, cp_model.IntVar] = {}
+    for f in _LOAD_FIELDS:
+        top = max(mx[f] for mx, _, _ in maxima)
+        load[f] = m.new_int_var(0, top, f"L{f}_{ph}")
+        for mx, v, _ in maxima:
+            if mx[f]:
+                m.add(load[f] >= mx[f] * v)
+    has_lp = any(op.variant == "local-pack" for _, _, op in relays)
+    smallest = min(mx["buffer"] for mx, _, _ in maxima)
+    st = pd.state
+    zc: dict[int, cp_model.IntVar] = {}
+    for t in np.flatnonzero(problem.explicit & (pd.largest_gap >= smallest)).tolist():
+        z = m.new_bool_var(f"z_{ph}_{t}")
+        zc[t] = z
+        m.add(load["buffer"] <= int(pd.largest_gap[t])).only_enforce_if(z)
+        entry = 0 if st.used()[t] else c.phase_entry_bytes
+        cond: dict[str, cp_model.LinearExprT] = {"raw": load["raw"] + entry, "frag": load["frag"],
+                                                 "tx": load["tx"], "rx": load["rx"], "ctrl": load["ctrl"]}
+        if has_lp:
+            cond.update({f: load[f] for f in ("ext_raw", "ext_frag", "ext_tx", "ext_ctrl")})
+        host_cond[t] = (z, cond)
+    counted: list[cp_model.IntVar] = []
+    pn: dict[tuple[Signature, int], cp_model.IntVar] = {}
+    rnd = c.table_rounding
+    for ei, tc in enumerate(problem.tile_classes):
+        used, raw0, tx0, rx0, ctrl0, gap = tc.per_phase[pi]
+        if gap < smallest:
+            continue
+        size = len(tc.tiles)
+        nv = m.new_int_var(0, size, f"n_{ph}_{ei}")
+        yv = m.new_bool_var(f"y_{ph}_{ei}")
+        m.add(nv <= size * yv)
+        m.add(nv >= yv)
+        m.add(load["buffer"] <= gap).only_enforce_if(yv)
+        pn[(ANY, ei)] = nv
+        counted.append(nv)
+        entry = 0 if used else c.phase_entry_bytes
+        base = -(-raw0 // rnd) * rnd
+        qv = m.new_int_var(base // rnd, 10**6, f"qc_{ph}_{ei}")
+        m.add(rnd * qv >= raw0 + entry + load["raw"]).only_enforce_if(yv)
+        extra = rnd * qv - base
+        fv = m.new_int_var(0, 10**6, f"fc_{ph}_{ei}")
+        m.add(fv >= load["frag"] + load["ext_frag"]).only_enforce_if(yv)
+        if has_lp:
+            qe = m.new_int_var(0, 10**6, f"qce_{ph}_{ei}")
+            m.add(rnd * qe >= c.phase_entry_bytes + load["ext_raw"]).only_enforce_if(yv)
+            extra = extra + rnd * qe
+            ecyc = ecyc_of(pi)  # type: ignore[operator]
+            m.add(bpc * ecyc >= load["ext_tx"]).only_enforce_if(yv)
+            m.add(ecyc >= load["ext_ctrl"]).only_enforce_if(yv)
+        class_table[ei].append(extra)
+        class_frag[ei].append(fv)
+        cyc_out.append((tx0 + load["tx"], rx0 + load["rx"], ctrl0 + load["ctrl"], yv))
+    need = sum(op.count * px[gi][oi] for gi, oi, op in relays)
+    m.add(sum(zc.values()) + sum(counted) == need)
+    # with classes, aggregated tiles host at most one segment per phase each
+    return {ANY: zc}, pn
+
+
 def hint(handle: ModelHandle, selection: Selection) -> None:
     for pi, gx in enumerate(handle.x):
         for gi, opts in enumerate(gx):
@@ -322,13 +492,16 @@ def hint(handle: ModelHandle, selection: Selection) -> None:
     for pi, pz in enumerate(handle.z):
         chosen = selection.hosts[pi] if pi < len(selection.hosts) else {}
         for key, zc in pz.items():
-            tiles = set(chosen.get(key, []))
+            tiles = set(chosen.get(key, [])) if key != ANY else {t for lst in chosen.values() for t in lst}
             for t, v in zc.items():
                 handle.model.add_hint(v, 1 if t in tiles else 0)
     for pi, pn in enumerate(handle.n):
         counts = selection.counts[pi] if pi < len(selection.counts) else {}
         for key, v in pn.items():
-            handle.model.add_hint(v, counts.get(key, 0))
+            if key[0] == ANY:
+                handle.model.add_hint(v, sum(n for (_, e), n in counts.items() if e == key[1]))
+            else:
+                handle.model.add_hint(v, counts.get(key, 0))
 
 
 @dataclass(eq=False)
@@ -349,9 +522,13 @@ class StagedResult:
 
 def solve_staged(problem: SelectionProblem, params: SolverParams, order: Sequence[str], *,
                  start: Selection | None = None, progress: Progress | None = None,
-                 tighten: dict[int, int] | None = None) -> StagedResult:
-    """Lexicographic optimisation: one CP-SAT solve per objective, each fixing the ones before it."""
-    handle = build_model(problem, tighten=tighten)
+                 tighten: dict[int, int] | None = None, active: set[int] | None = None,
+                 fixed: list[PhaseFixed] | None = None) -> StagedResult:
+    """Lexicographic optimisation: one CP-SAT solve per objective, each fixing the ones before it.
+
+    With ``active``, only those selection phases are free; the others are held at ``start`` (whose exact
+    contributions are ``fixed``)."""
+    handle = build_model(problem, tighten=tighten, active=active, fixed=fixed)
     if start is not None:
         hint(handle, start)
     stages: list[tuple[str, SolveResult]] = []
@@ -369,7 +546,7 @@ def solve_staged(problem: SelectionProblem, params: SolverParams, order: Sequenc
             if i == 0:
                 return StagedResult(None, stages, values)
             break
-        selection = _read(handle, solver)
+        selection = _read(handle, solver, start)
         value = round(res.objective or 0)
         values[name] = value
         handle.model.add(handle.objectives[name] <= value)
@@ -379,9 +556,16 @@ def solve_staged(problem: SelectionProblem, params: SolverParams, order: Sequenc
     return StagedResult(selection, stages, values)
 
 
-def _read(handle: ModelHandle, solver: cp_model.CpSolver) -> Selection:
-    choice = [[int(np.argmax([solver.boolean_value(v) for v in opts])) for opts in gx] for gx in handle.x]
-    hosts = [{key: [t for t, v in zc.items() if solver.boolean_value(v)] for key, zc in pz.items()}
-             for pz in handle.z]
-    counts = [{key: int(solver.value(v)) for key, v in pn.items() if solver.value(v)} for pn in handle.n]
+def _read(handle: ModelHandle, solver: cp_model.CpSolver, start: Selection | None) -> Selection:
+    """The solution; phases the model held fixed (no variables) keep ``start``'s choice."""
+    choice, hosts, counts = [], [], []
+    for pi, gx in enumerate(handle.x):
+        if not gx and start is not None:
+            choice.append(list(start.choice[pi]))
+            hosts.append(dict(start.hosts[pi]) if pi < len(start.hosts) else {})
+            counts.append(dict(start.counts[pi]) if pi < len(start.counts) else {})
+            continue
+        choice.append([int(np.argmax([solver.boolean_value(v) for v in opts])) for opts in gx])
+        hosts.append({key: [t for t, v in zc.items() if solver.boolean_value(v)] for key, zc in handle.z[pi].items()})
+        counts.append({key: int(solver.value(v)) for key, v in handle.n[pi].items() if solver.value(v)})
     return Selection(choice, hosts, counts)

@@ -45,13 +45,15 @@ class Decision:
 
 
 def pick_hosts(group: ReplicaGroup, seg_count: int, seg_bytes: np.ndarray, hosting: np.ndarray,
-               memory: PhaseMemory, tiles: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """Highest-numbered eligible tiles not yet hosting, one per segment, each with room for its buffer."""
+               memory: PhaseMemory, tiles: int, order: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+    """Eligible tiles not yet hosting, one per segment, each with room for its buffer: the highest-numbered first
+    (the production rule) or in the given ``order``."""
     banned = hosting[:tiles].copy()
     banned[group.replicas] = True
     banned[group.sources] = True
     hosts, buffers = [], []
-    candidates = np.flatnonzero(~banned)[::-1].tolist()
+    order = np.arange(tiles)[::-1] if order is None else order
+    candidates = order[~banned[order]].tolist()
     ci = 0
     for s in range(seg_count):
         while ci < len(candidates):
@@ -109,6 +111,65 @@ def greedy_phase(phase: Phase, scan: GroupScan, capture: Capture, machine: Machi
             memory.reserve(h, b, nbytes)
         choices.append(RelayChoice(group, "direct-receive", seg, hosts, buffers, rewrite))
     return choices, decisions, state
+
+
+def budget_plan(capture: Capture, scans: list[GroupScan], machine: Machine, table_budget: int,
+                fragment_limit: int, max_passes: int = 3) -> Plan:
+    """placer's own budget-aware construction (not the production rule): a feasible start for CP-SAT.
+
+    Groups are visited largest first (fragments × replicas); a group is relayed, native segments, direct-receive,
+    when one of its replicas is over the budget and relaying lowers the total overflow Σ max(0, table − budget)
+    without pushing any tile over the fragment limit; hosts are the eligible tiles with the most table headroom.
+    """
+    tiles = max(capture.tile_count, machine.tiles)
+    plan = Plan("budget-greedy", machine, table_budget, fragment_limit)
+    cost = program_cost(capture, machine)
+    table = cost.table_bytes[:tiles].copy()
+    frags = cost.fragments[:tiles].copy()
+    phases = {p.phase: p for p in capture.phases}
+    states: dict[int, tuple[PhaseState, PhaseMemory, np.ndarray]] = {}
+    groups = sorted((g for s in scans for g in s.groups), key=lambda g: (-g.fragments * g.replica_count, g.key()))
+    done: set[tuple[int, int]] = set()
+    max_bytes = machine.exchange.max_transfer_words * 4
+    for _ in range(max_passes):
+        progress = False
+        for group in groups:
+            if (table <= table_budget).all():
+                return plan
+            if group.key() in done or not (table[group.replicas] > table_budget).any():
+                continue
+            phase = phases[group.phase]
+            if group.phase not in states:
+                states[group.phase] = (PhaseState(phase, machine, tiles), PhaseMemory(capture, phase, machine),
+                                       np.zeros(tiles + 1, bool))
+            state, memory, hosting = states[group.phase]
+            seg = native(group)
+            picked = pick_hosts(group, seg.count, seg.segment_bytes(), hosting, memory, tiles,
+                                order=np.argsort(table, kind="stable"))
+            if picked is None:
+                continue
+            hosts, buffers = picked
+            rewrite = direct_receive(group, seg, hosts, buffers, phase, max_bytes)
+            appended = Phase.concat(phase.phase, [rewrite.gathers, rewrite.forwards], extra={})
+            counters = state.evaluate(rewrite.remove, appended)
+            changed = counters.tiles[counters.tiles < tiles]
+            k = len(changed)
+            new_table = table.copy()
+            new_table[changed] += state.table(counters)[:k] - state.table()[changed]
+            new_frags = frags.copy()
+            new_frags[changed] += (counters.sends + counters.receives)[:k] - (state.sends + state.receives)[changed]
+            over = np.maximum(table - table_budget, 0).sum()
+            if np.maximum(new_table - table_budget, 0).sum() >= over or (new_frags > fragment_limit).any():
+                continue
+            state.commit(rewrite.remove, appended, counters, {})
+            table, frags = new_table, new_frags
+            hosting[hosts] = True
+            done.add(group.key())
+            plan.relays.append(RelayChoice(group, "direct-receive", seg, hosts, buffers, rewrite))
+            progress = True
+        if not progress:
+            break
+    return plan
 
 
 def greedy_plan(capture: Capture, scans: list[GroupScan], machine: Machine, table_budget: int,

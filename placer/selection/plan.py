@@ -46,34 +46,41 @@ class Plan:
     fragment_limit: int
     relays: list[RelayChoice] = field(default_factory=list)
 
+    def phase_rewrite(self, phase: Phase) -> tuple[Phase, Phase | None]:
+        """One phase with its relays applied, and its local-pack extra phase (None without local-pack)."""
+        chosen = [r for r in self.relays if r.group.phase == phase.phase]
+        if not chosen:
+            return phase, None
+        removed = np.zeros(phase.n, bool)
+        for r in chosen:
+            removed[r.rewrite.remove] = True
+        parts = [phase.take(np.flatnonzero(~removed))]
+        parts += [r.rewrite.gathers for r in chosen]
+        parts += [r.rewrite.forwards for r in chosen if r.variant == "direct-receive"]
+        packs = [r for r in chosen if r.variant == "local-pack"]
+        extra = None
+        if packs:
+            assert packs[0].extra_phase is not None
+            extra = Phase.concat(packs[0].extra_phase, [r.rewrite.forwards for r in packs], extra={})
+        return Phase.concat(phase.phase, parts, extra=phase.extra), extra
+
     def rewritten(self, capture: Capture) -> Capture:
         """The program with every chosen relay applied (extra local-pack phases right after their phase)."""
-        by_phase: dict[int, list[RelayChoice]] = {}
-        for r in self.relays:
-            by_phase.setdefault(r.group.phase, []).append(r)
         phases: list[Phase] = []
         labels = dict(capture.phase_labels or {})
         body = set(capture.repeat.phases) if capture.repeat else set()
+        relayed = {r.group.phase for r in self.relays}
         for p in capture.phases:
-            chosen = by_phase.get(p.phase, [])
-            if not chosen:
+            if p.phase not in relayed:
                 phases.append(p)
                 continue
-            removed = np.zeros(p.n, bool)
-            for r in chosen:
-                removed[r.rewrite.remove] = True
-            parts = [p.take(np.flatnonzero(~removed))]
-            parts += [r.rewrite.gathers for r in chosen]
-            parts += [r.rewrite.forwards for r in chosen if r.variant == "direct-receive"]
-            phases.append(Phase.concat(p.phase, parts, extra=p.extra))
-            packs = [r for r in chosen if r.variant == "local-pack"]
-            if packs:
-                extra_id = packs[0].extra_phase
-                assert extra_id is not None
-                phases.append(Phase.concat(extra_id, [r.rewrite.forwards for r in packs], extra={}))
-                labels[extra_id] = f"local-pack multicast of phase {p.phase}"
+            main, extra = self.phase_rewrite(p)
+            phases.append(main)
+            if extra is not None:
+                phases.append(extra)
+                labels[extra.phase] = f"local-pack multicast of phase {p.phase}"
                 if p.phase in body:
-                    body.add(extra_id)
+                    body.add(extra.phase)
         out = capture.with_phases(phases)
         out.phase_labels = labels if (labels or capture.phase_labels is not None) else None
         if capture.repeat is not None:

@@ -13,14 +13,17 @@ import networkx as nx
 import numpy as np
 
 from placer.alternatives.relay import direct_receive, local_pack
-from placer.selection.cpsat import Selection
+from placer.selection.cpsat import ANY, Selection
 from placer.selection.options import Option
 from placer.selection.plan import Plan, RelayChoice
 from placer.selection.problem import SelectionProblem
 
 
-def realise(problem: SelectionProblem, selection: Selection, mode: str) -> tuple[Plan, int]:
-    """Build the plan; also return how many segments the matching could not place on the model's tiles."""
+def realise(problem: SelectionProblem, selection: Selection, mode: str, *, only: set[int] | None = None,
+            keep: Plan | None = None) -> tuple[Plan, int]:
+    """Build the plan; also return how many segments the matching could not place on the model's tiles.
+
+    With ``only``, just those selection phases are realised and the others' relays are copied from ``keep``."""
     machine = problem.machine
     plan = Plan(mode, machine, problem.table_budget, problem.fragment_limit)
     max_bytes = machine.exchange.max_transfer_words * 4
@@ -28,6 +31,10 @@ def realise(problem: SelectionProblem, selection: Selection, mode: str) -> tuple
     # how many segments each aggregated tile hosts over the program: hosts are spread, least loaded first
     hosted = np.zeros(problem.tiles, np.int64)
     for pi, pd in enumerate(problem.phases):
+        if only is not None and pi not in only:
+            assert keep is not None
+            plan.relays.extend(r for r in keep.relays if r.group.phase == pd.phase.phase)
+            continue
         chosen = [(gi, pd.options[gi][oi]) for gi, oi in enumerate(selection.choice[pi])
                   if pd.options[gi][oi].variant != "direct"]
         if not chosen:
@@ -36,9 +43,10 @@ def realise(problem: SelectionProblem, selection: Selection, mode: str) -> tuple
         used = set()
         assignment: dict[tuple[int, int], int] = {}
         by_class: dict[tuple[int, ...], list[tuple[int, Option, int]]] = {}
+        coarse = ANY in hosts_by_class
         for gi, op in chosen:
             for s, sig in enumerate(op.signatures()):
-                by_class.setdefault(sig, []).append((gi, op, s))
+                by_class.setdefault(ANY if coarse else sig, []).append((gi, op, s))
         counts = selection.counts[pi] if pi < len(selection.counts) else {}
         for key, members in by_class.items():
             slots = [t for t in hosts_by_class.get(key, []) if t not in used]

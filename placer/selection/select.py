@@ -11,13 +11,21 @@ import numpy as np
 from placer.alternatives.groups import GroupScan, scan_capture
 from placer.capture.model import Capture
 from placer.machine import Machine
-from placer.problem.cost import program_cost
-from placer.selection.cpsat import OBJECTIVES, Selection, StagedResult, solve_staged
-from placer.selection.greedy import Decision, greedy_plan
+from placer.problem.cost import program_cost, tile_counters
+from placer.selection.cpsat import (
+    EXACT_HOST_LIMIT,
+    OBJECTIVES,
+    PhaseFixed,
+    Selection,
+    StagedResult,
+    exact_host_pairs,
+    solve_staged,
+)
+from placer.selection.greedy import Decision, budget_plan, greedy_plan
 from placer.selection.plan import Plan
 from placer.selection.problem import SelectionProblem, build_problem
 from placer.selection.realise import realise
-from placer.solver import Progress, SolverParams, Status
+from placer.solver import Progress, SolveResult, SolverParams, Status
 
 
 @dataclass(frozen=True)
@@ -122,8 +130,17 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
                        runtime=time.perf_counter() - start, scans=scans)
     problem = build_problem(capture, machine, table_budget, fragment_limit, scans=scans, local_pack=local_pack)
 
-    incumbent = selection_from_plan(problem, greedy)
+    # the incumbent: the production greedy, or placer's budget-aware construction when that one does better
     best_plan, best_obj, source = greedy, g_obj, "greedy"
+    if not g_obj.fits:
+        constructed = budget_plan(capture, scans, machine, table_budget, fragment_limit)
+        c_obj = plan_objectives(capture, constructed)
+        if c_obj.key(order) < g_obj.key(order):
+            best_plan, best_obj, source = constructed, c_obj, "budget-greedy"
+    incumbent = selection_from_plan(problem, best_plan)
+    if not monolithic(problem):
+        return _lns(capture, problem, params, order, best_plan, best_obj, source, greedy, g_obj, decisions,
+                    progress, start, scans)
     staged: StagedResult | None = None
     tighten: dict[int, int] = {}
     note = ""
@@ -150,19 +167,101 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     irreducible = []
     if status is Status.INFEASIBLE:
         irreducible = irreducible_tiles(problem)
-    if source == "greedy" and staged is not None and staged.selection is not None and not note:
-        note = "CP-SAT found nothing better than the greedy incumbent"
+    if source != "cp-sat" and staged is not None and staged.selection is not None and not note:
+        note = f"CP-SAT found nothing better than the {source} incumbent"
     if staged is not None and staged.selection is None and status is Status.UNKNOWN:
-        note = "CP-SAT found no solution in time; the greedy plan is kept"
+        note = f"CP-SAT found no solution in time; the {source} plan is kept"
     return Outcome(best_plan, best_obj, greedy, g_obj, decisions, status, staged, source, note, rounds,
                    time.perf_counter() - start, problem, scans, irreducible)
 
 
-def irreducible_tiles(problem: SelectionProblem) -> list[tuple[int, int]]:
-    """Tiles whose table stays over budget even if every group touching them took its best option for them."""
+MONOLITHIC_OPTIONS = 1_500  # above this many relay options, CP-SAT works on one phase at a time (LNS)
+
+
+def monolithic(problem: SelectionProblem) -> bool:
+    options = sum(len(opts) - 1 for pd in problem.phases for opts in pd.options)
+    return options <= MONOLITHIC_OPTIONS and exact_host_pairs(problem) <= EXACT_HOST_LIMIT
+
+
+def phase_fixed(problem: SelectionProblem, plan: Plan, only: set[int] | None = None,
+                previous: list[PhaseFixed] | None = None) -> list[PhaseFixed]:
+    """Each selection phase's exact contribution under ``plan`` (recosting just the phases in ``only``)."""
+    machine = plan.machine
+    tiles = max(problem.capture.tile_count, machine.tiles)
+    out = []
+    for pi, pd in enumerate(problem.phases):
+        if only is not None and pi not in only and previous is not None:
+            out.append(previous[pi])
+            continue
+        pid = pd.phase.phase
+        mine = [r for r in plan.relays if r.group.phase == pid]
+        main, extra = plan.phase_rewrite(pd.phase)
+        pc = tile_counters(main, machine, tiles)
+        table, frags, cycles = pc.table_bytes.copy(), pc.fragments.copy(), pc.cycles
+        if extra is not None:
+            ext = tile_counters(extra, machine, tiles)
+            table += ext.table_bytes
+            frags += ext.fragments
+            packs = [r for r in mine if r.variant == "local-pack"]
+            kernel = max(int(machine.local_pack.estimate(r.segmentation.segment_bytes()).max()) for r in packs)
+            cycles += ext.cycles + kernel
+        out.append(PhaseFixed(table, frags, cycles * pd.iterations, sum(int(r.scratch_bytes.sum()) for r in mine),
+                              sum(r.segmentation.count for r in mine)))
+    return out
+
+
+def objectives_from_fixed(problem: SelectionProblem, fixed: list[PhaseFixed]) -> Objectives:
+    """The exact objectives of a plan from its per-phase contributions (equal to plan_objectives)."""
+    tiles = problem.tiles
+    index = {p.phase: i for i, p in enumerate(problem.capture.phases)}
+    table = problem.direct.table_bytes[:tiles].copy()
+    frags = problem.direct.fragments[:tiles].copy()
+    selection_ids = {pd.phase.phase for pd in problem.phases}
+    cycles = sum(pc.cycles * k for pc, k in zip(problem.direct.phases, problem.direct.iterations, strict=True)
+                 if pc.phase not in selection_ids)
+    for pd, fx in zip(problem.phases, fixed, strict=True):
+        dp = problem.direct.phases[index[pd.phase.phase]]
+        table += fx.table[:tiles] - dp.table_bytes[:tiles]
+        frags += fx.fragments[:tiles] - dp.fragments[:tiles]
+        cycles += fx.cycles
+    return Objectives(
+        fits=bool((table <= problem.table_budget).all() and (frags <= problem.fragment_limit).all()),
+        cycles=int(cycles), table=int(table.max(initial=0)), fragments=int(frags.max(initial=0)),
+        scratch=sum(fx.scratch for fx in fixed), relays=sum(fx.relays for fx in fixed),
+        worst_tile=int(np.argmax(table)),
+    )
+
+
+def lower_bounds(problem: SelectionProblem) -> dict[str, int]:
+    """Valid lower bounds on the first two objectives, cheap enough for any program size.
+
+    Cycles: no relay lowers a tile's transmit or receive bytes over a phase and its local-pack extra phase together
+    (a direct-receive forward carries the bytes the multicast did; local-pack moves them into the extra phase, run
+    after), so each selection phase costs at least its sync plus max over tiles of ⌈max(tx, rx)/4⌉.
+    Table: the worst tile is at least (a) any tile's direct table plus, for each group touching it, the most
+    favourable option's change, and (b) the average over tiles of the least total table mass any choice leaves
+    (rounding only adds).
+    """
+    machine = problem.machine
+    bpc = machine.exchange.bytes_per_cycle
+    selection_ids = {pd.phase.phase for pd in problem.phases}
+    cycles = sum(pc.cycles * k for pc, k in zip(problem.direct.phases, problem.direct.iterations, strict=True)
+                 if pc.phase not in selection_ids)
+    mass = int(problem.direct.table_bytes[: problem.tiles].sum())
+    for pd in problem.phases:
+        st = pd.state
+        per_tile = np.maximum(-(-st.tx[: problem.tiles] // bpc), -(-st.rx[: problem.tiles] // bpc))
+        cycles += pd.iterations * (int(per_tile.max(initial=0)) + machine.exchange.sync_cycles)
+        for opts in pd.options:
+            mass += min(0, *(int(op.delta.raw.sum()) + (int(op.host.raw.sum()) if op.host is not None else 0)
+                             + (int(op.ext.raw.sum()) if op.ext is not None else 0) for op in opts[1:]))
+    best = _best_tables(problem)
+    return {"cycles": cycles, "table": max(int(best.max(initial=0)), -(-mass // problem.tiles))}
+
+
+def _best_tables(problem: SelectionProblem) -> np.ndarray:
     best = problem.direct.table_bytes[: problem.tiles].astype(np.int64).copy()
     for pd in problem.phases:
-        gain = np.zeros(problem.tiles, np.int64)
         for opts in pd.options:
             per_tile: dict[int, int] = {}
             for op in opts[1:]:
@@ -170,7 +269,59 @@ def irreducible_tiles(problem: SelectionProblem) -> list[tuple[int, int]]:
                     if t < problem.tiles:
                         per_tile[t] = min(per_tile.get(t, 0), d)
             for t, d in per_tile.items():
-                gain[t] += d
-        best += gain
+                best[t] += d
+    return best
+
+
+def _lns(capture: Capture, problem: SelectionProblem, params: SolverParams, order: tuple[str, ...],
+         best_plan: Plan, best_obj: Objectives, source: str, greedy: Plan, g_obj: Objectives,
+         decisions: list[Decision], progress: Progress | None, start: float, scans: list[GroupScan]) -> Outcome:
+    """CP-SAT over neighbourhoods of one phase each, the rest held at the incumbent, never losing it."""
+    # heaviest phases first: where the worst tables are made
+    windows = sorted(range(len(problem.phases)),
+                     key=lambda pi: -int(problem.phases[pi].state.table()[: problem.tiles].max()))
+    share = params.time_limit / max(1, len(windows))
+    incumbent = selection_from_plan(problem, best_plan)
+    fixed = phase_fixed(problem, best_plan)
+    solved = improved = 0
+    for pi in windows:
+        staged = solve_staged(problem, params.with_overrides(time_limit=max(0.5, share)), order, start=incumbent,
+                              progress=progress, active={pi}, fixed=fixed)
+        solved += 1
+        if staged.selection is None:
+            continue
+        try:
+            plan, _ = realise(problem, staged.selection, "cpsat", only={pi}, keep=best_plan)
+        except RuntimeError:
+            continue
+        new_fixed = phase_fixed(problem, plan, only={pi}, previous=fixed)
+        obj = objectives_from_fixed(problem, new_fixed)
+        if obj.key(order) < best_obj.key(order):
+            best_plan, best_obj, source = plan, obj, "cp-sat"
+            incumbent = staged.selection
+            fixed = new_fixed
+            improved += 1
+    bounds = lower_bounds(problem)
+    runtime = time.perf_counter() - start
+    stages = []
+    for name in order[:2]:
+        value = getattr(best_obj, name)
+        bound = bounds.get(name)
+        status = Status.OPTIMAL if bound is not None and value <= bound else Status.FEASIBLE
+        stages.append((name, SolveResult(status, float(value), float(bound) if bound is not None else None, runtime,
+                                         solver="cp-sat lns")))
+    status = Status.OPTIMAL if all(r.status is Status.OPTIMAL for _, r in stages) else Status.FEASIBLE
+    if not best_obj.fits:
+        status = Status.UNKNOWN
+    staged_all = StagedResult(incumbent, stages, {n: getattr(best_obj, n) for n in order})
+    note = (f"large program: CP-SAT over {solved} one-phase neighbourhoods, {improved} improved the incumbent; "
+            f"bounds are the cheap valid lower bounds")
+    return Outcome(best_plan, best_obj, greedy, g_obj, decisions, status, staged_all, source, note, solved,
+                   runtime, problem, scans, [])
+
+
+def irreducible_tiles(problem: SelectionProblem) -> list[tuple[int, int]]:
+    """Tiles whose table stays over budget even if every group touching them took its best option for them."""
+    best = _best_tables(problem)
     over = np.flatnonzero(best > problem.table_budget)
     return [(int(t), int(best[t] - problem.table_budget)) for t in over[np.argsort(-best[over])][:20]]

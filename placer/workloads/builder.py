@@ -171,7 +171,7 @@ class Program:
             busy = sorted((int(base[j]), int(base[j] + extent[j])) for j in live)
             regions = {R0: [(lo, r0_end)], R1: [(r0_end, hi)], ANY: [(lo, r0_end), (r0_end, hi)]}[k.region]
             if k.region == R1:
-                regions = regions + [(lo, r0_end)]  # overflow into region 0 rather than fail
+                regions = [*regions, (lo, r0_end)]  # overflow into region 0 rather than fail
             addr = _first_fit(busy, regions, int(extent[i]))
             if addr is None:
                 used = sum(b - a for a, b in busy)

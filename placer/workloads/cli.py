@@ -10,7 +10,8 @@ import typer
 from placer.errors import InputError
 from placer.units import format_size
 from placer.workloads.fastjson import write_capture_fast
-from placer.workloads.generate import DEFAULT_BATCH, generate as generate_capture
+from placer.workloads.generate import DEFAULT_BATCH
+from placer.workloads.generate import generate as generate_capture
 
 
 def generate(
@@ -18,7 +19,7 @@ def generate(
                                           "bundled copy) or a path to a model .toml."),
     output: Path = typer.Option(..., "-o", "--output", help="Capture to write (.json or .json.gz)."),
     batch: int = typer.Option(DEFAULT_BATCH, "--batch", "-b", help="Images per step (1, 2, 4 are the studied "
-                                                                   "sizes; any >= 1 works)."),
+                                                                   "sizes; larger ones work while they fit)."),
     layers: int | None = typer.Option(None, "--layers", help="Repeat iterations of the stored layer body "
                                                              "(default 1; the capture stores one body either way)."),
     seed: int = typer.Option(0, "--seed", help="Seed for weight holders and per-tile code/scratch sizes."),

@@ -20,7 +20,7 @@ import numpy as np
 import orjson
 
 from placer.capture.io import capture_to_json
-from placer.capture.model import WIDTH_NAMES, Capture, Phase
+from placer.capture.model import Capture, Phase
 
 # item kinds: the constant text written before the item's integer (NONE: constant only)
 _CONST = [
@@ -137,4 +137,4 @@ def write_capture_fast(capture: Capture, path: str | Path) -> int:
     return p.stat().st_size
 
 
-__all__ = ["WIDTH_NAMES", "render_phase", "write_capture_fast"]
+__all__ = ["render_phase", "write_capture_fast"]

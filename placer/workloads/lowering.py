@@ -136,7 +136,7 @@ class Lowering:
         self.patch = owner_buf("patch", spec.patch_bytes, i["input.0"], i["embed.in"])
         self.x8 = owner_buf("x8", h * spec.act_bytes, self.body, self.end - 1)
         self.h8 = owner_buf("h8", mlp * spec.act_bytes, i["mlp_up.out"], i["mlp_down.in"])
-        self.qkv = owner_buf("qkv", 3 * h * spec.attn_bytes, i["qkv.out"], i[f"attn{spec.attention_rounds - 1}.qk"])
+        self.qkv = owner_buf("qkv", 3 * h * spec.attn_bytes, i["qkv.out"], i[f"attn{spec.attention_rounds - 1}.v"])
         self.attn = owner_buf("attn", h * spec.attn_bytes, i["attn0.out"], i["proj.in"])
         self.out16 = owner_buf("out16", max(h, mlp) * PARTIAL_BYTES, i["embed.out"], self.last)
         self.pos = owner_buf("pos", h * 2, i["embed.pos"], i["embed.pos"])
@@ -198,10 +198,8 @@ class Lowering:
         nsize = np.array([b.shape[0] for b in nblocks], np.int64)
         n0 = np.array([int(b[0]) for b in nblocks], np.int64)
         mm_, nn_, kk_ = np.meshgrid(np.arange(m_blocks), np.arange(n_blocks), np.arange(k_blocks), indexing="ij")
-        if low.order == "k":
-            grid = (mm_ * n_blocks + nn_) * k_blocks + kk_
-        else:
-            grid = (mm_ * k_blocks + kk_) * n_blocks + nn_
+        fast_k = (mm_ * n_blocks + nn_) * k_blocks + kk_
+        grid = fast_k if low.order == "k" else (mm_ * k_blocks + kk_) * n_blocks + nn_
         n_tiles = m_blocks * n_blocks * k_blocks
         p_prep, p_in, p_red, p_out = i[f"{name}.prep"], i[f"{name}.in"], i[f"{name}.red"], i[f"{name}.out"]
         p_w = i.get(f"{name}.w", p_in)

@@ -1,0 +1,89 @@
+from __future__ import annotations
+
+import time
+
+from placer.placement import (
+    check_placement,
+    greedy_place,
+    place_requests,
+    read_problem,
+    solve_placement,
+    tile_problem,
+)
+from placer.placement.canonical import solve_flat
+from placer.placement.greedy import offline_order, online_order
+from placer.solver import SolverParams, Status
+
+PARAMS = SolverParams(time_limit=30, workers=2, seed=0)
+
+
+def test_greedy_orders_mirror_the_production_keys(fixtures):
+    p = read_problem(fixtures / "tiny_dump.json")
+    # (first, interleaved first, -alignment, -bytes, last); then (-alignment, -bytes, -duration, first)
+    assert online_order(p) == [2, 0, 1, 3]
+    assert offline_order(p) == [0, 2, 1, 3]
+
+
+def test_tiny_dump_respects_regions_conflicts_and_aliases(fixtures):
+    p = read_problem(fixtures / "tiny_dump.json")
+    r = solve_placement(p, PARAMS)
+    assert r.placed and check_placement(p, r.addresses) == []
+    assert r.addresses[0] >= 0x80000  # interleaved: region 1 only
+    # the sequence is live at step 0 and to the end: never in the host scratch window, so region 0 here
+    assert not (0x50000 <= r.addresses[2] < 0x58000)
+
+
+def test_reference_dumps_are_placed_and_verified(data):
+    for name in ("fragmented.json", "bank-branching.json"):
+        p = read_problem(data / "ipu-placement-dumps" / name)
+        assert greedy_place(p).addresses is None  # the production allocator fails on both
+        r = solve_placement(p, PARAMS)
+        assert r.placed, (name, r.describe())
+        assert check_placement(p, r.addresses) == []
+
+
+def test_over_capacity_is_proved_quickly(fixtures, data):
+    r = solve_placement(read_problem(fixtures / "over_capacity.8.csv"), PARAMS)
+    assert r.status is Status.INFEASIBLE and r.engine == "bound" and "10 bytes but only 8" in r.reason
+    t0 = time.perf_counter()
+    r = solve_placement(read_problem(data / "minimalloc" / "A.1048576.csv", capacity=1_000_000), PARAMS)
+    assert r.status is Status.INFEASIBLE and "over" in r.reason and time.perf_counter() - t0 < 1.0
+
+
+def test_region_argument_proves_interleaved_overflow(fixtures):
+    r = solve_placement(read_problem(fixtures / "region_overflow.json"), PARAMS)
+    assert r.status is Status.INFEASIBLE and r.engine == "bound"
+    assert "0x80000" in r.reason
+
+
+def test_canonical_search_proves_infeasibility_without_a_bound():
+    # peak live bytes fit (8 <= 8) but no placement exists: the three-in-a-cycle staircase
+    p = tile_problem([(0, 8)], [], [(4, 1, 0, 1), (4, 1, 1, 2), (4, 1, 2, 3), (4, 1, 0, 0), (4, 1, 3, 3)],
+                     regions=False)
+    assert p.is_flat
+    r = solve_placement(p, PARAMS)
+    assert r.status in (Status.FEASIBLE, Status.INFEASIBLE)
+    if r.status is Status.INFEASIBLE:
+        assert r.engine in ("bound", "canonical")
+
+
+def test_minimalloc_instance_d_is_placed(data):
+    p = read_problem(data / "minimalloc" / "D.1048576.csv")
+    out = solve_flat(p, 60)
+    assert out.status == "placed"
+    assert check_placement(p, out.offsets) == []
+
+
+def test_place_requests_common_case_is_fast_and_avoids_live_allocations():
+    problem = tile_problem([(0x60000, 0x70000)], [(0x60000, 0x64000, 0, 10), (0x68000, 0x69000, 5, 20)],
+                           [(4096, 32, 2, 8), (8192, 8, 0, 3), (1024, 4, 12, 30)])
+    t0 = time.perf_counter()
+    r = place_requests(problem, SolverParams(time_limit=5, workers=2))
+    assert time.perf_counter() - t0 < 0.05
+    assert r.placed and check_placement(problem, r.addresses) == []
+
+
+def test_place_requests_reports_a_proof_when_it_cannot_place():
+    problem = tile_problem([(0, 4096)], [(0, 2048, 0, 10)], [(4096, 4, 5, 6)], regions=False)
+    r = place_requests(problem, SolverParams(time_limit=5, workers=2))
+    assert r.status is Status.INFEASIBLE and r.reason

@@ -1,0 +1,134 @@
+"""Model descriptions, determinism, other models and batches, the writer and the CLI command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from placer.capture.io import capture_to_json, phase_to_json, read_capture
+from placer.capture.model import Capture, Repeat
+from placer.errors import InputError
+from placer.machine import Machine
+from placer.problem.cost import program_cost
+from placer.workloads.cli import generate as generate_cmd
+from placer.workloads.fastjson import render_phase, write_capture_fast
+from placer.workloads.generate import generate
+from placer.workloads.spec import BUNDLED_MODELS, load_model
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("name", BUNDLED_MODELS)
+def test_bundled_copies_match_models_dir(name: str) -> None:
+    user = (REPO / "models" / f"{name}.toml").read_bytes()
+    bundled = (REPO / "placer" / "workloads" / f"{name}.toml").read_bytes()
+    assert user == bundled
+
+
+def test_model_shapes() -> None:
+    s = load_model("siglip-so400m")
+    assert (s.hidden, s.mlp, s.heads, s.head_dim, s.layers, s.tokens) == (1152, 4304, 16, 72, 27, 729)
+    assert (s.act_bytes, s.weight_bytes, s.attn_bytes) == (1, 1, 2)
+    p = load_model(REPO / "models" / "pe-core-l14.toml")
+    assert (p.hidden, p.mlp, p.heads, p.head_dim, p.layers, p.tokens) == (1024, 4096, 16, 64, 24, 577)
+
+
+@pytest.mark.parametrize(("edit", "field", "value"), [
+    (("hidden = 1152", "hidden = -3"), "hidden", "-3"),
+    (("heads = 16", 'heads = "x"'), "heads", "'x'"),
+    (("head_dim = 72", "head_dim = 70"), "head_dim", "70"),
+    (("grid = [27, 27]", "grid = [27]"), "patches.grid", "[27]"),
+    (("grid = [10, 36, 4]", "grid = [10, 0, 4]"), "lowering.qkv.grid", "[10, 0, 4]"),
+    (('order = "n"', 'order = "z"'), "lowering.mlp_down.order", "'z'"),
+])
+def test_bad_model_names_file_field_value(tmp_path: Path, edit: tuple[str, str], field: str, value: str) -> None:
+    text = (REPO / "models" / "siglip-so400m.toml").read_text()
+    assert edit[0] in text
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text.replace(edit[0], edit[1], 1))
+    with pytest.raises(InputError) as err:
+        load_model(bad)
+    msg = str(err.value)
+    assert str(bad) in msg and field in msg and value in msg
+
+
+def test_bad_toml_syntax_and_unknown_model(tmp_path: Path) -> None:
+    bad = tmp_path / "x.toml"
+    bad.write_text("hidden = = 3")
+    with pytest.raises(InputError, match="invalid TOML"):
+        load_model(bad)
+    with pytest.raises(InputError, match="no model description"):
+        load_model("no-such-model")
+
+
+def test_deterministic_for_a_seed(siglip2: Capture, machine: Machine) -> None:
+    again = generate("siglip-so400m", batch=2, machine=machine, seed=0)
+    assert again.equals(siglip2)
+    other = generate("siglip-so400m", batch=2, machine=machine, seed=1)
+    assert not other.allocations.equals(siglip2.allocations)
+    # the seed moves holders and memory, not the traffic's shape
+    assert [p.n for p in other.phases] == [p.n for p in siglip2.phases]
+
+
+def test_layers_repeat_and_weight_addresses(machine: Machine) -> None:
+    cap = generate("pe-core-l14", batch=1, layers=3, machine=machine)
+    assert cap.repeat is not None and cap.repeat.iterations == 3 and len(cap.phases) == 64
+    p = cap.phase_by_id(16)
+    counts = np.diff(p.src_ptr)
+    assert set(counts.tolist()) == {1, 3}
+    w = np.flatnonzero(counts == 3)
+    addr = p.src_addr[p.src_ptr[w][:, None] + np.arange(3)]
+    assert (np.diff(addr, axis=1) > 0).all()  # one address per layer, all different
+
+
+def test_pe_core_and_batch_one(pe2: Capture, machine: Machine) -> None:
+    p = pe2.phase_by_id(16)
+    assert int((p.fanout == 36).sum()) == 1154 * 1024 // 32
+    one = generate("siglip-so400m", batch=1, machine=machine)
+    q = one.phase_by_id(16)
+    assert int((q.fanout == 36).sum()) == 729 * 1152 // 32
+    assert len(one.phases) == 64
+    cost = program_cost(one, machine)
+    assert 0 < cost.worst_table() < program_cost(pe2, machine).worst_table() * 2
+
+
+def test_batch_four_doubles_fragments(siglip2: Capture, machine: Machine) -> None:
+    four = generate("siglip-so400m", batch=4, machine=machine)
+    a = siglip2.phase_by_id(16)
+    b = four.phase_by_id(16)
+    assert int((b.fanout == 36).sum()) == 2 * int((a.fanout == 36).sum())
+    assert max(p.n for p in four.phases) == 2 * max(p.n for p in siglip2.phases)
+
+
+def test_fast_writer_matches_reference_json(siglip2: Capture, tmp_path: Path) -> None:
+    for pid in (0, 9, 16, 23, 55, 63):
+        p = siglip2.phase_by_id(pid)
+        assert orjson.loads(render_phase(p)) == phase_to_json(p)
+    small = siglip2.with_phases([siglip2.phase_by_id(i) for i in (0, 8, 14, 60, 61, 62, 63)])
+    small.repeat = Repeat((14,), 1)
+    out = tmp_path / "small.json.gz"
+    write_capture_fast(small, out)
+    back = read_capture(out)
+    assert back.equals(small)
+    assert orjson.loads(orjson.dumps(capture_to_json(back))) == orjson.loads(orjson.dumps(capture_to_json(small)))
+
+
+def test_cli_command(tmp_path: Path) -> None:
+    app = typer.Typer()
+    app.command("generate")(generate_cmd)
+
+    @app.callback()
+    def _root() -> None:
+        pass
+
+    out = tmp_path / "pe.json.gz"
+    res = CliRunner().invoke(app, ["generate", "pe-core-l14", "--batch", "1", "-o", str(out), "--seed", "3"])
+    assert res.exit_code == 0, res.output
+    assert out.exists() and "64 phases" in res.output and "transfers" in res.output
+    res = CliRunner().invoke(app, ["generate", "pe-core-l14", "--batch", "0", "-o", str(out)])
+    assert res.exit_code != 0

@@ -1,0 +1,104 @@
+"""The generated SigLIP So400m batch-two capture against the reference figures of BRIEF §8."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from placer.capture.model import Capture, Phase
+from placer.machine import Machine
+from placer.problem.cost import ProgramCost, program_cost
+
+MIB = 2**20
+
+
+def groups(p: Phase, mask: np.ndarray) -> dict[int, int]:
+    """Destination-set id -> fan-out, over the transfers selected by ``mask``."""
+    ids = p.dst_set_ids()[mask]
+    fan = p.fanout[mask]
+    return {int(i): int(f) for i, f in zip(ids, fan, strict=True)}
+
+
+def near(value: float, target: float, rel: float) -> bool:
+    return abs(value - target) <= rel * target
+
+
+def test_phase_list(siglip2: Capture) -> None:
+    assert siglip2.phase_ids() == list(range(64))
+    assert siglip2.repeat is not None and siglip2.repeat.iterations == 1
+    body = siglip2.repeat.phases
+    assert body == tuple(range(14, 58))
+    labels = siglip2.phase_labels or {}
+    assert "qkv: input + weights" in labels[16]
+    assert "mlp-up: input + weights" in labels[50]
+    assert "mlp-up: partial-sum" in labels[51] and "mlp-up: output" in labels[52]
+    assert "mlp-down: input" in labels[54] and "mlp-down: weights" in labels[55]
+    assert "mlp-down: partial-sum" in labels[56] and "mlp-down: output" in labels[57]
+    assert all(p.n > 0 for p in siglip2.phases)
+
+
+def test_qkv_phase(siglip2: Capture) -> None:
+    p = siglip2.phase_by_id(16)
+    act = p.fanout == 36
+    assert int(act.sum()) == 1458 * 1152 // 32 == 52_488
+    assert (p.words[act] == 8).all()
+    g = groups(p, act)
+    assert len(g) == 40 and set(g.values()) == {36}
+    w = p.fanout == 10
+    gw = groups(p, w)
+    assert len(gw) == 144 and set(gw.values()) == {10}
+    assert 1900 <= int(w.sum()) <= 2100
+    assert near(p.n, 54_500, 0.02)
+    assert near(float((p.nbytes[act] * 36).sum()) / MIB, 57.67, 0.01)
+    assert near(float((p.nbytes[w] * 10).sum()) / MIB, 37.97, 0.01)
+    # activations come from the rows' owners with one source address, weights with one per layer
+    assert (np.diff(p.src_ptr)[act] == 1).all() and (np.diff(p.src_ptr)[w] == siglip2.repeat.iterations).all()
+
+
+def test_mlp_up_phase(siglip2: Capture) -> None:
+    p = siglip2.phase_by_id(50)
+    act = p.fanout == 54
+    assert int(act.sum()) == 52_488
+    g = groups(p, act)
+    assert len(g) == 27 and set(g.values()) == {54}
+    assert near(p.n, 62_500, 0.05)
+    assert near(float((p.nbytes[act] * 54).sum()) / MIB, 86.50, 0.01)
+    assert near(float((p.nbytes[~act] * p.fanout[~act]).sum()) / MIB, 42.56, 0.01)
+
+
+def test_mlp_down_phases(siglip2: Capture) -> None:
+    p = siglip2.phase_by_id(54)
+    g = groups(p, np.ones(p.n, bool))
+    assert len(g) == 240 and set(g.values()) == {6}
+    assert p.n == 1458 * 135  # 134 grain columns of 32 bytes and one of 16 per row
+    assert near(p.n, 197_000, 0.01)
+    assert near(p.payload_bytes() / MIB, 35.91, 0.01)
+    red = siglip2.phase_by_id(56)
+    assert red.n == 17_040
+    assert (red.nbytes >= 2300).all() and (red.nbytes <= 2400).all()
+
+
+@pytest.mark.parametrize(("phase", "mib"), [(18, 9.60), (51, 24.63), (52, 11.96), (55, 94.92), (56, 37.96),
+                                            (57, 3.20)])
+def test_phase_payloads(siglip2: Capture, phase: int, mib: float) -> None:
+    assert near(siglip2.phase_by_id(phase).payload_bytes() / MIB, mib, 0.05)
+
+
+def test_transfer_words_in_range(siglip2: Capture) -> None:
+    for p in siglip2.phases:
+        assert p.words.min() >= 1 and p.words.max() <= 4148, p.phase
+        assert (p.dst_tile >= 0).all() and (p.dst_tile < siglip2.tile_count).all()
+
+
+@pytest.mark.parametrize(("phase", "target"), [(16, 12_100), (50, 17_900), (54, 11_300)])
+def test_worst_tile_tables(siglip2_cost: ProgramCost, phase: int, target: int) -> None:
+    worst = siglip2_cost.phases[phase].worst_table()
+    assert near(worst, target, 0.10), worst
+
+
+def test_budget_behaviour(siglip2_cost: ProgramCost, pe2: Capture, machine: Machine) -> None:
+    budget = machine.budget.table_bytes
+    assert siglip2_cost.worst_table() > budget
+    pe = program_cost(pe2, machine).worst_table()
+    assert pe <= budget
+    assert pe > 0.6 * budget  # fits, but not by a wide margin
