@@ -175,10 +175,15 @@ def run(
     *,
     progress: Progress | None = None,
     has_objective: bool = True,
+    tuning: dict[str, Any] | None = None,
 ) -> tuple[cp_model.CpSolver, SolveResult]:
-    """Solve ``model`` with ``params``; return the solver (to read values) and the uniform result."""
+    """Solve ``model`` with ``params``; return the solver (to read values) and the uniform result.
+
+    ``tuning`` sets model-specific CP-SAT parameters a stage knows it needs (e.g. less presolve probing)."""
     solver = cp_model.CpSolver()
     params.apply(solver)
+    for key, value in (tuning or {}).items():
+        setattr(solver.parameters, key, value)
     start = time.perf_counter()
     callback = None
     if progress is not None:

@@ -32,7 +32,7 @@ import numpy as np
 import orjson
 
 _WS = b" \t\n\r"
-_CHUNK = 2 << 20  # bytes of transfer text per chunk: temporaries stay in cache and their memory is reused
+_CHUNK = 4 << 20  # bytes of transfer text per chunk: temporaries stay in cache and their memory is reused
 _PAD = 24  # zero bytes after a chunk so every 8-byte window read stays inside the buffer
 
 # Tokens are the structural bytes {}[], only; the text between two of them (a "gap") is verified as one unit:
@@ -48,7 +48,7 @@ _EMPTY, _NUM, _K_SOURCE, _K_SRCADDR, _K_DESTS, _K_WORDS, _K_WIDTH, _K_TILE, _K_A
 _N_GAP = 10
 _KEYS = {_K_SOURCE: b'"source":', _K_SRCADDR: b'"source_addresses":', _K_DESTS: b'"destinations":',
          _K_WORDS: b'"words":', _K_WIDTH: b'"width":', _K_TILE: b'"tile":', _K_ADDRESS: b'"address":'}
-_KEY_LEN = np.zeros(_N_GAP, np.int64)
+_KEY_LEN = np.zeros(_N_GAP, np.int32)
 for _k, _s in _KEYS.items():
     _KEY_LEN[_k] = len(_s)
 _INT_KEYS = (_K_SOURCE, _K_WORDS, _K_TILE, _K_ADDRESS)
@@ -116,8 +116,13 @@ _IS_INT = np.zeros(_N_GAP, bool)
 _IS_INT[[_NUM, *_INT_KEYS]] = True
 _IS_MEMBER = np.zeros(_N_GAP, bool)
 _IS_MEMBER[list(_TRANSFER_KEYS)] = True
-_IS_LIST_KEY = np.zeros(_N_GAP, bool)
-_IS_LIST_KEY[[_K_SRCADDR, _K_DESTS]] = True
+# value length after each key: integers >= 1 digit (at most 16, checked when decoding), lists none (the list opens
+# with the next token), widths 8 or 10 (checked exactly below)
+_VMIN = np.zeros(_N_GAP, np.int32)
+_VMAX = np.zeros(_N_GAP, np.int32)
+_VMIN[list(_INT_KEYS)] = 1
+_VMAX[list(_INT_KEYS)] = 2**30
+_VMIN[_K_WIDTH], _VMAX[_K_WIDTH] = 8, 10
 # a transfer's keys, weighted 8**rank: with exactly 5 members, the sum is _ALL_KEYS only if each key occurs once
 _KEY_WEIGHT = np.zeros(_N_GAP, np.float64)
 _KEY_WEIGHT[list(_TRANSFER_KEYS)] = [8.0**r for r in range(len(_TRANSFER_KEYS))]
@@ -164,7 +169,15 @@ def fast_split(raw: bytes) -> FastSplit | None:
 
 def _fast_split(raw: bytes) -> FastSplit:
     a = np.frombuffer(raw, np.uint8)
-    spans = _transfer_spans(raw, a)
+    # First try the common case cheaply: compact text, span ends guessed without a scan. If that is rejected (a
+    # guessed end ran into a list after "transfers", or there is whitespace), retry with exact ends, stripping
+    # whitespace; a malformed file is then rejected a second time.
+    spans = _transfer_spans(raw, a, guess=True)
+    try:
+        columns = _parse_regions(raw, spans, strip=False)
+    except _Reject:
+        spans = _transfer_spans(raw, a, guess=False)
+        columns = _parse_regions(raw, spans, strip=True)
     nonce = b"x" + os.urandom(16).hex().encode()  # unguessable, so no marker can come from the file itself
     parts = []
     prev = 0
@@ -185,11 +198,15 @@ def _fast_split(raw: bytes) -> FastSplit:
         if not isinstance(ph, dict) or ph.get("transfers") != [marker, k]:
             raise _Reject
         ph["transfers"] = []
-    return FastSplit(doc, _parse_regions(raw, spans))
+    return FastSplit(doc, columns)
 
 
-def _transfer_spans(raw: bytes, a: np.ndarray) -> list[tuple[int, int]]:
-    """``[p, e)`` byte spans of every ``"transfers": [...]`` value, brackets included."""
+def _transfer_spans(raw: bytes, a: np.ndarray, guess: bool) -> list[tuple[int, int]]:
+    """``[p, e)`` byte spans of every ``"transfers": [...]`` value, brackets included.
+
+    With ``guess``, a span ends at the last ``]`` before the next ``"transfers"`` key (no scan needed): that is at
+    or after the true end, and if it is after, the span holds a ``]`` at depth 0 and its parse is rejected.
+    """
     spans = []
     pos = 0
     n = len(raw)
@@ -204,7 +221,10 @@ def _transfer_spans(raw: bytes, a: np.ndarray) -> list[tuple[int, int]]:
         j = _skip_ws(raw, j + 1)
         if j >= n or raw[j] != ord("["):
             continue
-        e = _match_bracket(a, j)
+        nxt = raw.find(b'"transfers"', j) if guess else -1
+        e = raw.rfind(b"]", j, nxt) + 1 if nxt >= 0 else _match_bracket(a, j)
+        if e <= j:
+            raise _Reject
         spans.append((j, e))
         pos = e
 
@@ -249,8 +269,12 @@ _WS_HAZARD = re.compile(rb"[A-Za-z_][ \t\n\r]|[ \t\n\r][A-Za-z_]|[0-9][ \t\n\r]+
 _TRANSFER_SPLIT = re.compile(rb'\},\{"(?:source"|source_addresses"|destinations"|words"|width")')
 
 
-def _compact(raw: bytes, p: int, e: int) -> memoryview:
+def _compact(raw: bytes, p: int, e: int, strip: bool) -> memoryview:
     mv = memoryview(raw)[p:e]
+    if not strip:
+        if mv[1:2] not in (b"{", b"]"):
+            raise _Reject  # fail fast on indented text; any whitespace further on is rejected by the parser
+        return mv
     if all(raw.find(c, p, e) < 0 for c in (b" ", b"\n", b"\t", b"\r")):
         return mv
     if _WS_HAZARD.search(mv):
@@ -258,11 +282,11 @@ def _compact(raw: bytes, p: int, e: int) -> memoryview:
     return memoryview(bytes(mv).translate(None, _WS))
 
 
-def _parse_regions(raw: bytes, spans: list[tuple[int, int]]) -> list[Columns]:
+def _parse_regions(raw: bytes, spans: list[tuple[int, int]], strip: bool) -> list[Columns]:
     # pieces: (region, text) where text is a run of whole transfers "{...},{...}" of that region
     pieces: list[tuple[int, memoryview]] = []
     for r, (p, e) in enumerate(spans):
-        text = _compact(raw, p, e)
+        text = _compact(raw, p, e, strip)
         if text[:1] != b"[" or text[-1:] != b"]":
             raise _Reject
         body = text[1:-1]
@@ -277,27 +301,29 @@ def _parse_regions(raw: bytes, spans: list[tuple[int, int]]) -> list[Columns]:
             start = m.start() + 2
         if n - start > 0:
             pieces.append((r, body[start:]))
-    buf = np.zeros(_CHUNK + (1 << 16) + _PAD, np.uint8)
-    parts: list[list[tuple[np.ndarray, ...]]] = [[] for _ in spans]
-    batch: list[tuple[int, memoryview]] = []
+    batches: list[list[tuple[int, memoryview]]] = []
     size = 0
     for r, text in pieces:
-        if batch and size + len(text) + 1 > _CHUNK:
-            buf = _run_batch(batch, buf, parts)
-            batch, size = [], 0
-        batch.append((r, text))
+        if not batches or size + len(text) + 1 > _CHUNK:
+            batches.append([])
+            size = 0
+        batches[-1].append((r, text))
         size += len(text) + 1
-    if batch:
-        _run_batch(batch, buf, parts)
+    parts: list[list[tuple[np.ndarray, ...]]] = [[] for _ in spans]
+    results = [_run_batch(b) for b in batches]
+    for filed in results:
+        for r, cols in filed:
+            parts[r].append(cols)
     return [_concat(ps) for ps in parts]
 
 
-def _run_batch(batch: list[tuple[int, memoryview]], buf: np.ndarray, parts: list[list[tuple[np.ndarray, ...]]]
-               ) -> np.ndarray:
-    """Join the pieces with commas into ``buf`` (grown if needed), parse, and file the rows under their region."""
+_Filed = list[tuple[int, tuple[np.ndarray, ...]]]
+
+
+def _run_batch(batch: list[tuple[int, memoryview]]) -> _Filed:
+    """Join the pieces with commas into one buffer, parse it, and split the rows by region."""
     total = sum(len(t) + 1 for _, t in batch) - 1
-    if buf.shape[0] < total + _PAD:
-        buf = np.zeros(total + _PAD, np.uint8)
+    buf = np.empty(total + _PAD, np.uint8)
     starts = np.empty(len(batch), np.int64)
     off = 0
     for i, (_, text) in enumerate(batch):
@@ -307,19 +333,20 @@ def _run_batch(batch: list[tuple[int, memoryview]], buf: np.ndarray, parts: list
         if i + 1 < len(batch):
             buf[off] = ord(",")
             off += 1
-    buf[total : total + _PAD] = 0
+    buf[total:] = 0
     cols, t_start = _parse_chunk(buf, total, starts)
     regions = np.array([r for r, _ in batch], np.int64)
     region_of = regions[np.searchsorted(starts, t_start, side="right") - 1]
     source, words, width, src_counts, src_addr, dst_counts, dst_tile, dst_addr = cols
     src_ptr = np.concatenate([[0], np.cumsum(src_counts)])
     dst_ptr = np.concatenate([[0], np.cumsum(dst_counts)])
+    filed: _Filed = []
     for r in np.unique(regions).tolist():
         lo, hi = np.searchsorted(region_of, [r, r + 1]).tolist()
-        parts[r].append((source[lo:hi], words[lo:hi], width[lo:hi], src_counts[lo:hi],
-                         src_addr[src_ptr[lo] : src_ptr[hi]], dst_counts[lo:hi], dst_tile[dst_ptr[lo] : dst_ptr[hi]],
-                         dst_addr[dst_ptr[lo] : dst_ptr[hi]]))
-    return buf
+        filed.append((r, (source[lo:hi], words[lo:hi], width[lo:hi], src_counts[lo:hi],
+                          src_addr[src_ptr[lo] : src_ptr[hi]], dst_counts[lo:hi],
+                          dst_tile[dst_ptr[lo] : dst_ptr[hi]], dst_addr[dst_ptr[lo] : dst_ptr[hi]])))
+    return filed
 
 
 def _concat(ps: list[tuple[np.ndarray, ...]]) -> Columns:
@@ -338,7 +365,7 @@ def _parse_chunk(buf: np.ndarray, n: int, piece_starts: np.ndarray) -> tuple[tup
     win = np.ndarray(shape=(buf.shape[0] - 7,), dtype="<u8", buffer=buf, strides=(1,))
     # structural bytes: x & 0xDF folds { } onto [ ] (0x7B/0x7D -> 0x5B/0x5D) and nothing else onto them
     folded = x & np.uint8(0xDF)
-    tpos = np.flatnonzero((folded == 0x5B) | (folded == 0x5D) | (x == 0x2C))
+    tpos = np.flatnonzero((folded == 0x5B) | (folded == 0x5D) | (x == 0x2C)).astype(np.int32)  # halves traffic
     del folded
     if tpos.shape[0] < 2 or tpos[0] != 0 or tpos[-1] != n - 1:
         raise _Reject
@@ -373,7 +400,7 @@ def _parse_chunk(buf: np.ndarray, n: int, piece_starts: np.ndarray) -> tuple[tup
     # the value after each key: integer keys need >= 1 digit, list keys nothing (the list opens next), widths one of
     # the two strings
     vlen = klen - _KEY_LEN[kind]
-    if (vlen[_IS_LIST_KEY[kind]] != 0).any() or (vlen[_IS_INT[kind]] < 1).any():
+    if ((vlen < _VMIN[kind]) | (vlen > _VMAX[kind])).any():
         raise _Reject
     wi = np.flatnonzero(kind == _K_WIDTH)
     wpos, wlen = kstart[wi] + _KEY_LEN[_K_WIDTH], vlen[wi]

@@ -539,8 +539,9 @@ def solve_staged(problem: SelectionProblem, params: SolverParams, order: Sequenc
     for i, name in enumerate(order):
         budget = params.time_limit * shares[i] / sum(shares)
         handle.model.minimize(handle.objectives[name])
-        solver, res = run(handle.model, params.with_overrides(time_limit=max(0.1, budget)),
-                          progress=progress)
+        # probing during presolve costs seconds on this model's many tile constraints and buys nothing
+        solver, res = run(handle.model, params.with_overrides(time_limit=max(0.1, budget)), progress=progress,
+                          tuning={"cp_model_probing_level": 0})
         stages.append((name, res))
         if res.status in (Status.INFEASIBLE, Status.UNKNOWN):
             if i == 0:

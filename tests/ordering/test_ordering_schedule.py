@@ -157,3 +157,10 @@ def test_timed_rows_count_delay_gaps() -> None:
     assert rows.table_bytes[1] == 40
     packed = timed_rows(phase, expand(phase, chunks, np.array([0, 10], np.int64)), MACHINE, TILES)
     assert packed.delay_rows.sum() == 0
+
+
+def test_empty_phase() -> None:
+    phase = Phase.empty(4)
+    ps = schedule_phase(phase, MACHINE, "cpsat", FAST)
+    assert ps.horizon == ps.lower == ps.greedy_horizon == 0 and ps.chunks == 0
+    assert check_schedule(phase, ps.schedule.tx_start, ps.schedule.rx_start, 0, MACHINE) == []
