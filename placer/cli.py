@@ -13,6 +13,8 @@ import typer
 from placer import __version__
 from placer.errors import InputError
 from placer.inspect_cmd import inspect
+from placer.ordering.cli import schedule
+from placer.placement.cli import place
 from placer.selection.cli import compare, solve
 from placer.validation.cli import validate_command
 from placer.workloads.cli import generate
@@ -44,7 +46,8 @@ app.command("inspect")(inspect)
 app.command("solve")(solve)
 app.command("compare")(compare)
 app.command("validate")(validate_command)
-# stage commands are registered below as they are added
+app.command("place")(place)
+app.command("schedule")(schedule)
 
 
 def main() -> None:

@@ -31,7 +31,7 @@ class PhaseMemory:
         end = np.concatenate([phase.src_addr + nb[src_rows], phase.dst_addr + nb[dst_rows], alloc.end[live]])
         order = np.lexsort((start, tile))
         self.tile, self.start, self.end = tile[order], start[order], end[order]
-        self.ptr = np.searchsorted(self.tile, np.arange(max(capture.tile_count, machine.tiles) + 1))
+        self.ptr = np.searchsorted(self.tile, np.arange(capture.tile_count + 1))
         self.extra: dict[int, list[tuple[int, int]]] = {}
 
     def reserve(self, tile: int, start: int, nbytes: int) -> None:

@@ -11,14 +11,17 @@ each field and non-empty lists) and returns ``None`` on anything else. The calle
 path, which gives the precise one-line error or accepts the unusual-but-valid file. Both paths produce identical
 columns for every input the fast path accepts.
 
-How it works (per chunk of ~2 MB of whitespace-free text, so temporaries stay cache-sized and are reused):
+How it works. Each span is cut into chunks of ~4 MB of whitespace-free text at transfer boundaries (so temporaries
+stay cache-sized; whitespace, if any, is stripped first, once it is shown that stripping cannot join two tokens or
+change a string). In a chunk:
 
-* strings are located by quote pairs and identified by comparing an unaligned 8-byte window against each key;
-* every byte outside strings must be a digit or one of ``{}[],:``; letters may only occur inside strings (counted);
-* one token per structural byte, number start and string gives a token stream; nesting depth is a cumulative
-  sum, and each token is enriched with its context (depth, the kind of list it is in, the key before a colon),
-  which makes the restricted grammar a finite automaton whose validity is checked pairwise with a lookup table;
-* integers are decoded eight digits at a time from the same 8-byte windows (SWAR).
+* the tokens are the structural bytes ``{}[],`` only; the text between two tokens (a "gap") must be empty, an
+  integer, or ``"key":`` followed by that key's value, the key compared exactly through unaligned 8-byte windows;
+* nesting depth is a cumulative sum over the tokens; (byte, depth, gap kind) is the token's class, which makes the
+  restricted schema a finite automaton checked pairwise with one lookup table; per-transfer key counts are checked
+  separately (a destination's two keys are exact by the automaton);
+* every byte is then a token, part of a verified key or width, or inside an integer; a count of all digit bytes
+  proves the integers are digits only, and they are decoded eight digits at a time from the same windows (SWAR).
 """
 
 from __future__ import annotations
@@ -127,10 +130,20 @@ _VMIN[_K_WIDTH], _VMAX[_K_WIDTH] = 8, 10
 _KEY_WEIGHT = np.zeros(_N_GAP, np.float64)
 _KEY_WEIGHT[list(_TRANSFER_KEYS)] = [8.0**r for r in range(len(_TRANSFER_KEYS))]
 _ALL_KEYS = float(sum(8**r for r in range(len(_TRANSFER_KEYS))))
-# key dispatch: every key but "tile" is identified by its first 8 bytes
-_PREFIX_KEYS = sorted((int(_word(s)), k) for k, s in _KEYS.items() if k != _K_TILE)
-_PREFIX = np.array([w for w, _ in _PREFIX_KEYS], np.uint64)
-_PREFIX_KIND = np.array([k for _, k in _PREFIX_KEYS], np.uint8)
+# key dispatch: candidate kind by first letter (_BAD for anything else), then the key's bytes 8 at a time; _BAD
+# expects a mask of 0 to equal 1, so it never matches
+_BY_LETTER = np.full(256, _BAD, np.uint8)
+for _k, _s in _KEYS.items():
+    if _k not in (_K_SRCADDR, _K_WIDTH):
+        _BY_LETTER[_s[1]] = _k
+_KEY_MASK = np.zeros((3, _N_GAP), np.uint64)
+_KEY_WORD = np.zeros((3, _N_GAP), np.uint64)
+_KEY_WORD[0, _BAD] = 1
+for _k, _s in _KEYS.items():
+    for _part in range(3):
+        _rest = _s[8 * _part : 8 * _part + 8]
+        _KEY_MASK[_part, _k] = _LOW_MASK[len(_rest)]
+        _KEY_WORD[_part, _k] = _word(_rest)
 
 
 @dataclass
@@ -383,18 +396,16 @@ def _parse_chunk(buf: np.ndarray, n: int, piece_starts: np.ndarray) -> tuple[tup
         raise _Reject
     kstart, klen = gs[kq], glen[kq]
     w = win[kstart]
-    at = np.minimum(np.searchsorted(_PREFIX, w), _PREFIX.shape[0] - 1)
-    kind = np.where(_PREFIX[at] == w, _PREFIX_KIND[at], _BAD).astype(np.uint8)
-    kind[(w & _U64(_LOW_MASK[7])) == _word(_KEYS[_K_TILE])] = _K_TILE
-    # keys longer than 8 bytes: compare the rest, and every key must fit in its gap
-    for k, s in _KEYS.items():
-        if len(s) > 8:
-            h = np.flatnonzero(kind == k)
-            for off in range(8, len(s), 8):
-                rest = s[off : off + 8]
-                bad = (win[kstart[h] + off] & _U64(_LOW_MASK[len(rest)])) != _word(rest)
-                kind[h[bad]] = _BAD
-    if (kind == _BAD).any() or (klen < _KEY_LEN[kind]).any():
+    # a candidate kind from the first letter (and byte 7 / the second letter where two keys share it), then an
+    # exact comparison of the whole key, 8 bytes at a time
+    kind = _BY_LETTER[((w >> _U64(8)) & _U64(0xFF)).astype(np.uint8)]
+    kind[(kind == _K_SOURCE) & ((w >> _U64(56)) == _U64(ord("_")))] = _K_SRCADDR
+    kind[(kind == _K_WORDS) & (((w >> _U64(16)) & _U64(0xFF)) == _U64(ord("i")))] = _K_WIDTH
+    bad = (w & _KEY_MASK[0][kind]) != _KEY_WORD[0][kind]
+    for part in (1, 2):
+        h = np.flatnonzero(_KEY_LEN[kind] > 8 * part)
+        bad[h] |= (win[kstart[h] + 8 * part] & _KEY_MASK[part][kind[h]]) != _KEY_WORD[part][kind[h]]
+    if bad.any() or (klen < _KEY_LEN[kind]).any():
         raise _Reject
     gap[kq] = kind
     # the value after each key: integer keys need >= 1 digit, list keys nothing (the list opens next), widths one of

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from placer.capture.model import PAIRED64, WORD_BYTES, Capture, Phase
+from placer.errors import InputError
 from placer.machine import Machine
 
 
@@ -151,8 +152,16 @@ class ProgramCost:
         return self.worst_table() <= table_budget and self.worst_fragments() <= fragment_limit
 
 
+def program_tiles(capture: Capture, machine: Machine) -> int:
+    """The tiles a plan may use: the capture's, which the machine must have."""
+    if capture.tile_count > machine.tiles:
+        raise InputError(f"the capture has {capture.tile_count} tiles but machine {machine.name!r} has only "
+                         f"{machine.tiles}", where="tile_count")
+    return capture.tile_count
+
+
 def program_cost(capture: Capture, machine: Machine) -> ProgramCost:
-    tiles = max(capture.tile_count, machine.tiles)
+    tiles = program_tiles(capture, machine)
     phases = [tile_counters(p, machine, tiles) for p in capture.phases]
     table = np.zeros(tiles, np.int64)
     frags = np.zeros(tiles, np.int64)
@@ -168,5 +177,5 @@ def program_cost(capture: Capture, machine: Machine) -> ProgramCost:
     )
 
 
-__all__ = ["WORD_BYTES", "PhaseCost", "ProgramCost", "phase_cycles", "program_cost", "receive_resets",
-           "tile_counters"]
+__all__ = ["WORD_BYTES", "PhaseCost", "ProgramCost", "phase_cycles", "program_cost", "program_tiles",
+           "receive_resets", "tile_counters"]

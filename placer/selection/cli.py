@@ -37,7 +37,8 @@ def parse_objective(text: str | None) -> tuple[str, ...]:
 
 
 def _progress(enabled: bool):  # type: ignore[no-untyped-def]
-    if not enabled:
+    # a redrawn status line only makes sense on a terminal; logs and pipes get the final summary only
+    if not enabled or not sys.stderr.isatty():
         return None
     last = [0.0]
 
@@ -116,7 +117,7 @@ def solve(
     cap = read_capture(capture)
     outcome = select(cap, mach, table, frag, mode=mode, params=solver_params, order=order, local_pack=local_pack,
                      progress=_progress(not quiet and not json and mode == "cpsat"))
-    if not quiet and not json and mode == "cpsat":
+    if not quiet and not json and mode == "cpsat" and sys.stderr.isatty():
         sys.stderr.write("\n")
     report = outcome_json(cap, outcome)
     if output is not None:
@@ -176,7 +177,7 @@ def compare(
             sys.stderr.write(f"budget {format_size(b)}:\n")
         out = select(cap, mach, b, frag, params=solver_params, order=order, local_pack=local_pack,
                      progress=_progress(not quiet and not json))
-        if not quiet and not json:
+        if not quiet and not json and sys.stderr.isatty():
             sys.stderr.write("\n")
         results.append((b, out))
     doc = [comparison_json(cap, b, out) for b, out in results]

@@ -56,8 +56,7 @@ Signature = tuple[int, ...]
 
 
 def _class_loads(sig: Signature) -> dict[str, int]:
-    kind, kernel, raw, frag, tx, rx, ctrl, buffer, *ext = sig
-    e_raw, e_frag, e_tx, e_ctrl = ext if ext else (0, 0, 0, 0)
+    kind, kernel, raw, frag, tx, rx, ctrl, buffer, e_raw, e_frag, e_tx, e_ctrl, _barred = sig
     return {"variant": kind, "kernel": kernel, "raw": raw, "frag": frag, "tx": tx, "rx": rx, "ctrl": ctrl,
             "buffer": buffer, "ext_raw": e_raw, "ext_frag": e_frag, "ext_tx": e_tx, "ext_ctrl": e_ctrl}
 
@@ -222,10 +221,16 @@ def build_model(problem: SelectionProblem, *, forbid: Sequence[tuple[int, int, i
         host_of_tile: dict[int, list[tuple[cp_model.IntVar, dict[str, int], str]]] = {}
         for ci, (key, members) in enumerate(classes.items() if not coarse else []):
             loads = _class_loads(key)
+            # a tile barred from every segment of the class (a replica, or a sender of that segment) gets no literal
             banned_everywhere = None
             for g, o, _ in members:
                 op = pd.options[g][o]
-                common = op.group.replicas.astype(np.int64)
+                sigs = op.signatures()
+                common = None
+                for s, sig in enumerate(sigs):
+                    if sig == key:
+                        common = op.banned[s] if common is None else np.intersect1d(common, op.banned[s])
+                assert common is not None
                 banned_everywhere = common if banned_everywhere is None else np.intersect1d(banned_everywhere, common)
             ok = pd.largest_gap >= loads["buffer"]
             if banned_everywhere is not None and len(banned_everywhere):

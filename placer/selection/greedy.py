@@ -25,7 +25,7 @@ from placer.alternatives.relay import direct_receive
 from placer.alternatives.segments import native
 from placer.capture.model import Capture, Phase
 from placer.machine import Machine
-from placer.problem.cost import program_cost
+from placer.problem.cost import program_cost, program_tiles
 from placer.problem.state import PhaseState
 from placer.selection.plan import Plan, RelayChoice
 
@@ -121,7 +121,7 @@ def budget_plan(capture: Capture, scans: list[GroupScan], machine: Machine, tabl
     when one of its replicas is over the budget and relaying lowers the total overflow Σ max(0, table − budget)
     without pushing any tile over the fragment limit; hosts are the eligible tiles with the most table headroom.
     """
-    tiles = max(capture.tile_count, machine.tiles)
+    tiles = program_tiles(capture, machine)
     plan = Plan("budget-greedy", machine, table_budget, fragment_limit)
     cost = program_cost(capture, machine)
     table = cost.table_bytes[:tiles].copy()
@@ -174,7 +174,7 @@ def budget_plan(capture: Capture, scans: list[GroupScan], machine: Machine, tabl
 
 def greedy_plan(capture: Capture, scans: list[GroupScan], machine: Machine, table_budget: int,
                 fragment_limit: int) -> tuple[Plan, list[Decision]]:
-    tiles = max(capture.tile_count, machine.tiles)
+    tiles = program_tiles(capture, machine)
     plan = Plan("greedy", machine, table_budget, fragment_limit)
     decisions: list[Decision] = []
     program = program_cost(capture, machine).table_bytes[:tiles].copy()

@@ -59,14 +59,20 @@ class Option:
         return int(self.buffer_bytes.sum())
 
     def signatures(self) -> list[tuple[int, ...]]:
-        """Per segment, everything a host's cost depends on: segments with equal signatures are interchangeable."""
+        """Per segment, everything a host's cost depends on and which tiles may host it: segments with equal
+        signatures are interchangeable. Layout: (variant, kernel, raw, frag, tx, rx, ctrl, buffer, ext raw, ext
+        frag, ext tx, ext ctrl, barred tiles key)."""
         if self.host is None:
             return []
         kind = 0 if self.variant == "direct-receive" else 1
         cols = [self.host.raw, self.host.frag, self.host.tx, self.host.rx, self.host.ctrl, self.buffer_bytes]
         if self.ext_host is not None:
             cols += [self.ext_host.raw, self.ext_host.frag, self.ext_host.tx, self.ext_host.ctrl]
-        return [(kind, self.kernel_cycles if kind else 0, *(int(c[s]) for c in cols)) for s in range(self.count)]
+        else:
+            cols += [np.zeros(self.count, np.int64)] * 4
+        # hash() of a tuple of ints is not salted, so the key is stable from run to run
+        return [(kind, self.kernel_cycles if kind else 0, *(int(c[s]) for c in cols),
+                 hash(tuple(self.banned[s].tolist()))) for s in range(self.count)]
 
     @property
     def name(self) -> str:

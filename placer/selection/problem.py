@@ -13,7 +13,7 @@ from placer.alternatives.groups import GroupScan, scan_capture
 from placer.alternatives.memory import PhaseMemory
 from placer.capture.model import Capture, Phase
 from placer.machine import Machine
-from placer.problem.cost import ProgramCost, program_cost
+from placer.problem.cost import ProgramCost, program_cost, program_tiles
 from placer.problem.state import PhaseState
 from placer.selection.options import Option, group_options
 
@@ -65,7 +65,7 @@ class SelectionProblem:
 def build_problem(capture: Capture, machine: Machine, table_budget: int, fragment_limit: int, *,
                   scans: list[GroupScan] | None = None, local_pack: bool = True,
                   max_counts: int = 4) -> SelectionProblem:
-    tiles = max(capture.tile_count, machine.tiles)
+    tiles = program_tiles(capture, machine)
     scans = scans if scans is not None else scan_capture(capture)
     direct = program_cost(capture, machine)
     problem = SelectionProblem(capture, machine, tiles, table_budget, fragment_limit, scans, direct)

@@ -164,6 +164,12 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
         incumbent = staged.selection
         note = f"tightened {len(over)} tiles after exact re-costing"
     status = staged.status if staged is not None else Status.UNKNOWN
+    if source == "cp-sat" and staged is not None and status is Status.OPTIMAL:
+        model_values = staged.values
+        if any(model_values.get(n) is not None and model_values[n] != getattr(best_obj, n) for n in order):
+            # the realised plan differs from the model's optimum (matching or seam effects): say so
+            status = Status.FEASIBLE
+            note = "the realised plan's exact figures differ from the model's optimum (host matching or seams)"
     irreducible = []
     if status is Status.INFEASIBLE:
         irreducible = irreducible_tiles(problem)
@@ -187,7 +193,7 @@ def phase_fixed(problem: SelectionProblem, plan: Plan, only: set[int] | None = N
                 previous: list[PhaseFixed] | None = None) -> list[PhaseFixed]:
     """Each selection phase's exact contribution under ``plan`` (recosting just the phases in ``only``)."""
     machine = plan.machine
-    tiles = max(problem.capture.tile_count, machine.tiles)
+    tiles = problem.tiles
     out = []
     for pi, pd in enumerate(problem.phases):
         if only is not None and pi not in only and previous is not None:
