@@ -276,9 +276,34 @@ def _match_bracket(a: np.ndarray, p: int) -> int:
     raise _Reject
 
 
-# whitespace can only be stripped if that cannot join two tokens or change a string: a valid span has no whitespace
-# next to a letter (letters occur only inside the known keys) and none between two digits
-_WS_HAZARD = re.compile(rb"[A-Za-z_][ \t\n\r]|[ \t\n\r][A-Za-z_]|[0-9][ \t\n\r]+[0-9]")
+_IS_WS = np.zeros(256, bool)
+_IS_WS[list(_WS)] = True
+_IS_LETTER = np.zeros(256, bool)
+_IS_LETTER[[*range(ord("a"), ord("z") + 1), *range(ord("A"), ord("Z") + 1), ord("_")]] = True
+_IS_DIGIT = np.zeros(256, bool)
+_IS_DIGIT[ord("0") : ord("9") + 1] = True
+
+
+def _ws_hazard(a: np.ndarray) -> bool:
+    """Could deleting the whitespace in ``a`` (which starts and ends with a non-whitespace byte) change the text's
+    meaning? In a valid span whitespace never touches a letter (letters occur only inside the known keys) and never
+    separates two digits; anything else deleted whitespace could join is rejected by the parser anyway."""
+    start, n = 0, a.shape[0]
+    while start < n - 1:
+        end = min(start + _CHUNK, n - 1)
+        while _IS_WS[a[end]]:  # end each block on a non-whitespace byte, so no run straddles two blocks
+            end += 1
+        x = a[start : end + 1]
+        ws = (x == 32) | (x == 10) | (x == 9) | (x == 13)
+        first = np.flatnonzero(ws[1:] & ~ws[:-1])  # the byte before each whitespace run
+        last = np.flatnonzero(ws[:-1] & ~ws[1:]) + 1  # the byte after it
+        before, after = x[first], x[last]
+        if (_IS_LETTER[before] | _IS_LETTER[after] | (_IS_DIGIT[before] & _IS_DIGIT[after])).any():
+            return True
+        start = end
+    return False
+
+
 _TRANSFER_SPLIT = re.compile(rb'\},\{"(?:source"|source_addresses"|destinations"|words"|width")')
 
 
@@ -290,7 +315,7 @@ def _compact(raw: bytes, p: int, e: int, strip: bool) -> memoryview:
         return mv
     if all(raw.find(c, p, e) < 0 for c in (b" ", b"\n", b"\t", b"\r")):
         return mv
-    if _WS_HAZARD.search(mv):
+    if _ws_hazard(np.frombuffer(mv, np.uint8)):
         raise _Reject
     return memoryview(bytes(mv).translate(None, _WS))
 

@@ -50,6 +50,7 @@ class ModelHandle:
     n: list[dict[tuple[Signature, int], cp_model.IntVar]]
     objectives: dict[str, cp_model.LinearExprT]
     classes: list[dict[Signature, list[tuple[int, int, int]]]]
+    totals: dict[int, cp_model.LinearExprT] = field(default_factory=dict)  # per tile: program table (modelled)
 
 
 Signature = tuple[int, ...]
@@ -217,6 +218,7 @@ def build_model(problem: SelectionProblem, *, forbid: Sequence[tuple[int, int, i
         pz: dict[Signature, dict[int, cp_model.IntVar]] = {}
         pn: dict[tuple[Signature, int], cp_model.IntVar] = {}
         class_hosts: dict[int, list[cp_model.IntVar]] = {}
+        phase_class_loads: dict[int, list[tuple[int, int, cp_model.IntVar]]] = {}
         class_cyc: list[tuple[int, int, int, cp_model.IntVar]] = []
         host_of_tile: dict[int, list[tuple[cp_model.IntVar, dict[str, int], str]]] = {}
         for ci, (key, members) in enumerate(classes.items() if not coarse else []):
@@ -259,13 +261,21 @@ def build_model(problem: SelectionProblem, *, forbid: Sequence[tuple[int, int, i
                     add += -(-(c.phase_entry_bytes + loads["ext_raw"]) // rnd) * rnd
                     m.add(bpc * ecyc_of(pi) >= loads["ext_tx"] * yv)
                     m.add(ecyc_of(pi) >= loads["ext_ctrl"] * yv)
-                class_table[ei].append(add * yv)
-                class_frag[ei].append((loads["frag"] + loads["ext_frag"]) * yv)
+                phase_class_loads.setdefault(ei, []).append((add, loads["frag"] + loads["ext_frag"], yv))
                 class_cyc.append((tx0 + loads["tx"], rx0 + loads["rx"], ctrl0 + loads["ctrl"], yv))
             need = sum(n * xs[pi][g][o] for g, o, n in members)
             m.add(sum(zc.values()) + sum(counted) == need)
             for t, v in zc.items():
                 host_of_tile.setdefault(t, []).append((v, loads, variant))
+        # a class tile hosts at most one segment per phase: charge it the heaviest class it may host in the phase
+        for ei, lst in phase_class_loads.items():
+            mx = m.new_int_var(0, max(a for a, _, _ in lst), f"class_table_{pd.phase.phase}_{ei}")
+            mf = m.new_int_var(0, max(f for _, f, _ in lst), f"class_frag_{pd.phase.phase}_{ei}")
+            for a, f, yv in lst:
+                m.add(mx >= a * yv)
+                m.add(mf >= f * yv)
+            class_table[ei].append(mx)
+            class_frag[ei].append(mf)
         if not coarse:
             zs.append(pz)
             ns.append(pn)
@@ -365,12 +375,14 @@ def build_model(problem: SelectionProblem, *, forbid: Sequence[tuple[int, int, i
 
     # program-wide budgets and the worst-tile variable
     budget = problem.table_budget
+    totals: dict[int, cp_model.LinearExprT] = {}
     worst = m.new_int_var(0, int(table_const.max(initial=0)) + 10**6, "worst_table")
     for t in range(tiles):
         if not table_terms[t]:
             m.add(worst >= int(table_const[t]))
             continue
         total = int(table_const[t]) + sum(table_terms[t])
+        totals[t] = total
         m.add(total <= budget - tighten.get(t, 0))
         m.add(worst >= total)
         if frag_terms[t]:
@@ -378,8 +390,7 @@ def build_model(problem: SelectionProblem, *, forbid: Sequence[tuple[int, int, i
     for ei, tc in enumerate(problem.tile_classes):
         if not class_table[ei]:
             continue
-        # upper bound: a tile of the class charged every class it hosts for; realise() spreads hosts over the
-        # class's tiles, so the bound holds for every one of them
+        # upper bound: a tile of the class charged, in every phase, the heaviest segment the class hosts there
         # the class's tiles may differ by what the incumbent put on them in phases held fixed: take the worst
         total = int(table_const[tc.tiles].max()) + sum(class_table[ei])
         m.add(total <= budget)
@@ -398,7 +409,7 @@ def build_model(problem: SelectionProblem, *, forbid: Sequence[tuple[int, int, i
         "scratch": sum(scratch_terms),
         "relays": sum(relay_terms),
     }
-    return ModelHandle(m, xs, zs, ns, objectives, classes_all)
+    return ModelHandle(m, xs, zs, ns, objectives, classes_all, totals)
 
 
 _LOAD_FIELDS = ("raw", "frag", "tx", "rx", "ctrl", "buffer", "ext_raw", "ext_frag", "ext_tx", "ext_ctrl")

@@ -64,7 +64,7 @@ class SelectionProblem:
 
 def build_problem(capture: Capture, machine: Machine, table_budget: int, fragment_limit: int, *,
                   scans: list[GroupScan] | None = None, local_pack: bool = True,
-                  max_counts: int = 4) -> SelectionProblem:
+                  max_counts: int = 4, aggregate: bool = True) -> SelectionProblem:
     tiles = program_tiles(capture, machine)
     scans = scans if scans is not None else scan_capture(capture)
     direct = program_cost(capture, machine)
@@ -81,7 +81,10 @@ def build_problem(capture: Capture, machine: Machine, table_budget: int, fragmen
         problem.phases.append(PhaseData(phase, capture.iterations(phase.phase), state, memory, options,
                                         state.raw_table()[:tiles], gaps, next_id))
         next_id += 1
-    _aggregate_tiles(problem)
+    if aggregate:
+        _aggregate_tiles(problem)
+    else:
+        problem.explicit = np.ones(tiles, bool)
     return problem
 
 

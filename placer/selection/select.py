@@ -164,6 +164,17 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
         incumbent = staged.selection
         note = f"tightened {len(over)} tiles after exact re-costing"
     status = staged.status if staged is not None else Status.UNKNOWN
+    if status is Status.INFEASIBLE and not exact_model(problem):
+        # aggregated tile classes are charged an upper bound: re-prove with every tile named, or do not claim it
+        explicit = build_problem(capture, machine, table_budget, fragment_limit, scans=scans,
+                                 local_pack=local_pack, aggregate=False)
+        if exact_host_pairs(explicit) <= EXACT_HOST_LIMIT:
+            proof = solve_staged(explicit, params, order[:1])
+            status = proof.status
+            problem = explicit
+        else:
+            status = Status.UNKNOWN
+            note = "the model found no plan, but its host accounting is conservative here: not a proof"
     if source == "cp-sat" and staged is not None and status is Status.OPTIMAL:
         model_values = staged.values
         if any(model_values.get(n) is not None and model_values[n] != getattr(best_obj, n) for n in order):
@@ -182,6 +193,11 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
 
 
 MONOLITHIC_OPTIONS = 1_500  # above this many relay options, CP-SAT works on one phase at a time (LNS)
+
+
+def exact_model(problem: SelectionProblem) -> bool:
+    """True when the model charges every host exactly (named tiles, exact host classes)."""
+    return not problem.tile_classes and exact_host_pairs(problem) <= EXACT_HOST_LIMIT
 
 
 def monolithic(problem: SelectionProblem) -> bool:
