@@ -94,7 +94,7 @@ def realise(problem: SelectionProblem, selection: Selection, mode: str, *, only:
             hosts = np.array([assignment[(gi, s)] for s in range(op.count)], np.int64)
             buffers = []
             for s, t in enumerate(hosts.tolist()):
-                addr = pd.memory.first_fit(t, int(op.buffer_bytes[s]))
+                addr = pd.memory.place(t, int(op.buffer_bytes[s]))
                 if addr is None:
                     raise RuntimeError(f"phase {pd.phase.phase}: buffer does not fit on tile {t}")
                 buffers.append(addr)
