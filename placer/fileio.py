@@ -5,8 +5,10 @@ from __future__ import annotations
 import gzip
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -39,16 +41,20 @@ def read_json(path: str | Path) -> Any:
         raise InputError(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", path=str(path)) from None
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temporary file and rename, so no reader sees half a file."""
+@contextmanager
+def atomic_output(path: str | Path) -> Iterator[BinaryIO]:
+    """A binary file that appears at ``path`` only once fully written (temporary file, then rename); gzipped
+    when the name ends in ``.gz``. On any error nothing is left behind."""
     p = Path(path)
-    if p.suffix == ".gz":
-        data = gzip.compress(data, compresslevel=6, mtime=0)
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+        with os.fdopen(fd, "wb") as raw:
+            if p.suffix == ".gz":
+                with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1, mtime=0) as gz:
+                    yield gz  # type: ignore[misc]
+            else:
+                yield raw
         # mkstemp creates 0600; give the file the permissions an ordinary open() would have
         mask = os.umask(0)
         os.umask(mask)
@@ -57,6 +63,12 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so no reader ever sees half a file."""
+    with atomic_output(path) as fh:
+        fh.write(data)
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:

@@ -30,7 +30,7 @@ from placer.capture.model import (
     Repeat,
 )
 from placer.errors import InputError
-from placer.fileio import read_bytes, read_json, write_json
+from placer.fileio import read_bytes, read_json
 
 MAX_WORDS = 4148  # the reference format's per-transfer limit; a machine file may be stricter, never looser
 _TOP_KEYS = {"schema_version", "tile_count", "phases", "phase_labels", "phase_traffic", "placer"}
@@ -73,7 +73,10 @@ def _read_fast(raw: bytes, path: str) -> Capture | None:
 
 
 def write_capture(capture: Capture, path: str | Path) -> None:
-    write_json(path, capture_to_json(capture))
+    """Write a capture (gzipped when the name ends in .gz), atomically, rendered column-wise by numpy."""
+    from placer.capture.writer import write_capture_fast  # the writer uses this module's JSON conversion
+
+    write_capture_fast(capture, path)
 
 
 def capture_from_json(doc: Any, path: str = "<capture>") -> Capture:

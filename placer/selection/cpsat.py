@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from ortools.sat.python import cp_model
 
-from placer.selection.problem import SelectionProblem
+from placer.selection.options import Option
+from placer.selection.problem import PhaseData, SelectionProblem
 from placer.solver import Progress, SolveResult, SolverParams, Status, run
 
 OBJECTIVES = ("cycles", "table", "scratch", "relays")

@@ -44,8 +44,10 @@ class Decision:
     worst_after: int
 
 
-def pick_hosts(group: ReplicaGroup, seg_count: int, seg_bytes: np.ndarray, hosting: np.ndarray,
-               memory: PhaseMemory, tiles: int, order: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+def pick_hosts(
+    group: ReplicaGroup, seg_count: int, seg_bytes: np.ndarray, hosting: np.ndarray, memory: PhaseMemory, tiles: int,
+    order: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray] | None:
     """Eligible tiles not yet hosting, one per segment, each with room for its buffer: the highest-numbered first
     (the production rule) or in the given ``order``."""
     banned = hosting[:tiles].copy()

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import typer
 
+from placer.capture.writer import write_capture_fast
 from placer.errors import InputError
 from placer.units import format_size
-from placer.workloads.fastjson import write_capture_fast
 from placer.workloads.generate import DEFAULT_BATCH
 from placer.workloads.generate import generate as generate_capture
 

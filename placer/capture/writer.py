@@ -5,22 +5,19 @@ object per transfer.
 (1.6 M transfers, 10 M destinations) that costs about 30 s and several GB. Here each phase is rendered straight to
 bytes with numpy: the text is a sequence of (constant, integer) items, the integers' decimal digits are computed
 arithmetically and scattered into one byte buffer. Phases are streamed one at a time (gzip at level 1 when the
-name ends in ``.gz``) and the file is replaced atomically.
+name ends in ``.gz``) and the file appears atomically.
 """
 
 from __future__ import annotations
 
-import gzip
-import os
-import tempfile
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
 import orjson
 
 from placer.capture.io import capture_to_json
 from placer.capture.model import Capture, Phase
+from placer.fileio import atomic_output
 
 # item kinds: the constant text written before the item's integer (NONE: constant only)
 _CONST = [
@@ -115,26 +112,14 @@ def write_capture_fast(capture: Capture, path: str | Path) -> int:
     marker = b'"phases":[]'
     at = text.index(marker)
     prefix, suffix = text[: at + len(marker) - 1], text[at + len(marker) - 1 :]
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-    try:
-        with os.fdopen(fd, "wb") as raw:
-            sink: BinaryIO = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1, mtime=0) \
-                if p.suffix == ".gz" else raw  # type: ignore[assignment]
-            sink.write(prefix)
-            for k, phase in enumerate(capture.phases):
-                if k:
-                    sink.write(b",")
-                sink.write(render_phase(phase))
-            sink.write(suffix)
-            if sink is not raw:
-                sink.close()
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return p.stat().st_size
+    with atomic_output(path) as sink:
+        sink.write(prefix)
+        for k, phase in enumerate(capture.phases):
+            if k:
+                sink.write(b",")
+            sink.write(render_phase(phase))
+        sink.write(suffix)
+    return Path(path).stat().st_size
 
 
 __all__ = ["render_phase", "write_capture_fast"]
