@@ -101,12 +101,15 @@ def solve(
     params: Path = typer.Option(None, help="Solver parameters TOML (see placer/params/default.toml)."),
     machine: str = typer.Option("ipu21", help="Bundled machine (ipu21, mk1) or a machine TOML file."),
     local_pack: bool = typer.Option(True, "--local-pack/--no-local-pack", help="Offer the local-pack variant."),
+    schedule: bool = typer.Option(False, "--schedule", help="Also order every phase of the plan (B1024 greedy) "
+                                  "and check each schedule."),
     json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
 ) -> None:
     """Choose relays so every tile fits its exchange-table budget; print per phase before → after.
 
-    Exit codes: 0 plan fits; 3 proved infeasible; 4 the plan (or the greedy fallback) breaks the budget.
+    Exit codes: 0 plan fits; 1 a schedule failed its check; 3 proved infeasible; 4 the plan (or the greedy
+    fallback) breaks the budget.
     """
     if mode not in ("cpsat", "greedy"):
         raise InputError(f"--mode {mode!r}: use cpsat or greedy")
@@ -120,6 +123,9 @@ def solve(
     if not quiet and not json and mode == "cpsat" and sys.stderr.isatty():
         sys.stderr.write("\n")
     report = outcome_json(cap, outcome)
+    schedule_ok = True
+    if schedule:
+        report["schedule"], schedule_ok = schedule_plan(outcome.plan.rewritten(cap), mach, quiet or json)
     if output is not None:
         write_json(output, outcome.plan.to_json(cap, report["summary"]))
     if json:
@@ -130,12 +136,45 @@ def solve(
         if outcome.irreducible:
             typer.echo("tiles that cannot fit even with every option (tile: bytes over):")
             typer.echo("  " + ", ".join(f"{t}: {b:,}" for t, b in outcome.irreducible))
+        if schedule:
+            typer.echo(render_schedule(report["schedule"]))
         if output is not None:
             typer.echo(f"plan written to {output}")
+    if not schedule_ok:
+        raise typer.Exit(1)
     if outcome.status is Status.INFEASIBLE and mode == "cpsat":
         raise typer.Exit(EXIT_INFEASIBLE)
     if not outcome.objectives.fits:
         raise typer.Exit(EXIT_OVER_BUDGET)
+
+
+def schedule_plan(program: Capture, machine: Machine, quiet: bool) -> tuple[list[dict[str, Any]], bool]:
+    """Order every phase of the rewritten program with the production scheduler; check each schedule."""
+    from placer.ordering.check import check_schedule
+    from placer.ordering.schedule import schedule_phase
+
+    rows, ok = [], True
+    for phase in program.phases:
+        if not quiet and sys.stderr.isatty():
+            sys.stderr.write(f"\r  scheduling phase {phase.phase} ({phase.n:,} transfers)        ")
+        ps = schedule_phase(phase, machine, "greedy", tiles=program.tile_count)
+        problems = check_schedule(phase, ps.schedule.tx_start, ps.schedule.rx_start, ps.schedule.horizon, machine)
+        ok &= not problems
+        rows.append({**ps.to_json(), "label": program.label(phase.phase), "valid": not problems,
+                     "problems": problems[:5]})
+    if not quiet and sys.stderr.isatty():
+        sys.stderr.write("\n")
+    return rows, ok
+
+
+def render_schedule(rows: list[dict[str, Any]]) -> str:
+    table = render(["phase", "label", "transfers", "horizon", "lower bound", "gap", "checked"],
+                   [[r["phase"], r["label"][:28], r["transfers"], r["horizon"], r["lower_bound"],
+                     f"{r['gap']:.1%}", "ok" if r["valid"] else "INVALID"] for r in rows],
+                   title="\nstream order (B1024 greedy), cycles without sync:")
+    total = sum(r["horizon"] for r in rows)
+    bound = sum(r["lower_bound"] for r in rows)
+    return table + f"\nsum of horizons {total:,} against a summed lower bound of {bound:,}"
 
 
 def _status_line(outcome: Outcome) -> str:
