@@ -74,7 +74,8 @@ def outcome_json(capture: Capture, outcome: Outcome) -> dict[str, Any]:
     return {
         "summary": summary,
         "solver": {
-            "status": outcome.status.value if staged is not None else "not-run",
+            "status": outcome.status.value if staged is not None or outcome.source != "greedy" or
+            outcome.status is Status.INFEASIBLE else "not-run",
             "plan_from": outcome.source,
             "stages": [{"stage": n, **r.to_json()} for n, r in (staged.stages if staged else [])],
             "runtime_s": round(outcome.runtime, 3),
@@ -178,6 +179,8 @@ def render_schedule(rows: list[dict[str, Any]]) -> str:
 
 
 def _status_line(outcome: Outcome) -> str:
+    if outcome.staged is None and outcome.status is Status.INFEASIBLE:
+        return f"infeasible (proved): {outcome.note}; the plan shown is the best incumbent"
     if outcome.staged is None:
         return "mode greedy: the production rule (no search)"
     stages = "; ".join(f"{n}: {r.describe()}" for n, r in outcome.staged.stages)

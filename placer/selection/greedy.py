@@ -21,12 +21,12 @@ import numpy as np
 
 from placer.alternatives.groups import GroupScan, ReplicaGroup
 from placer.alternatives.memory import PhaseMemory
-from placer.alternatives.relay import direct_receive
-from placer.alternatives.segments import native
+from placer.alternatives.relay import RelayRewrite, direct_receive
+from placer.alternatives.segments import Segmentation, native
 from placer.capture.model import Capture, Phase
 from placer.machine import Machine
 from placer.problem.cost import program_cost, program_tiles
-from placer.problem.state import PhaseState
+from placer.problem.state import PhaseState, TileCounters
 from placer.selection.plan import Plan, RelayChoice
 
 
@@ -71,6 +71,28 @@ def pick_hosts(
     return np.asarray(hosts, np.int64), np.asarray(buffers, np.int64)
 
 
+@dataclass(frozen=True, eq=False)
+class Trial:
+    """A native direct-receive relay of one group, evaluated against its phase as it stands."""
+
+    rewrite: RelayRewrite
+    appended: Phase
+    counters: TileCounters
+    changed: np.ndarray  # real tiles whose counters change
+    table_delta: np.ndarray  # their change of rounded table bytes in the phase
+
+
+def try_relay(state: PhaseState, group: ReplicaGroup, seg: Segmentation, hosts: np.ndarray, buffers: np.ndarray,
+              tiles: int) -> Trial:
+    phase = state.phase
+    rewrite = direct_receive(group, seg, hosts, buffers, phase, state.machine.exchange.max_transfer_words * 4)
+    appended = Phase.concat(phase.phase, [rewrite.gathers, rewrite.forwards], extra={})
+    counters = state.evaluate(rewrite.remove, appended)
+    changed = counters.tiles[counters.tiles < tiles]
+    delta = state.table(counters)[: len(changed)] - state.table()[changed]
+    return Trial(rewrite, appended, counters, changed, delta)
+
+
 def greedy_phase(phase: Phase, scan: GroupScan, capture: Capture, machine: Machine, tiles: int,
                  program: np.ndarray) -> tuple[list[RelayChoice], list[Decision], PhaseState]:
     """Apply the rule to one phase; ``program`` (table + scratch per tile, whole program) is updated in place."""
@@ -78,7 +100,6 @@ def greedy_phase(phase: Phase, scan: GroupScan, capture: Capture, machine: Machi
     memory = PhaseMemory(capture, phase, machine)
     choices: list[RelayChoice] = []
     decisions: list[Decision] = []
-    max_bytes = machine.exchange.max_transfer_words * 4
     hosting = np.zeros(tiles + 1, bool)
     for group in scan.groups:
         seg = native(group)
@@ -90,14 +111,11 @@ def greedy_phase(phase: Phase, scan: GroupScan, capture: Capture, machine: Machi
                                       cycles, worst, worst))
             continue
         hosts, buffers = picked
-        rewrite = direct_receive(group, seg, hosts, buffers, phase, max_bytes)
-        appended = Phase.concat(phase.phase, [rewrite.gathers, rewrite.forwards], extra={})
-        counters = state.evaluate(rewrite.remove, appended)
-        changed = counters.tiles[counters.tiles < tiles]
+        trial = try_relay(state, group, seg, hosts, buffers, tiles)
         new_program = program.copy()
-        new_program[changed] += state.table(counters)[: len(changed)] - state.table()[changed]
+        new_program[trial.changed] += trial.table_delta
         np.add.at(new_program, hosts, seg.segment_bytes())
-        _, cyc = state.with_counters(counters)
+        _, cyc = state.with_counters(trial.counters)
         new_cycles = int(cyc[:tiles].max(initial=0)) + machine.exchange.sync_cycles
         new_worst = int(new_program.max(initial=0))
         ok = new_cycles <= cycles and new_worst < worst
@@ -105,13 +123,13 @@ def greedy_phase(phase: Phase, scan: GroupScan, capture: Capture, machine: Machi
         decisions.append(Decision(phase.phase, group.index, ok, reason, cycles, new_cycles, worst, new_worst))
         if not ok:
             continue
-        state.commit(rewrite.remove, appended, counters,
+        state.commit(trial.rewrite.remove, trial.appended, trial.counters,
                      {int(h): int(b) for h, b in zip(hosts, seg.segment_bytes(), strict=True)})
         program[:] = new_program
         hosting[hosts] = True
         for h, b, nbytes in zip(hosts.tolist(), buffers.tolist(), seg.segment_bytes().tolist(), strict=True):
             memory.reserve(h, b, nbytes)
-        choices.append(RelayChoice(group, "direct-receive", seg, hosts, buffers, rewrite))
+        choices.append(RelayChoice(group, "direct-receive", seg, hosts, buffers, trial.rewrite))
     return choices, decisions, state
 
 
@@ -132,7 +150,6 @@ def budget_plan(capture: Capture, scans: list[GroupScan], machine: Machine, tabl
     states: dict[int, tuple[PhaseState, PhaseMemory, np.ndarray]] = {}
     groups = sorted((g for s in scans for g in s.groups), key=lambda g: (-g.fragments * g.replica_count, g.key()))
     done: set[tuple[int, int]] = set()
-    max_bytes = machine.exchange.max_transfer_words * 4
     for _ in range(max_passes):
         progress = False
         for group in groups:
@@ -151,23 +168,21 @@ def budget_plan(capture: Capture, scans: list[GroupScan], machine: Machine, tabl
             if picked is None:
                 continue
             hosts, buffers = picked
-            rewrite = direct_receive(group, seg, hosts, buffers, phase, max_bytes)
-            appended = Phase.concat(phase.phase, [rewrite.gathers, rewrite.forwards], extra={})
-            counters = state.evaluate(rewrite.remove, appended)
-            changed = counters.tiles[counters.tiles < tiles]
-            k = len(changed)
+            trial = try_relay(state, group, seg, hosts, buffers, tiles)
+            changed, counters = trial.changed, trial.counters
             new_table = table.copy()
-            new_table[changed] += state.table(counters)[:k] - state.table()[changed]
+            new_table[changed] += trial.table_delta
             new_frags = frags.copy()
-            new_frags[changed] += (counters.sends + counters.receives)[:k] - (state.sends + state.receives)[changed]
+            new_frags[changed] += ((counters.sends + counters.receives)[: len(changed)]
+                                   - (state.sends + state.receives)[changed])
             over = np.maximum(table - table_budget, 0).sum()
             if np.maximum(new_table - table_budget, 0).sum() >= over or (new_frags > fragment_limit).any():
                 continue
-            state.commit(rewrite.remove, appended, counters, {})
+            state.commit(trial.rewrite.remove, trial.appended, counters, {})
             table, frags = new_table, new_frags
             hosting[hosts] = True
             done.add(group.key())
-            plan.relays.append(RelayChoice(group, "direct-receive", seg, hosts, buffers, rewrite))
+            plan.relays.append(RelayChoice(group, "direct-receive", seg, hosts, buffers, trial.rewrite))
             progress = True
         if not progress:
             break

@@ -39,9 +39,11 @@ class Objectives:
     scratch: int
     relays: int
     worst_tile: int
+    excess: int  # bytes over budget summed over tiles (table and fragments alike); 0 when it fits
 
     def key(self, order: tuple[str, ...]) -> tuple[int, ...]:
-        return (0 if self.fits else 1, *(getattr(self, name) for name in order))
+        """Compare plans: a plan that fits beats one that does not, a smaller violation beats a larger one."""
+        return (0 if self.fits else 1, self.excess, *(getattr(self, name) for name in order))
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -66,7 +68,12 @@ def plan_objectives(capture: Capture, plan: Plan) -> Objectives:
         scratch=sum(int(r.scratch_bytes.sum()) for r in plan.relays),
         relays=sum(r.segmentation.count for r in plan.relays),
         worst_tile=cost.worst_tile(),
+        excess=_excess(cost.table_bytes, cost.fragments, plan.table_budget, plan.fragment_limit),
     )
+
+
+def _excess(table: np.ndarray, frags: np.ndarray, budget: int, limit: int) -> int:
+    return int(np.maximum(table - budget, 0).sum() + np.maximum(frags - limit, 0).sum())
 
 
 def selection_from_plan(problem: SelectionProblem, plan: Plan) -> Selection:
@@ -138,6 +145,12 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
         if c_obj.key(order) < g_obj.key(order):
             best_plan, best_obj, source = constructed, c_obj, "budget-greedy"
     incumbent = selection_from_plan(problem, best_plan)
+    proof = irreducible_tiles(problem)
+    if proof:
+        # some tile stays over budget whatever is chosen: proved without search
+        return Outcome(best_plan, best_obj, greedy, g_obj, decisions, Status.INFEASIBLE, None, source,
+                       "proved infeasible by a per-tile lower bound (every group touching the tile at its best "
+                       "option, no relay hosted)", 0, time.perf_counter() - start, problem, scans, proof)
     if not monolithic(problem):
         return _lns(capture, problem, params, order, best_plan, best_obj, source, greedy, g_obj, decisions,
                     progress, start, scans)
@@ -251,6 +264,7 @@ def objectives_from_fixed(problem: SelectionProblem, fixed: list[PhaseFixed]) ->
         cycles=int(cycles), table=int(table.max(initial=0)), fragments=int(frags.max(initial=0)),
         scratch=sum(fx.scratch for fx in fixed), relays=sum(fx.relays for fx in fixed),
         worst_tile=int(np.argmax(table)),
+        excess=_excess(table, frags, problem.table_budget, problem.fragment_limit),
     )
 
 
@@ -282,8 +296,15 @@ def lower_bounds(problem: SelectionProblem) -> dict[str, int]:
 
 
 def _best_tables(problem: SelectionProblem) -> np.ndarray:
+    """Per tile, a lower bound on its program table under any plan: every group touching it at its most favourable
+    option, nothing hosted, and every slack the model's deltas leave taken in the tile's favour -- a seam between
+    two relayed groups saving a pointer reset, a local-pack replica losing its phase entry, and the rounding of the
+    phase's total to a multiple of 8."""
+    c = problem.machine.cost
     best = problem.direct.table_bytes[: problem.tiles].astype(np.int64).copy()
+    slack = c.pointer_reset_extra_bytes + c.phase_entry_bytes
     for pd in problem.phases:
+        touched = np.zeros(problem.tiles, bool)
         for opts in pd.options:
             per_tile: dict[int, int] = {}
             for op in opts[1:]:
@@ -291,7 +312,9 @@ def _best_tables(problem: SelectionProblem) -> np.ndarray:
                     if t < problem.tiles:
                         per_tile[t] = min(per_tile.get(t, 0), d)
             for t, d in per_tile.items():
-                best[t] += d
+                best[t] += d - slack
+                touched[t] = True
+        best[touched] -= c.table_rounding - 1
     return best
 
 
