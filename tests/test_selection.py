@@ -191,3 +191,32 @@ def test_infeasible_only_when_brute_force_agrees(budget: int) -> None:
             assert not out.objectives.fits
     finally:
         M = saved
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), fragments=st.integers(4, 30), k_pick=st.integers(0, 5),
+       variant=st.sampled_from(["direct-receive", "local-pack"]))
+def test_every_rewrite_validates_and_keeps_provenance(seed: int, fragments: int, k_pick: int, variant: str) -> None:
+    """Any segment count, either variant, hosts on spare tiles: the independent validator accepts the plan."""
+    from placer.alternatives.relay import local_pack
+    from placer.validation import validate
+
+    cap = relay_capture(groups=2, fragments=fragments, phases=2, seed=seed)
+    plan = Plan("test", M, 10**6, 16384)
+    for scan in scan_capture(cap):
+        phase = cap.phase_by_id(scan.phase)
+        spare = iter(range(M.tiles - 1, 15, -1))  # tiles 16.. take no part in the traffic
+        for g in scan.groups:
+            segs = candidates(g)
+            seg = segs[sorted(segs)[k_pick % len(segs)]]
+            hosts = np.array([next(spare) for _ in range(seg.count)], np.int64)
+            buffers = np.full(seg.count, 0x70000, np.int64)
+            if variant == "direct-receive":
+                rw = direct_receive(g, seg, hosts, buffers, phase, 16592)
+                plan.relays.append(RelayChoice(g, variant, seg, hosts, buffers, rw))
+            else:
+                extra = 100 + scan.phase
+                rw = local_pack(g, seg, hosts, buffers, phase, 16592, extra)
+                plan.relays.append(RelayChoice(g, variant, seg, hosts, buffers, rw, extra))
+    report = validate(cap, plan.to_json(cap), M)
+    assert report.valid, report.errors[:5]

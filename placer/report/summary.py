@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from placer.alternatives.groups import GroupScan
@@ -32,6 +33,7 @@ def plan_summary(capture: Capture, scans: list[GroupScan], plan: Plan,
             "label": capture.label(p.phase),
             "groups": len(scan.groups),
             "ineligible": len(scan.rejected),
+            "ineligible_reasons": dict(Counter(r.reason for r in scan.rejected)),
             "relayed": len(chosen),
             "kept": len(scan.groups) - len(chosen),
             "relays": sum(r.segmentation.count for r in chosen),
