@@ -50,7 +50,6 @@ class ModelHandle:
     z: list[dict[Signature, dict[int, cp_model.IntVar]]]
     n: list[dict[tuple[Signature, int], cp_model.IntVar]]
     objectives: dict[str, cp_model.LinearExprT]
-    classes: list[dict[Signature, list[tuple[int, int, int]]]]
     totals: dict[int, cp_model.LinearExprT] = field(default_factory=dict)  # per tile: program table (modelled)
 
 
@@ -86,10 +85,10 @@ class PhaseFixed:
     relays: int
 
 
-def build_model(problem: SelectionProblem, *, forbid: Sequence[tuple[int, int, int]] = (),
-                tighten: dict[int, int] | None = None, coarse: bool | None = None,
+def build_model(problem: SelectionProblem, *, tighten: dict[int, int] | None = None, coarse: bool | None = None,
                 active: set[int] | None = None, fixed: list[PhaseFixed] | None = None) -> ModelHandle:
-    """Build the CP-SAT model. ``tighten`` lowers a tile's table budget (lazy correction of seam effects).
+    """Build the CP-SAT model. ``tighten`` lowers a tile's table budget (lazy correction of seam effects; negative
+    values raise it, for the relaxation that proves infeasibility).
 
     ``coarse`` (default: when the exact host model would exceed EXACT_HOST_LIMIT pairs) replaces host classes by
     one "hosts a segment" literal per tile and phase, each host charged the heaviest segment *chosen* in its phase:
@@ -122,8 +121,6 @@ def build_model(problem: SelectionProblem, *, forbid: Sequence[tuple[int, int, i
     # aggregated tile classes: program-wide table/fragment terms (upper bounds, see docs/selection.md)
     class_table: list[list[cp_model.LinearExprT]] = [[] for _ in problem.tile_classes]
     class_frag: list[list[cp_model.LinearExprT]] = [[] for _ in problem.tile_classes]
-    classes_all = []
-    forbidden = set(forbid)
 
     direct_index = {p.phase: i for i, p in enumerate(problem.capture.phases)}
     for pi, pd in enumerate(problem.phases):
@@ -139,7 +136,6 @@ def build_model(problem: SelectionProblem, *, forbid: Sequence[tuple[int, int, i
             xs.append([])
             zs.append({})
             ns.append({})
-            classes_all.append({})
             continue
         st = pd.state
         px: list[list[cp_model.IntVar]] = []
@@ -170,8 +166,6 @@ def build_model(problem: SelectionProblem, *, forbid: Sequence[tuple[int, int, i
             gx = [m.new_bool_var(f"x_{pd.phase.phase}_{gi}_{op.name}") for op in opts]
             m.add_exactly_one(gx)
             for oi, (op, v) in enumerate(zip(opts, gx, strict=True)):
-                if (pi, gi, oi) in forbidden:
-                    m.add(v == 0)
                 if op.variant == "direct":
                     continue
                 sigs = op.signatures()
@@ -207,7 +201,6 @@ def build_model(problem: SelectionProblem, *, forbid: Sequence[tuple[int, int, i
                         ext_members.setdefault(t, []).append(v)
             px.append(gx)
         xs.append(px)
-        classes_all.append(classes)
 
         if coarse:
             pz_c, pn_c = _coarse_hosts(m, problem, pi, pd, xs[pi], class_table, class_frag, ecyc_of, host_cond,
@@ -410,7 +403,7 @@ def build_model(problem: SelectionProblem, *, forbid: Sequence[tuple[int, int, i
         "scratch": sum(scratch_terms),
         "relays": sum(relay_terms),
     }
-    return ModelHandle(m, xs, zs, ns, objectives, classes_all, totals)
+    return ModelHandle(m, xs, zs, ns, objectives, totals)
 
 
 _LOAD_FIELDS = ("raw", "frag", "tx", "rx", "ctrl", "buffer", "ext_raw", "ext_frag", "ext_tx", "ext_ctrl")

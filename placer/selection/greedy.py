@@ -138,8 +138,8 @@ def budget_plan(capture: Capture, scans: list[GroupScan], machine: Machine, tabl
     """placer's own budget-aware construction (not the production rule): a feasible start for CP-SAT.
 
     Groups are visited largest first (fragments × replicas); a group is relayed, native segments, direct-receive,
-    when one of its replicas is over the budget and relaying lowers the total overflow Σ max(0, table − budget)
-    without pushing any tile over the fragment limit; hosts are the eligible tiles with the most table headroom.
+    when one of its replicas is over the budget and relaying lowers the total excess (Σ over tiles of the table
+    bytes over the budget plus the fragments over the limit); hosts are the eligible tiles with the most headroom.
     """
     tiles = program_tiles(capture, machine)
     plan = Plan("budget-greedy", machine, table_budget, fragment_limit)
@@ -153,9 +153,10 @@ def budget_plan(capture: Capture, scans: list[GroupScan], machine: Machine, tabl
     for _ in range(max_passes):
         progress = False
         for group in groups:
-            if (table <= table_budget).all():
+            if (table <= table_budget).all() and (frags <= fragment_limit).all():
                 return plan
-            if group.key() in done or not (table[group.replicas] > table_budget).any():
+            if group.key() in done or not ((table[group.replicas] > table_budget).any()
+                                           or (frags[group.replicas] > fragment_limit).any()):
                 continue
             phase = phases[group.phase]
             if group.phase not in states:
@@ -175,8 +176,10 @@ def budget_plan(capture: Capture, scans: list[GroupScan], machine: Machine, tabl
             new_frags = frags.copy()
             new_frags[changed] += ((counters.sends + counters.receives)[: len(changed)]
                                    - (state.sends + state.receives)[changed])
-            over = np.maximum(table - table_budget, 0).sum()
-            if np.maximum(new_table - table_budget, 0).sum() >= over or (new_frags > fragment_limit).any():
+            def excess(tab: np.ndarray, frg: np.ndarray) -> int:
+                return int(np.maximum(tab - table_budget, 0).sum() + np.maximum(frg - fragment_limit, 0).sum())
+
+            if excess(new_table, new_frags) >= excess(table, frags):
                 continue
             state.commit(trial.rewrite.remove, trial.appended, counters, {})
             table, frags = new_table, new_frags

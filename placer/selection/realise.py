@@ -20,14 +20,13 @@ from placer.selection.problem import SelectionProblem
 
 
 def realise(problem: SelectionProblem, selection: Selection, mode: str, *, only: set[int] | None = None,
-            keep: Plan | None = None) -> tuple[Plan, int]:
-    """Build the plan; also return how many segments the matching could not place on the model's tiles.
+            keep: Plan | None = None) -> Plan:
+    """Build the plan from the model's selection.
 
     With ``only``, just those selection phases are realised and the others' relays are copied from ``keep``."""
     machine = problem.machine
     plan = Plan(mode, machine, problem.table_budget, problem.fragment_limit)
     max_bytes = machine.exchange.max_transfer_words * 4
-    unmatched = 0
     # how many segments each aggregated tile hosts over the program: hosts are spread, least loaded first
     hosted = np.zeros(problem.tiles, np.int64)
     for pi, pd in enumerate(problem.phases):
@@ -79,7 +78,6 @@ def realise(problem: SelectionProblem, selection: Selection, mode: str, *, only:
             for s in range(op.count):
                 if (gi, s) in assignment:
                     continue
-                unmatched += 1
                 banned = set(op.banned[s].tolist())
                 free = [t for t in range(problem.tiles - 1, -1, -1)
                         if t not in used and t not in banned and pd.largest_gap[t] >= op.buffer_bytes[s]]
@@ -105,4 +103,4 @@ def realise(problem: SelectionProblem, selection: Selection, mode: str, *, only:
             else:
                 rw = local_pack(op.group, op.seg, hosts, buf, pd.phase, max_bytes, pd.extra_phase)
                 plan.relays.append(RelayChoice(op.group, op.variant, op.seg, hosts, buf, rw, pd.extra_phase))
-    return plan, unmatched
+    return plan

@@ -163,7 +163,7 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
         staged = solve_staged(problem, params, order, start=incumbent, progress=progress, tighten=tighten)
         if staged.selection is None:
             break
-        plan, _ = realise(problem, staged.selection, "cpsat")
+        plan = realise(problem, staged.selection, "cpsat")
         obj = plan_objectives(capture, plan)
         if obj.key(order) < best_obj.key(order):
             best_plan, best_obj, source = plan, obj, "cp-sat"
@@ -177,17 +177,21 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
         incumbent = staged.selection
         note = f"tightened {len(over)} tiles after exact re-costing"
     status = staged.status if staged is not None else Status.UNKNOWN
-    if status is Status.INFEASIBLE and not exact_model(problem):
-        # aggregated tile classes are charged an upper bound: re-prove with every tile named, or do not claim it
+    if status is Status.INFEASIBLE:
+        # The model may be a little pessimistic (aggregated tile classes, seams between groups, a local-pack
+        # replica's entry, lazy tightening): re-prove on a relaxation -- every tile named, every such slack given
+        # back to the budget -- and claim infeasibility only if that fails too.
         explicit = build_problem(capture, machine, table_budget, fragment_limit, scans=scans,
                                  local_pack=local_pack, aggregate=False)
         if exact_host_pairs(explicit) <= EXACT_HOST_LIMIT:
-            proof = solve_staged(explicit, params, order[:1])
-            status = proof.status
+            relaxed = {t: -s for t, s in model_slack(explicit).items()}
+            proof = solve_staged(explicit, params, order[:1], tighten=relaxed)
+            status = proof.status if proof.status is Status.INFEASIBLE else Status.UNKNOWN
             problem = explicit
         else:
             status = Status.UNKNOWN
-            note = "the model found no plan, but its host accounting is conservative here: not a proof"
+        if status is not Status.INFEASIBLE:
+            note = "CP-SAT found no plan within the budget, but could not prove that none exists"
     if source == "cp-sat" and staged is not None and status is Status.OPTIMAL:
         model_values = staged.values
         if any(model_values.get(n) is not None and model_values[n] != getattr(best_obj, n) for n in order):
@@ -295,16 +299,29 @@ def lower_bounds(problem: SelectionProblem) -> dict[str, int]:
     return {"cycles": cycles, "table": max(int(best.max(initial=0)), -(-mass // problem.tiles))}
 
 
+def model_slack(problem: SelectionProblem) -> dict[int, int]:
+    """Per tile, the most the model can overstate its table: per group touching it a pointer reset at a seam and a
+    phase entry, per phase the rounding."""
+    c = problem.machine.cost
+    slack: dict[int, int] = {}
+    for pd in problem.phases:
+        touched: dict[int, int] = {}
+        for opts in pd.options:
+            for t in {t for op in opts[1:] for t in op.tiles.tolist() if t < problem.tiles}:
+                touched[t] = touched.get(t, 0) + 1
+        for t, groups in touched.items():
+            slack[t] = slack.get(t, 0) + groups * (c.pointer_reset_extra_bytes + c.phase_entry_bytes) \
+                + c.table_rounding - 1
+    return slack
+
+
 def _best_tables(problem: SelectionProblem) -> np.ndarray:
     """Per tile, a lower bound on its program table under any plan: every group touching it at its most favourable
     option, nothing hosted, and every slack the model's deltas leave taken in the tile's favour -- a seam between
     two relayed groups saving a pointer reset, a local-pack replica losing its phase entry, and the rounding of the
     phase's total to a multiple of 8."""
-    c = problem.machine.cost
     best = problem.direct.table_bytes[: problem.tiles].astype(np.int64).copy()
-    slack = c.pointer_reset_extra_bytes + c.phase_entry_bytes
     for pd in problem.phases:
-        touched = np.zeros(problem.tiles, bool)
         for opts in pd.options:
             per_tile: dict[int, int] = {}
             for op in opts[1:]:
@@ -312,9 +329,9 @@ def _best_tables(problem: SelectionProblem) -> np.ndarray:
                     if t < problem.tiles:
                         per_tile[t] = min(per_tile.get(t, 0), d)
             for t, d in per_tile.items():
-                best[t] += d - slack
-                touched[t] = True
-        best[touched] -= c.table_rounding - 1
+                best[t] += d
+    for t, s in model_slack(problem).items():
+        best[t] -= s
     return best
 
 
@@ -342,7 +359,7 @@ def _lns(capture: Capture, problem: SelectionProblem, params: SolverParams, orde
         if staged.selection is None:
             continue
         try:
-            plan, _ = realise(problem, staged.selection, "cpsat", only={pi}, keep=best_plan)
+            plan = realise(problem, staged.selection, "cpsat", only={pi}, keep=best_plan)
         except RuntimeError:
             continue
         new_fixed = phase_fixed(problem, plan, only={pi}, previous=fixed)
