@@ -282,8 +282,10 @@ def render_comparison(entry: dict[str, Any], *, all_groups: bool = False) -> str
              f"{entry['runtime_s']:.1f} s)"]
     for st in entry["stages"]:
         gap = f", gap {st['gap']:.2%}" if st["gap"] is not None else ""
-        lines.append(f"  stage {st['stage']}: {st['status']}, objective {st['objective']}, bound {st['bound']}"
-                     f"{gap}, {st['runtime_s']:.2f} s")
+        obj = "-" if st["objective"] is None else f"{st['objective']:,.0f}"
+        bnd = "-" if st["bound"] is None else f"{st['bound']:,.0f}"
+        lines.append(f"  stage {st['stage']}: {st['status']}, objective {obj}, bound {bnd}{gap}, "
+                     f"{st['runtime_s']:.2f} s")
     rows = [[p["phase"], p["label"][:24], p["groups"], f"{p['greedy']['relayed']} / {p['greedy']['relays']}",
              f"{p['cpsat']['relayed']} / {p['cpsat']['relays']}", p["table_before"], p["greedy"]["table_after"],
              p["cpsat"]["table_after"], p["cycles_before"], p["greedy"]["cycles_after"], p["cpsat"]["cycles_after"]]
