@@ -11,6 +11,7 @@ from typing import Any
 import typer
 
 from placer.capture import read_capture
+from placer.capture import write_capture as save_capture
 from placer.capture.model import Capture
 from placer.errors import InputError
 from placer.fileio import write_json
@@ -94,6 +95,8 @@ def solve(
     fragments: int = typer.Option(None, help="Fragment limit per tile (default: the machine's)."),
     mode: str = typer.Option("cpsat", help="cpsat (default) or greedy (the production rule)."),
     output: Path = typer.Option(None, "-o", "--output", help="Write the plan here (.json or .json.gz)."),
+    write_capture: Path = typer.Option(None, "--write-capture", help="Also write the rewritten program as a "
+                                       "capture (the plan's delta applied)."),
     objective: str = typer.Option(None, help="Lexicographic order, e.g. table,cycles (default "
                                             "cycles,table,scratch,relays)."),
     time_limit: float = typer.Option(None, help="CP-SAT seconds in all (default 30, from --params)."),
@@ -129,6 +132,8 @@ def solve(
         report["schedule"], schedule_ok = schedule_plan(outcome.plan.rewritten(cap), mach, quiet or json)
     if output is not None:
         write_json(output, outcome.plan.to_json(cap, report["summary"]))
+    if write_capture is not None:
+        save_capture(outcome.plan.rewritten(cap), write_capture)
     if json:
         typer.echo(jsonlib.dumps(report, indent=2))
     else:
