@@ -113,6 +113,3 @@ class PhaseMemory:
         empty[t[t < tiles]] = False
         best[empty] = hi - (-(-lo // align) * align)
         return np.maximum(best, 0)
-
-    def largest_gap(self, tile: int) -> int:
-        return max((y - -(-x // BUFFER_ALIGNMENT) * BUFFER_ALIGNMENT for x, y in self.gaps(tile)), default=0)
