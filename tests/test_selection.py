@@ -234,3 +234,25 @@ def test_every_rewrite_validates_and_keeps_provenance(seed: int, fragments: int,
                 plan.relays.append(RelayChoice(g, variant, seg, hosts, buffers, rw, extra))
     report = validate(cap, plan.to_json(cap), M)
     assert report.valid, report.errors[:5]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_large_program_path_on_a_small_one(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Force the neighbourhood search and the coarse host model (used on real programs) onto a small capture:
+    never worse than the greedy, plans validate, bounds are below the objectives."""
+    import placer.selection.cpsat as cpsat_mod
+    import placer.selection.select as select_mod
+    from placer.validation import validate
+
+    monkeypatch.setattr(cpsat_mod, "EXACT_HOST_LIMIT", 0)
+    monkeypatch.setattr(select_mod, "EXACT_HOST_LIMIT", 0)
+    monkeypatch.setattr(select_mod, "MONOLITHIC_OPTIONS", 0)
+    cap = relay_capture(groups=3, fragments=24, replicas=3, phases=3, seed=seed)
+    out = select(cap, M, 420, 16384, params=FAST)
+    assert "neighbourhoods" in out.note
+    order = ("cycles", "table", "scratch", "relays")
+    assert out.objectives.key(order) <= out.greedy_objectives.key(order)
+    assert validate(cap, out.plan.to_json(cap), M).valid == out.objectives.fits
+    assert out.staged is not None
+    for name, res in out.staged.stages:
+        assert res.bound is not None and res.objective is not None and res.bound <= res.objective, name
