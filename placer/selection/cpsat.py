@@ -5,11 +5,12 @@ Decision variables
   exactly one per group.
 - ``z[p, c, t]``: tile t hosts one relay segment of host class c in phase p. A class gathers the segments of a
   phase with the same *signature* -- every number a host's cost depends on (rows, fragments, bytes, controls,
-  buffer size, kernel cycles) -- so segments of one class are interchangeable and the loads are exact.
+  buffer size, kernel cycles) and the tiles barred from it -- so segments of one class are interchangeable and the
+  loads are exact. Tiles no option touches and that look alike are aggregated into tile classes (a count ``n``).
   Σ_t z[p, c, t] equals the number of class-c segments chosen, and Σ_c z[p, c, t] ≤ 1 (one segment per tile and
   phase). z exists only where the tile's largest free gap in the phase holds the class's buffer and the tile is
-  not a replica of every group of the class; which segment goes where is an exact bipartite matching
-  (``realise``), so the model never enumerates (segment, tile) pairs.
+  not barred from the class; which segment goes where is an exact bipartite matching (``realise``), so the model
+  never enumerates (segment, tile) pairs. Large programs use the coarse host model (see ``build_model``).
 
 Constraints (hard): per tile, Σ over phases of its rounded table bytes ≤ budget (rounding to 8 modelled with an
 integer ``q`` per affected tile and phase: 8·q ≥ raw); per tile, fragments ≤ the limit; per phase, the cycle
@@ -17,11 +18,15 @@ variable bounds every affected tile's ⌈tx/4⌉, ⌈rx/4⌉ and controls.
 
 Objective: lexicographic, solved in stages (each stage fixes the previous optimum, or best value on time-out):
 by default total cycles, then worst-tile table bytes, then relay scratch, then relay count.
+
+The model is built by ``_Builder``, one method per constraint family: ``options`` (choice and each option's own
+effect), ``exact_hosts`` / ``_coarse_hosts`` (who hosts), ``tables_and_cycles`` (per-tile rounding and the phase's
+cycles), ``extra_phase`` (local-pack), ``budgets`` (the program-wide hard limits and the worst tile).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -85,156 +90,153 @@ class PhaseFixed:
     relays: int
 
 
-def build_model(problem: SelectionProblem, *, tighten: dict[int, int] | None = None, coarse: bool | None = None,
-                active: set[int] | None = None, fixed: list[PhaseFixed] | None = None) -> ModelHandle:
-    """Build the CP-SAT model. ``tighten`` lowers a tile's table budget (lazy correction of seam effects; negative
-    values raise it, for the relaxation that proves infeasibility).
+Terms = dict[int, list[cp_model.LinearExprT]]  # per tile: linear pieces added to a counter
 
-    ``coarse`` (default: when the exact host model would exceed EXACT_HOST_LIMIT pairs) replaces host classes by
-    one "hosts a segment" literal per tile and phase, each host charged the heaviest segment *chosen* in its phase:
-    linear in the tiles instead of in tiles × classes, and conservative -- never optimistic -- about host loads.
-    """
-    if coarse is None:
-        coarse = exact_host_pairs(problem) > EXACT_HOST_LIMIT
-    active = set(range(len(problem.phases))) if active is None else active
-    m = cp_model.CpModel()
-    mach = problem.machine
-    c = mach.cost
-    tiles = problem.tiles
-    tighten = tighten or {}
-    sync = mach.exchange.sync_cycles
-    bpc = mach.exchange.bytes_per_cycle
 
-    # per tile: program table / fragments as constant + terms
-    table_terms: list[list[cp_model.LinearExprT]] = [[] for _ in range(tiles)]
-    frag_terms: list[list[cp_model.LinearExprT]] = [[] for _ in range(tiles)]
-    table_const = problem.direct.table_bytes[:tiles].copy()
-    frag_const = problem.direct.fragments[:tiles].copy()
-    cycle_terms: list[cp_model.LinearExprT] = []
-    scratch_terms: list[cp_model.LinearExprT] = []
-    relay_terms: list[cp_model.LinearExprT] = []
-    xs: list[list[list[cp_model.IntVar]]] = []
-    zs: list[dict[Signature, dict[int, cp_model.IntVar]]] = []
-    coarse_cyc: dict[int, list[tuple[cp_model.LinearExprT, cp_model.LinearExprT, cp_model.LinearExprT,
-                                     cp_model.IntVar]]] = {}
-    ns: list[dict[tuple[Signature, int], cp_model.IntVar]] = []
-    # aggregated tile classes: program-wide table/fragment terms (upper bounds, see docs/selection.md)
-    class_table: list[list[cp_model.LinearExprT]] = [[] for _ in problem.tile_classes]
-    class_frag: list[list[cp_model.LinearExprT]] = [[] for _ in problem.tile_classes]
+@dataclass(eq=False)
+class PhaseTerms:
+    """What the chosen options add to each tile's counters in one phase (and its local-pack extra phase)."""
 
-    direct_index = {p.phase: i for i, p in enumerate(problem.capture.phases)}
-    for pi, pd in enumerate(problem.phases):
-        if pi not in active:
-            # held at the incumbent: its exact contribution replaces the direct one
-            assert fixed is not None
-            dp = problem.direct.phases[direct_index[pd.phase.phase]]
-            table_const += fixed[pi].table[:tiles] - dp.table_bytes[:tiles]
-            frag_const += fixed[pi].fragments[:tiles] - dp.fragments[:tiles]
-            cycle_terms.append(fixed[pi].cycles)
-            scratch_terms.append(fixed[pi].scratch)
-            relay_terms.append(fixed[pi].relays)
-            xs.append([])
-            zs.append({})
-            ns.append({})
-            continue
-        st = pd.state
+    raw: Terms = field(default_factory=dict)
+    frag: Terms = field(default_factory=dict)
+    tx: Terms = field(default_factory=dict)
+    rx: Terms = field(default_factory=dict)
+    ctrl: Terms = field(default_factory=dict)
+    ext_raw: Terms = field(default_factory=dict)
+    ext_frag: Terms = field(default_factory=dict)
+    ext_rx: Terms = field(default_factory=dict)
+    ext_tx: Terms = field(default_factory=dict)
+    ext_ctrl: Terms = field(default_factory=dict)
+    ext_members: dict[int, list[cp_model.IntVar]] = field(default_factory=dict)  # local-pack options per replica
+    lp_vars: list[cp_model.IntVar] = field(default_factory=list)
+    kernels: list[tuple[int, cp_model.IntVar]] = field(default_factory=list)  # (kernel cycles, option literal)
+    # coarse host model: per tile its "hosts a segment" literal and the (variable) load it then carries
+    host_cond: dict[int, tuple[cp_model.IntVar, dict[str, cp_model.LinearExprT]]] = field(default_factory=dict)
+    # aggregated tile classes: (tx, rx, controls) a class host reaches, and the literal saying the class hosts
+    class_cycles: list[tuple[cp_model.LinearExprT, cp_model.LinearExprT, cp_model.LinearExprT,
+                             cp_model.IntVar]] = field(default_factory=list)
+    extra_cycles: cp_model.IntVar | None = None
+
+    @staticmethod
+    def add(terms: Terms, tile: int, expr: cp_model.LinearExprT) -> None:
+        terms.setdefault(tile, []).append(expr)
+
+
+class _Builder:
+    """Builds the selection model one constraint family at a time (see the module docstring)."""
+
+    def __init__(self, problem: SelectionProblem, tighten: dict[int, int], coarse: bool) -> None:
+        self.problem = problem
+        self.m = cp_model.CpModel()
+        self.tighten = tighten
+        self.coarse = coarse
+        self.cost = problem.machine.cost
+        self.bpc = problem.machine.exchange.bytes_per_cycle
+        self.sync = problem.machine.exchange.sync_cycles
+        tiles = problem.tiles
+        # per tile: program table / fragments = constant + terms
+        self.table_const = problem.direct.table_bytes[:tiles].copy()
+        self.frag_const = problem.direct.fragments[:tiles].copy()
+        self.table_terms: list[list[cp_model.LinearExprT]] = [[] for _ in range(tiles)]
+        self.frag_terms: list[list[cp_model.LinearExprT]] = [[] for _ in range(tiles)]
+        self.class_table: list[list[cp_model.LinearExprT]] = [[] for _ in problem.tile_classes]
+        self.class_frag: list[list[cp_model.LinearExprT]] = [[] for _ in problem.tile_classes]
+        self.cycle_terms: list[cp_model.LinearExprT] = []
+        self.scratch_terms: list[cp_model.LinearExprT] = []
+        self.relay_terms: list[cp_model.LinearExprT] = []
+        self.xs: list[list[list[cp_model.IntVar]]] = []
+        self.zs: list[dict[Signature, dict[int, cp_model.IntVar]]] = []
+        self.ns: list[dict[tuple[Signature, int], cp_model.IntVar]] = []
+        self.direct_index = {p.phase: i for i, p in enumerate(problem.capture.phases)}
+
+    # -- one phase ----------------------------------------------------------------------------------------------
+    def held_phase(self, pi: int, pd: PhaseData, fixed: PhaseFixed) -> None:
+        """A phase held at the incumbent: its exact contribution replaces the direct one."""
+        tiles = self.problem.tiles
+        dp = self.problem.direct.phases[self.direct_index[pd.phase.phase]]
+        self.table_const += fixed.table[:tiles] - dp.table_bytes[:tiles]
+        self.frag_const += fixed.fragments[:tiles] - dp.fragments[:tiles]
+        self.cycle_terms.append(fixed.cycles)
+        self.scratch_terms.append(fixed.scratch)
+        self.relay_terms.append(fixed.relays)
+        self.xs.append([])
+        self.zs.append({})
+        self.ns.append({})
+
+    def free_phase(self, pi: int, pd: PhaseData) -> None:
+        terms = PhaseTerms()
+        classes = self.options(pd, terms)
+        if self.coarse:
+            pz, pn = _coarse_hosts(self.m, self.problem, pi, pd, self.xs[pi], self.class_table, self.class_frag,
+                                   lambda: self.extra_cycles(pd, terms), terms.host_cond, terms.class_cycles)
+        else:
+            pz, pn = self.exact_hosts(pi, pd, classes, terms)
+        self.zs.append(pz)
+        self.ns.append(pn)
+        self.tables_and_cycles(pd, terms)
+        if terms.lp_vars:
+            self.extra_phase(pd, terms)
+
+    def options(self, pd: PhaseData, terms: PhaseTerms) -> dict[Signature, list[tuple[int, int, int]]]:
+        """One literal per option, exactly one per group; each option's exact effect on its own tiles."""
         px: list[list[cp_model.IntVar]] = []
         classes: dict[Signature, list[tuple[int, int, int]]] = {}
-        # per tile linear pieces for this phase
-        raw_e: dict[int, list[cp_model.LinearExprT]] = {}
-        frag_e: dict[int, list[cp_model.LinearExprT]] = {}
-        tx_e: dict[int, list[cp_model.LinearExprT]] = {}
-        rx_e: dict[int, list[cp_model.LinearExprT]] = {}
-        ctrl_e: dict[int, list[cp_model.LinearExprT]] = {}
-        ext_raw: dict[int, list[cp_model.LinearExprT]] = {}
-        ext_frag: dict[int, list[cp_model.LinearExprT]] = {}
-        ext_rx: dict[int, list[cp_model.LinearExprT]] = {}
-        ext_tx: dict[int, list[cp_model.LinearExprT]] = {}
-        ext_ctrl: dict[int, list[cp_model.LinearExprT]] = {}
-        ext_members: dict[int, list[cp_model.IntVar]] = {}
-        lp_vars: list[cp_model.IntVar] = []
-        ecyc_box: list[cp_model.IntVar] = []
-        host_cond: dict[int, tuple[cp_model.IntVar, dict[str, cp_model.LinearExprT]]] = {}
-
-        def ecyc_of(_pi: int, box: list[cp_model.IntVar] = ecyc_box, ph: int = pd.phase.phase) -> cp_model.IntVar:
-            if not box:
-                box.append(m.new_int_var(0, 10**8, f"extra_cycles_{ph}"))
-            return box[0]
-
-        kernel_terms: list[tuple[int, cp_model.IntVar]] = []
         for gi, opts in enumerate(pd.options):
-            gx = [m.new_bool_var(f"x_{pd.phase.phase}_{gi}_{op.name}") for op in opts]
-            m.add_exactly_one(gx)
+            gx = [self.m.new_bool_var(f"x_{pd.phase.phase}_{gi}_{op.name}") for op in opts]
+            self.m.add_exactly_one(gx)
             for oi, (op, v) in enumerate(zip(opts, gx, strict=True)):
                 if op.variant == "direct":
                     continue
                 sigs = op.signatures()
                 for sig in set(sigs):
                     classes.setdefault(sig, []).append((gi, oi, sigs.count(sig)))
-                scratch_terms.append(op.scratch * v)
-                relay_terms.append(op.count * v)
-                for t, dr, df, dtx, drx, dct in zip(op.tiles.tolist(), op.delta.raw.tolist(), op.delta.frag.tolist(),
-                                                    op.delta.tx.tolist(), op.delta.rx.tolist(),
-                                                    op.delta.ctrl.tolist(), strict=True):
-                    if t >= tiles:
-                        continue
-                    if dr:
-                        raw_e.setdefault(t, []).append(dr * v)
-                    if df:
-                        frag_e.setdefault(t, []).append(df * v)
-                    if dtx:
-                        tx_e.setdefault(t, []).append(dtx * v)
-                    if drx:
-                        rx_e.setdefault(t, []).append(drx * v)
-                    if dct:
-                        ctrl_e.setdefault(t, []).append(dct * v)
-                    raw_e.setdefault(t, [])
-                if op.variant == "local-pack":
-                    lp_vars.append(v)
-                    kernel_terms.append((op.kernel_cycles, v))
-                    assert op.ext is not None
-                    for i, t in enumerate(op.ext_tiles.tolist()):
-                        ext_raw.setdefault(t, []).append(int(op.ext.raw[i]) * v)
-                        ext_frag.setdefault(t, []).append(int(op.ext.frag[i]) * v)
-                        ext_rx.setdefault(t, []).append(int(op.ext.rx[i]) * v)
-                        ext_ctrl.setdefault(t, []).append(int(op.ext.ctrl[i]) * v)
-                        ext_members.setdefault(t, []).append(v)
+                self.scratch_terms.append(op.scratch * v)
+                self.relay_terms.append(op.count * v)
+                self.option_effects(op, v, terms)
             px.append(gx)
-        xs.append(px)
+        self.xs.append(px)
+        return classes
 
-        if coarse:
-            pz_c, pn_c = _coarse_hosts(m, problem, pi, pd, xs[pi], class_table, class_frag, ecyc_of, host_cond,
-                                       coarse_cyc.setdefault(pi, []))
-            zs.append(pz_c)
-            ns.append(pn_c)
-            classes = {}
-        # hosts (exact model: one literal per host class and tile)
+    def option_effects(self, op: Option, v: cp_model.IntVar, terms: PhaseTerms) -> None:
+        fields_ = (terms.raw, terms.frag, terms.tx, terms.rx, terms.ctrl)
+        deltas = (op.delta.raw, op.delta.frag, op.delta.tx, op.delta.rx, op.delta.ctrl)
+        for i, t in enumerate(op.tiles.tolist()):
+            if t >= self.problem.tiles:
+                continue
+            terms.raw.setdefault(t, [])  # an affected tile even when its table does not move
+            for target, delta in zip(fields_, deltas, strict=True):
+                if delta[i]:
+                    PhaseTerms.add(target, t, int(delta[i]) * v)
+        if op.variant == "local-pack":
+            assert op.ext is not None
+            terms.lp_vars.append(v)
+            terms.kernels.append((op.kernel_cycles, v))
+            for i, t in enumerate(op.ext_tiles.tolist()):
+                PhaseTerms.add(terms.ext_raw, t, int(op.ext.raw[i]) * v)
+                PhaseTerms.add(terms.ext_frag, t, int(op.ext.frag[i]) * v)
+                PhaseTerms.add(terms.ext_rx, t, int(op.ext.rx[i]) * v)
+                PhaseTerms.add(terms.ext_ctrl, t, int(op.ext.ctrl[i]) * v)
+                terms.ext_members.setdefault(t, []).append(v)
+
+    def exact_hosts(self, pi: int, pd: PhaseData, classes: dict[Signature, list[tuple[int, int, int]]],
+                    terms: PhaseTerms) -> tuple[dict[Signature, dict[int, cp_model.IntVar]],
+                                                dict[tuple[Signature, int], cp_model.IntVar]]:
+        """One literal per (host class, named tile), a count per (host class, tile class); hosted = chosen."""
+        m, c, problem = self.m, self.cost, self.problem
         pz: dict[Signature, dict[int, cp_model.IntVar]] = {}
         pn: dict[tuple[Signature, int], cp_model.IntVar] = {}
         class_hosts: dict[int, list[cp_model.IntVar]] = {}
-        phase_class_loads: dict[int, list[tuple[int, int, cp_model.IntVar]]] = {}
-        class_cyc: list[tuple[int, int, int, cp_model.IntVar]] = []
+        class_loads: dict[int, list[tuple[int, int, cp_model.IntVar]]] = {}
         host_of_tile: dict[int, list[tuple[cp_model.IntVar, dict[str, int], str]]] = {}
-        for ci, (key, members) in enumerate(classes.items() if not coarse else []):
+        for ci, (key, members) in enumerate(classes.items()):
             loads = _class_loads(key)
-            # a tile barred from every segment of the class (a replica, or a sender of that segment) gets no literal
-            banned_everywhere = None
-            for g, o, _ in members:
-                op = pd.options[g][o]
-                sigs = op.signatures()
-                common = None
-                for s, sig in enumerate(sigs):
-                    if sig == key:
-                        common = op.banned[s] if common is None else np.intersect1d(common, op.banned[s])
-                assert common is not None
-                banned_everywhere = common if banned_everywhere is None else np.intersect1d(banned_everywhere, common)
-            ok = pd.largest_gap >= loads["buffer"]
-            if banned_everywhere is not None and len(banned_everywhere):
-                ok[banned_everywhere] = False
-            cand = np.flatnonzero(ok & problem.explicit).tolist()
-            zc = {t: m.new_bool_var(f"z_{pd.phase.phase}_{ci}_{t}") for t in cand}
-            pz[key] = zc
             variant = "local-pack" if loads["variant"] else "direct-receive"
+            ok = (pd.largest_gap >= loads["buffer"]) & problem.explicit
+            barred = _barred_everywhere(pd, key, members)
+            if len(barred):
+                ok[barred] = False
+            zc = {t: m.new_bool_var(f"z_{pd.phase.phase}_{ci}_{t}") for t in np.flatnonzero(ok).tolist()}
+            pz[key] = zc
             counted = []
             for ei, tc in enumerate(problem.tile_classes):
                 used, raw0, tx0, rx0, ctrl0, gap = tc.per_phase[pi]
@@ -249,161 +251,217 @@ def build_model(problem: SelectionProblem, *, tighten: dict[int, int] | None = N
                 class_hosts.setdefault(ei, []).append(nv)
                 counted.append(nv)
                 entry = 0 if used else c.phase_entry_bytes
-                rnd = c.table_rounding
-                add = -(-(raw0 + entry + loads["raw"]) // rnd) * rnd - (-(-raw0 // rnd) * rnd)
+                add = _round(raw0 + entry + loads["raw"], c.table_rounding) - _round(raw0, c.table_rounding)
                 if variant == "local-pack":
-                    add += -(-(c.phase_entry_bytes + loads["ext_raw"]) // rnd) * rnd
-                    m.add(bpc * ecyc_of(pi) >= loads["ext_tx"] * yv)
-                    m.add(ecyc_of(pi) >= loads["ext_ctrl"] * yv)
-                phase_class_loads.setdefault(ei, []).append((add, loads["frag"] + loads["ext_frag"], yv))
-                class_cyc.append((tx0 + loads["tx"], rx0 + loads["rx"], ctrl0 + loads["ctrl"], yv))
-            need = sum(n * xs[pi][g][o] for g, o, n in members)
+                    add += _round(c.phase_entry_bytes + loads["ext_raw"], c.table_rounding)
+                    ecyc = self.extra_cycles(pd, terms)
+                    m.add(self.bpc * ecyc >= loads["ext_tx"] * yv)
+                    m.add(ecyc >= loads["ext_ctrl"] * yv)
+                class_loads.setdefault(ei, []).append((add, loads["frag"] + loads["ext_frag"], yv))
+                terms.class_cycles.append((tx0 + loads["tx"], rx0 + loads["rx"], ctrl0 + loads["ctrl"], yv))
+            need = sum(n * self.xs[pi][g][o] for g, o, n in members)
             m.add(sum(zc.values()) + sum(counted) == need)
             for t, v in zc.items():
                 host_of_tile.setdefault(t, []).append((v, loads, variant))
         # a class tile hosts at most one segment per phase: charge it the heaviest class it may host in the phase
-        for ei, lst in phase_class_loads.items():
+        for ei, lst in class_loads.items():
             mx = m.new_int_var(0, max(a for a, _, _ in lst), f"class_table_{pd.phase.phase}_{ei}")
             mf = m.new_int_var(0, max(f for _, f, _ in lst), f"class_frag_{pd.phase.phase}_{ei}")
             for a, f, yv in lst:
                 m.add(mx >= a * yv)
                 m.add(mf >= f * yv)
-            class_table[ei].append(mx)
-            class_frag[ei].append(mf)
-        if not coarse:
-            zs.append(pz)
-            ns.append(pn)
+            self.class_table[ei].append(mx)
+            self.class_frag[ei].append(mf)
         for ei, lst in class_hosts.items():
             m.add(sum(lst) <= len(problem.tile_classes[ei].tiles))
         for t, lst in host_of_tile.items():
-            if len(lst) > 1:
-                m.add_at_most_one(v for v, _, _ in lst)
-            entry = 0 if st.used()[t] else c.phase_entry_bytes
-            for v, loads, variant in lst:
-                raw_e.setdefault(t, []).append((loads["raw"] + entry) * v)
-                frag_e.setdefault(t, []).append(loads["frag"] * v)
-                tx_e.setdefault(t, []).append(loads["tx"] * v)
-                rx_e.setdefault(t, []).append(loads["rx"] * v)
-                ctrl_e.setdefault(t, []).append(loads["ctrl"] * v)
-                if variant == "local-pack":
-                    ext_raw.setdefault(t, []).append((loads["ext_raw"] + c.phase_entry_bytes) * v)
-                    ext_frag.setdefault(t, []).append(loads["ext_frag"] * v)
-                    ext_tx.setdefault(t, []).append(loads["ext_tx"] * v)
-                    ext_ctrl.setdefault(t, []).append(loads["ext_ctrl"] * v)
+            self.named_host_loads(pd, t, lst, terms)
+        return pz, pn
 
-        # this phase's rounded table per affected tile, and its cycles
-        rounding = c.table_rounding
+    def named_host_loads(self, pd: PhaseData, t: int, lst: list[tuple[cp_model.IntVar, dict[str, int], str]],
+                         terms: PhaseTerms) -> None:
+        """A named tile hosts at most one segment per phase and carries exactly its class's load."""
+        c = self.cost
+        if len(lst) > 1:
+            self.m.add_at_most_one(v for v, _, _ in lst)
+        entry = 0 if pd.state.used()[t] else c.phase_entry_bytes
+        for v, loads, variant in lst:
+            PhaseTerms.add(terms.raw, t, (loads["raw"] + entry) * v)
+            PhaseTerms.add(terms.frag, t, loads["frag"] * v)
+            PhaseTerms.add(terms.tx, t, loads["tx"] * v)
+            PhaseTerms.add(terms.rx, t, loads["rx"] * v)
+            PhaseTerms.add(terms.ctrl, t, loads["ctrl"] * v)
+            if variant == "local-pack":
+                PhaseTerms.add(terms.ext_raw, t, (loads["ext_raw"] + c.phase_entry_bytes) * v)
+                PhaseTerms.add(terms.ext_frag, t, loads["ext_frag"] * v)
+                PhaseTerms.add(terms.ext_tx, t, loads["ext_tx"] * v)
+                PhaseTerms.add(terms.ext_ctrl, t, loads["ext_ctrl"] * v)
+
+    def tables_and_cycles(self, pd: PhaseData, terms: PhaseTerms) -> None:
+        """Per affected tile: its rounded table (8·q ≥ raw) and its share of the phase's cycles."""
+        m, st, bpc, rounding = self.m, pd.state, self.bpc, self.cost.table_rounding
+        tiles = self.problem.tiles
         cyc_const = st.tile_cycles()[:tiles]
-        affected = sorted(set(raw_e) | set(frag_e) | set(tx_e) | set(rx_e) | set(ctrl_e) | set(host_cond))
+        affected = sorted(set(terms.raw) | set(terms.frag) | set(terms.tx) | set(terms.rx) | set(terms.ctrl)
+                          | set(terms.host_cond))
         unaffected_max = int(np.delete(cyc_const, affected).max(initial=0)) if affected else int(cyc_const.max())
         horizon = int(max(st.tx.max(), st.rx.max()) // bpc + 4 * int(st.receives.max()) + 10**6)
         cyc = m.new_int_var(unaffected_max, horizon, f"cycles_{pd.phase.phase}")
+
+        def total(t_: Terms, t: int) -> cp_model.LinearExprT:
+            return sum(t_.get(t, []))
+
         for t in affected:
             raw0 = int(pd.raw[t])
             q = m.new_int_var(0, (raw0 + 10**6) // rounding + 1, f"q_{pd.phase.phase}_{t}")
-            m.add(rounding * q >= raw0 + sum(raw_e.get(t, [])))
-            table_const[t] -= int(st.table()[t])
-            table_terms[t].append(rounding * q)
-            ctrl0 = int(st.controls()[t])
-            if t in host_cond:
-                z, load = host_cond[t]
-                m.add(rounding * q >= raw0 + sum(raw_e.get(t, [])) + load["raw"]).only_enforce_if(z)
+            m.add(rounding * q >= raw0 + total(terms.raw, t))
+            self.table_const[t] -= int(st.table()[t])
+            self.table_terms[t].append(rounding * q)
+            tx0, rx0, ctrl0 = int(st.tx[t]), int(st.rx[t]), int(st.controls()[t])
+            m.add(bpc * cyc >= tx0 + total(terms.tx, t))
+            m.add(bpc * cyc >= rx0 + total(terms.rx, t))
+            m.add(cyc >= ctrl0 + total(terms.ctrl, t))
+            if t in terms.host_cond:  # coarse model: the host's load applies only if it hosts
+                z, load = terms.host_cond[t]
+                m.add(rounding * q >= raw0 + total(terms.raw, t) + load["raw"]).only_enforce_if(z)
                 fr = m.new_int_var(-(10**6), 10**6, f"f_{pd.phase.phase}_{t}")
-                m.add(fr >= sum(frag_e.get(t, [])))
-                m.add(fr >= sum(frag_e.get(t, [])) + load["frag"]).only_enforce_if(z)
-                frag_terms[t].append(fr)
-                m.add(bpc * cyc >= int(st.tx[t]) + sum(tx_e.get(t, [])) + load["tx"]).only_enforce_if(z)
-                m.add(bpc * cyc >= int(st.rx[t]) + sum(rx_e.get(t, [])) + load["rx"]).only_enforce_if(z)
-                m.add(cyc >= ctrl0 + sum(ctrl_e.get(t, [])) + load["ctrl"]).only_enforce_if(z)
-            elif t in frag_e:
-                frag_terms[t].append(sum(frag_e[t]))
-            m.add(bpc * cyc >= int(st.tx[t]) + sum(tx_e.get(t, [])))
-            m.add(bpc * cyc >= int(st.rx[t]) + sum(rx_e.get(t, [])))
-            m.add(cyc >= ctrl0 + sum(ctrl_e.get(t, [])))
-        for tx_b, rx_b, ctrl_b, yv in class_cyc:
-            m.add(bpc * cyc >= tx_b * yv)
-            m.add(bpc * cyc >= rx_b * yv)
-            m.add(cyc >= ctrl_b * yv)
-        if coarse:
-            for tx_b, rx_b, ctrl_b, yv in coarse_cyc.pop(pi, []):
-                m.add(bpc * cyc >= tx_b).only_enforce_if(yv)
-                m.add(bpc * cyc >= rx_b).only_enforce_if(yv)
-                m.add(cyc >= ctrl_b).only_enforce_if(yv)
+                m.add(fr >= total(terms.frag, t))
+                m.add(fr >= total(terms.frag, t) + load["frag"]).only_enforce_if(z)
+                self.frag_terms[t].append(fr)
+                m.add(bpc * cyc >= tx0 + total(terms.tx, t) + load["tx"]).only_enforce_if(z)
+                m.add(bpc * cyc >= rx0 + total(terms.rx, t) + load["rx"]).only_enforce_if(z)
+                m.add(cyc >= ctrl0 + total(terms.ctrl, t) + load["ctrl"]).only_enforce_if(z)
+            elif t in terms.frag:
+                self.frag_terms[t].append(total(terms.frag, t))
+        for tx_b, rx_b, ctrl_b, yv in terms.class_cycles:  # aggregated hosts, when their class hosts
+            m.add(bpc * cyc >= tx_b).only_enforce_if(yv)
+            m.add(bpc * cyc >= rx_b).only_enforce_if(yv)
+            m.add(cyc >= ctrl_b).only_enforce_if(yv)
+        self.cycle_terms.append(pd.iterations * (cyc + self.sync))
 
-        cycle_terms.append(pd.iterations * (cyc + sync))
+    def extra_cycles(self, pd: PhaseData, terms: PhaseTerms) -> cp_model.IntVar:
+        if terms.extra_cycles is None:
+            terms.extra_cycles = self.m.new_int_var(0, 10**8, f"extra_cycles_{pd.phase.phase}")
+        return terms.extra_cycles
 
-        # the local-pack extra phase, shared by every local-pack group of this phase
-        if lp_vars:
-            extra_on = m.new_bool_var(f"extra_{pd.phase.phase}")
-            for v in lp_vars:
-                m.add_implication(v, extra_on)
-            m.add(extra_on <= sum(lp_vars))
-            ecyc = ecyc_of(pi)
-            kern = m.new_int_var(0, 10**8, f"kernel_{pd.phase.phase}")
-            for kc, v in kernel_terms:
-                m.add(kern >= kc * v)
-            for t in sorted(set(ext_raw) | set(ext_tx) | ({t for t in host_cond if "ext_raw" in host_cond[t][1]})):
-                members = ext_members.get(t, [])
-                u = m.new_bool_var(f"ext_active_{pd.phase.phase}_{t}") if members else None
-                if u is not None:
-                    for v in members:
-                        m.add_implication(v, u)
-                base_entry = c.phase_entry_bytes * u if u is not None else 0
-                q = m.new_int_var(0, 10**6, f"qe_{pd.phase.phase}_{t}")
-                m.add(rounding * q >= base_entry + sum(ext_raw.get(t, [])))
-                table_terms[t].append(rounding * q)
-                frag_terms[t].append(sum(ext_frag.get(t, [])))
-                m.add(bpc * ecyc >= sum(ext_rx.get(t, [])))
-                m.add(bpc * ecyc >= sum(ext_tx.get(t, [])))
-                m.add(ecyc >= sum(ext_ctrl.get(t, [])))
-                if t in host_cond and "ext_raw" in host_cond[t][1]:
-                    z, load = host_cond[t]
-                    m.add(rounding * q >= c.phase_entry_bytes + sum(ext_raw.get(t, [])) + load["ext_raw"]
-                          ).only_enforce_if(z)
-                    fe = m.new_int_var(0, 10**6, f"fe_{pd.phase.phase}_{t}")
-                    m.add(fe >= load["ext_frag"]).only_enforce_if(z)
-                    frag_terms[t].append(fe)
-                    m.add(bpc * ecyc >= sum(ext_tx.get(t, [])) + load["ext_tx"]).only_enforce_if(z)
-                    m.add(ecyc >= sum(ext_ctrl.get(t, [])) + load["ext_ctrl"]).only_enforce_if(z)
-            cycle_terms.append(pd.iterations * (ecyc + kern + sync * extra_on))
+    def extra_phase(self, pd: PhaseData, terms: PhaseTerms) -> None:
+        """The local-pack extra phase, shared by every local-pack group of the phase: its tables and cycles."""
+        m, c, bpc, rounding = self.m, self.cost, self.bpc, self.cost.table_rounding
+        extra_on = m.new_bool_var(f"extra_{pd.phase.phase}")
+        for v in terms.lp_vars:
+            m.add_implication(v, extra_on)
+        m.add(extra_on <= sum(terms.lp_vars))
+        ecyc = self.extra_cycles(pd, terms)
+        kern = m.new_int_var(0, 10**8, f"kernel_{pd.phase.phase}")
+        for kc, v in terms.kernels:
+            m.add(kern >= kc * v)
+        coarse_hosts = {t for t, (_, load) in terms.host_cond.items() if "ext_raw" in load}
+        for t in sorted(set(terms.ext_raw) | set(terms.ext_tx) | coarse_hosts):
+            members = terms.ext_members.get(t, [])
+            u = m.new_bool_var(f"ext_active_{pd.phase.phase}_{t}") if members else None
+            for v in members:
+                m.add_implication(v, u)
+            base_entry = c.phase_entry_bytes * u if u is not None else 0
+            q = m.new_int_var(0, 10**6, f"qe_{pd.phase.phase}_{t}")
+            m.add(rounding * q >= base_entry + sum(terms.ext_raw.get(t, [])))
+            self.table_terms[t].append(rounding * q)
+            self.frag_terms[t].append(sum(terms.ext_frag.get(t, [])))
+            m.add(bpc * ecyc >= sum(terms.ext_rx.get(t, [])))
+            m.add(bpc * ecyc >= sum(terms.ext_tx.get(t, [])))
+            m.add(ecyc >= sum(terms.ext_ctrl.get(t, [])))
+            if t in coarse_hosts:
+                z, load = terms.host_cond[t]
+                m.add(rounding * q >= c.phase_entry_bytes + sum(terms.ext_raw.get(t, [])) + load["ext_raw"]
+                      ).only_enforce_if(z)
+                fe = m.new_int_var(0, 10**6, f"fe_{pd.phase.phase}_{t}")
+                m.add(fe >= load["ext_frag"]).only_enforce_if(z)
+                self.frag_terms[t].append(fe)
+                m.add(bpc * ecyc >= sum(terms.ext_tx.get(t, [])) + load["ext_tx"]).only_enforce_if(z)
+                m.add(ecyc >= sum(terms.ext_ctrl.get(t, [])) + load["ext_ctrl"]).only_enforce_if(z)
+        self.cycle_terms.append(pd.iterations * (ecyc + kern + self.sync * extra_on))
 
-    # program-wide budgets and the worst-tile variable
-    budget = problem.table_budget
-    totals: dict[int, cp_model.LinearExprT] = {}
-    worst = m.new_int_var(0, int(table_const.max(initial=0)) + 10**6, "worst_table")
-    for t in range(tiles):
-        if not table_terms[t]:
-            m.add(worst >= int(table_const[t]))
-            continue
-        total = int(table_const[t]) + sum(table_terms[t])
-        totals[t] = total
-        m.add(total <= budget - tighten.get(t, 0))
-        m.add(worst >= total)
-        if frag_terms[t]:
-            m.add(int(frag_const[t]) + sum(frag_terms[t]) <= problem.fragment_limit)
-    for ei, tc in enumerate(problem.tile_classes):
-        if not class_table[ei]:
-            continue
-        # upper bound: a tile of the class charged, in every phase, the heaviest segment the class hosts there
-        # the class's tiles may differ by what the incumbent put on them in phases held fixed: take the worst
-        total = int(table_const[tc.tiles].max()) + sum(class_table[ei])
-        m.add(total <= budget)
-        m.add(int(frag_const[tc.tiles].max()) + sum(class_frag[ei]) <= problem.fragment_limit)
-        m.add(worst >= total)
-    # a tile no option touches must already fit, or no plan exists (CP-SAT then proves infeasibility at once)
-    if any(not table_terms[t] and (table_const[t] > budget or frag_const[t] > problem.fragment_limit)
-           for t in range(tiles)):
-        m.add_bool_or([])
-    fixed_cycles = sum(pc.cycles * k for pc, k, p in zip(problem.direct.phases, problem.direct.iterations,
-                                                          problem.capture.phases, strict=True)
-                       if p.phase not in {pd.phase.phase for pd in problem.phases})
-    objectives = {
-        "cycles": fixed_cycles + sum(cycle_terms),
-        "table": worst,
-        "scratch": sum(scratch_terms),
-        "relays": sum(relay_terms),
-    }
-    return ModelHandle(m, xs, zs, ns, objectives, totals)
+    # -- the whole program ----------------------------------------------------------------------------------------
+    def budgets(self) -> tuple[cp_model.IntVar, dict[int, cp_model.LinearExprT]]:
+        """Per tile: table within the budget and fragments within the limit; the worst-tile variable."""
+        m, problem = self.m, self.problem
+        budget, limit = problem.table_budget, problem.fragment_limit
+        table_const, frag_const = self.table_const, self.frag_const
+        totals: dict[int, cp_model.LinearExprT] = {}
+        worst = m.new_int_var(0, int(table_const.max(initial=0)) + 10**6, "worst_table")
+        for t in range(problem.tiles):
+            if not self.table_terms[t]:
+                m.add(worst >= int(table_const[t]))
+                continue
+            total = int(table_const[t]) + sum(self.table_terms[t])
+            totals[t] = total
+            m.add(total <= budget - self.tighten.get(t, 0))
+            m.add(worst >= total)
+            if self.frag_terms[t]:
+                m.add(int(frag_const[t]) + sum(self.frag_terms[t]) <= limit)
+        for ei, tc in enumerate(problem.tile_classes):
+            if not self.class_table[ei]:
+                continue
+            # upper bound: a class tile charged, in every phase, the heaviest segment its class hosts there; the
+            # class's tiles may differ by what the incumbent put on them in phases held fixed: take the worst
+            total = int(table_const[tc.tiles].max()) + sum(self.class_table[ei])
+            m.add(total <= budget)
+            m.add(int(frag_const[tc.tiles].max()) + sum(self.class_frag[ei]) <= limit)
+            m.add(worst >= total)
+        # a tile no option touches must already fit, or no plan exists (CP-SAT then proves infeasibility at once)
+        if any(not self.table_terms[t] and (table_const[t] > budget or frag_const[t] > limit)
+               for t in range(problem.tiles)):
+            m.add_bool_or([])
+        return worst, totals
+
+    def objectives(self, worst: cp_model.IntVar) -> dict[str, cp_model.LinearExprT]:
+        problem = self.problem
+        selection_ids = {pd.phase.phase for pd in problem.phases}
+        fixed_cycles = sum(pc.cycles * k for pc, k in zip(problem.direct.phases, problem.direct.iterations,
+                                                           strict=True) if pc.phase not in selection_ids)
+        return {
+            "cycles": fixed_cycles + sum(self.cycle_terms),
+            "table": worst,
+            "scratch": sum(self.scratch_terms),
+            "relays": sum(self.relay_terms),
+        }
+
+
+def _round(x: int, r: int) -> int:
+    return -(-x // r) * r
+
+
+def _barred_everywhere(pd: PhaseData, key: Signature, members: list[tuple[int, int, int]]) -> np.ndarray:
+    """Tiles barred from every segment of a host class (a replica of its group, or a sender of the segment)."""
+    barred: np.ndarray | None = None
+    for g, o, _ in members:
+        op = pd.options[g][o]
+        for s, sig in enumerate(op.signatures()):
+            if sig == key:
+                barred = op.banned[s] if barred is None else np.intersect1d(barred, op.banned[s])
+    return np.zeros(0, np.int64) if barred is None else barred
+
+
+def build_model(problem: SelectionProblem, *, tighten: dict[int, int] | None = None, coarse: bool | None = None,
+                active: set[int] | None = None, fixed: list[PhaseFixed] | None = None) -> ModelHandle:
+    """Build the CP-SAT model. ``tighten`` lowers a tile's table budget (lazy correction of seam effects; negative
+    values raise it, for the relaxation that proves infeasibility).
+
+    ``coarse`` (default: when the exact host model would exceed EXACT_HOST_LIMIT pairs) replaces host classes by
+    one "hosts a segment" literal per tile and phase, each host charged the heaviest segment *chosen* in its phase:
+    linear in the tiles instead of in tiles × classes, and conservative -- never optimistic -- about host loads.
+    With ``active``, only those selection phases are free; the others are held at ``fixed``.
+    """
+    if coarse is None:
+        coarse = exact_host_pairs(problem) > EXACT_HOST_LIMIT
+    builder = _Builder(problem, tighten or {}, coarse)
+    for pi, pd in enumerate(problem.phases):
+        if active is not None and pi not in active:
+            assert fixed is not None
+            builder.held_phase(pi, pd, fixed[pi])
+        else:
+            builder.free_phase(pi, pd)
+    worst, totals = builder.budgets()
+    return ModelHandle(builder.m, builder.xs, builder.zs, builder.ns, builder.objectives(worst), totals)
 
 
 _LOAD_FIELDS = ("raw", "frag", "tx", "rx", "ctrl", "buffer", "ext_raw", "ext_frag", "ext_tx", "ext_ctrl")
@@ -421,7 +479,7 @@ def _option_max(op: Option) -> dict[str, int]:
 
 def _coarse_hosts(m: cp_model.CpModel, problem: SelectionProblem, pi: int, pd: PhaseData,
                   px: list[list[cp_model.IntVar]], class_table: list[list[cp_model.LinearExprT]],
-                  class_frag: list[list[cp_model.LinearExprT]], ecyc_of: object,
+                  class_frag: list[list[cp_model.LinearExprT]], ecyc_of: Callable[[], cp_model.IntVar],
                   host_cond: dict[int, tuple[cp_model.IntVar, dict[str, cp_model.LinearExprT]]],
                   cyc_out: list[tuple[cp_model.LinearExprT, cp_model.LinearExprT, cp_model.LinearExprT,
                                       cp_model.IntVar]]) -> tuple[dict[Signature, dict[int, cp_model.IntVar]],
@@ -482,7 +540,7 @@ def _coarse_hosts(m: cp_model.CpModel, problem: SelectionProblem, pi: int, pd: P
             qe = m.new_int_var(0, 10**6, f"qce_{ph}_{ei}")
             m.add(rnd * qe >= c.phase_entry_bytes + load["ext_raw"]).only_enforce_if(yv)
             extra = extra + rnd * qe
-            ecyc = ecyc_of(pi)  # type: ignore[operator]
+            ecyc = ecyc_of()
             m.add(bpc * ecyc >= load["ext_tx"]).only_enforce_if(yv)
             m.add(ecyc >= load["ext_ctrl"]).only_enforce_if(yv)
         class_table[ei].append(extra)
