@@ -12,9 +12,9 @@ import typer
 
 from placer import __version__
 from placer.errors import InputError
-from placer.inspect_cmd import inspect
 from placer.ordering.cli import schedule
 from placer.placement.cli import place
+from placer.report.inspect import inspect
 from placer.selection.cli import compare, solve
 from placer.validation.cli import validate_command
 from placer.workloads.cli import generate
