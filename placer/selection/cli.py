@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json as jsonlib
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +14,7 @@ from placer.capture.model import Capture
 from placer.errors import InputError
 from placer.fileio import write_json
 from placer.machine import Machine, load_machine
+from placer.progress import install, task, track
 from placer.report.summary import plan_summary, render_summary
 from placer.report.table import render
 from placer.selection.cpsat import OBJECTIVES
@@ -35,25 +34,6 @@ def parse_objective(text: str | None) -> tuple[str, ...]:
     if bad or len(set(names)) != len(names):
         raise InputError(f"--objective {text!r}: use a comma-separated order of {', '.join(OBJECTIVES)}")
     return names + tuple(n for n in OBJECTIVES if n not in names)
-
-
-def _progress(enabled: bool):  # type: ignore[no-untyped-def]
-    # a redrawn status line only makes sense on a terminal; logs and pipes get the final summary only
-    if not enabled or not sys.stderr.isatty():
-        return None
-    last = [0.0]
-
-    def show(elapsed: float, objective: float | None, bound: float | None) -> None:
-        now = time.perf_counter()
-        if now - last[0] < 0.5 and objective is None:
-            return
-        last[0] = now
-        obj = f"objective {objective:,.0f}" if objective is not None else "objective  -"
-        bnd = f"bound {bound:,.0f}" if bound is not None else ""
-        sys.stderr.write(f"\r  cp-sat {elapsed:6.1f}s  {obj}  {bnd}    ")
-        sys.stderr.flush()
-
-    return show
 
 
 def _params(params_file: Path | None, time_limit: float | None, workers: int | None, seed: int | None) -> SolverParams:
@@ -115,6 +95,7 @@ def solve(
     Exit codes: 0 plan fits; 1 a schedule failed its check; 3 proved infeasible; 4 the plan (or the greedy
     fallback) breaks the budget.
     """
+    install(quiet)
     if mode not in ("cpsat", "greedy"):
         raise InputError(f"--mode {mode!r}: use cpsat or greedy")
     mach = load_machine(machine)
@@ -122,14 +103,11 @@ def solve(
     order = parse_objective(objective)
     solver_params = _params(params, time_limit, workers, seed)
     cap = read_capture(capture)
-    outcome = select(cap, mach, table, frag, mode=mode, params=solver_params, order=order, local_pack=local_pack,
-                     progress=_progress(not quiet and not json and mode == "cpsat"))
-    if not quiet and not json and mode == "cpsat" and sys.stderr.isatty():
-        sys.stderr.write("\n")
+    outcome = select(cap, mach, table, frag, mode=mode, params=solver_params, order=order, local_pack=local_pack)
     report = outcome_json(cap, outcome)
     schedule_ok = True
     if schedule:
-        report["schedule"], schedule_ok = schedule_plan(outcome.plan.rewritten(cap), mach, quiet or json)
+        report["schedule"], schedule_ok = schedule_plan(outcome.plan.rewritten(cap), mach)
     if output is not None:
         write_json(output, outcome.plan.to_json(cap, report["summary"]))
     if write_capture is not None:
@@ -154,22 +132,18 @@ def solve(
         raise typer.Exit(EXIT_OVER_BUDGET)
 
 
-def schedule_plan(program: Capture, machine: Machine, quiet: bool) -> tuple[list[dict[str, Any]], bool]:
+def schedule_plan(program: Capture, machine: Machine) -> tuple[list[dict[str, Any]], bool]:
     """Order every phase of the rewritten program with the production scheduler; check each schedule."""
     from placer.ordering.check import check_schedule
     from placer.ordering.schedule import schedule_phase
 
     rows, ok = [], True
-    for phase in program.phases:
-        if not quiet and sys.stderr.isatty():
-            sys.stderr.write(f"\r  scheduling phase {phase.phase} ({phase.n:,} transfers)        ")
+    for phase in track(program.phases, "schedule and check phases", unit="phases"):
         ps = schedule_phase(phase, machine, "greedy", tiles=program.tile_count)
         problems = check_schedule(phase, ps.schedule.tx_start, ps.schedule.rx_start, ps.schedule.horizon, machine)
         ok &= not problems
         rows.append({**ps.to_json(), "label": program.label(phase.phase), "valid": not problems,
                      "problems": problems[:5]})
-    if not quiet and sys.stderr.isatty():
-        sys.stderr.write("\n")
     return rows, ok
 
 
@@ -209,6 +183,7 @@ def compare(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
 ) -> None:
     """The production greedy against the CP-SAT optimum, per phase and group, for one or more budgets."""
+    install(quiet)
     mach = load_machine(machine)
     try:
         budgets = parse_size_list(budget) if budget else [mach.budget.table_bytes]
@@ -220,13 +195,8 @@ def compare(
     cap = read_capture(capture)
     results = []
     for b in budgets:
-        if not quiet and not json:
-            sys.stderr.write(f"budget {format_size(b)}:\n")
-        out = select(cap, mach, b, frag, params=solver_params, order=order, local_pack=local_pack,
-                     progress=_progress(not quiet and not json))
-        if not quiet and not json and sys.stderr.isatty():
-            sys.stderr.write("\n")
-        results.append((b, out))
+        with task(f"budget {format_size(b)}"):
+            results.append((b, select(cap, mach, b, frag, params=solver_params, order=order, local_pack=local_pack)))
     doc = [comparison_json(cap, b, out) for b, out in results]
     if json:
         typer.echo(jsonlib.dumps(doc, indent=2))

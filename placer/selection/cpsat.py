@@ -32,9 +32,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from ortools.sat.python import cp_model
 
+from placer.progress import solver_detail, task
 from placer.selection.options import Option
 from placer.selection.problem import PhaseData, SelectionProblem
-from placer.solver import Progress, SolveResult, SolverParams, Status, run
+from placer.solver import SolveResult, SolverParams, Status, run
 
 OBJECTIVES = ("cycles", "table", "scratch", "relays")
 
@@ -589,7 +590,7 @@ class StagedResult:
 
 
 def solve_staged(problem: SelectionProblem, params: SolverParams, order: Sequence[str], *,
-                 start: Selection | None = None, progress: Progress | None = None,
+                 start: Selection | None = None,
                  tighten: dict[int, int] | None = None, active: set[int] | None = None,
                  fixed: list[PhaseFixed] | None = None) -> StagedResult:
     """Lexicographic optimisation: one CP-SAT solve per objective, each fixing the ones before it.
@@ -602,6 +603,7 @@ def solve_staged(problem: SelectionProblem, params: SolverParams, order: Sequenc
     stages: list[tuple[str, SolveResult]] = []
     values: dict[str, float] = {}
     selection = start
+    scope = "" if active is None else f"neighbourhood phase {_phase_names(problem, active)}, "
     # fixed shares of the budget (not "what is left on the clock"), so deterministic runs stay deterministic
     shares = [0.45, 0.35, 0.15, 0.05][: len(order)]
     for i, name in enumerate(order):
@@ -609,8 +611,10 @@ def solve_staged(problem: SelectionProblem, params: SolverParams, order: Sequenc
         handle.model.minimize(handle.objectives[name])
         # full probing costs seconds on this model's many tile constraints; level 0 trips a CP-SAT check (9.15)
         # with interleaved search
-        solver, res = run(handle.model, params.with_overrides(time_limit=max(0.1, budget)), progress=progress,
-                          tuning={"cp_model_probing_level": 1})
+        with task(f"cp-sat {scope}stage {i + 1}/{len(order)} ({name})") as shown:
+            solver, res = run(handle.model, params.with_overrides(time_limit=max(0.1, budget)), progress=shown.solver,
+                              tuning={"cp_model_probing_level": 1})
+            shown.update(f"{res.status.value}, {solver_detail(res.objective, res.bound)}")
         stages.append((name, res))
         if res.status in (Status.INFEASIBLE, Status.UNKNOWN):
             if i == 0:
@@ -624,6 +628,10 @@ def solve_staged(problem: SelectionProblem, params: SolverParams, order: Sequenc
         handle.model.clear_hints()
         hint(handle, selection)
     return StagedResult(selection, stages, values)
+
+
+def _phase_names(problem: SelectionProblem, active: set[int]) -> str:
+    return ",".join(str(problem.phases[pi].phase.phase) for pi in sorted(active))
 
 
 def _read(handle: ModelHandle, solver: cp_model.CpSolver, start: Selection | None) -> Selection:

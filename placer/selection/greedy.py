@@ -27,6 +27,7 @@ from placer.capture.model import Capture, Phase
 from placer.machine import Machine
 from placer.problem.cost import program_cost, program_tiles
 from placer.problem.state import PhaseState, TileCounters
+from placer.progress import track
 from placer.selection.plan import Plan, RelayChoice
 
 
@@ -198,7 +199,7 @@ def greedy_plan(capture: Capture, scans: list[GroupScan], machine: Machine, tabl
     plan = Plan("greedy", machine, table_budget, fragment_limit)
     decisions: list[Decision] = []
     program = program_cost(capture, machine).table_bytes[:tiles].copy()
-    for phase, scan in zip(capture.phases, scans, strict=True):
+    for phase, scan in track(zip(capture.phases, scans, strict=True), "production rule", len(scans), "phases"):
         if not scan.groups:
             continue
         choices, dec, _ = greedy_phase(phase, scan, capture, machine, tiles, program)

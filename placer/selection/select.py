@@ -12,6 +12,7 @@ from placer.alternatives.groups import GroupScan, scan_capture
 from placer.capture.model import Capture
 from placer.machine import Machine
 from placer.problem.cost import program_cost, tile_counters
+from placer.progress import task
 from placer.selection.cpsat import (
     EXACT_HOST_LIMIT,
     OBJECTIVES,
@@ -25,7 +26,7 @@ from placer.selection.greedy import Decision, budget_plan, greedy_plan
 from placer.selection.plan import Plan
 from placer.selection.problem import SelectionProblem, build_problem
 from placer.selection.realise import realise
-from placer.solver import Progress, SolveResult, SolverParams, Status
+from placer.solver import SolveResult, SolverParams, Status
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,7 @@ class Outcome:
 
 def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit: int, *, mode: str = "cpsat",
            params: SolverParams | None = None, order: tuple[str, ...] = OBJECTIVES, local_pack: bool = True,
-           progress: Progress | None = None, max_rounds: int = 3) -> Outcome:
+           max_rounds: int = 3) -> Outcome:
     start = time.perf_counter()
     params = params or SolverParams()
     scans = scan_capture(capture)
@@ -140,7 +141,8 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     # the incumbent: the production greedy, or placer's budget-aware construction when that one does better
     best_plan, best_obj, source = greedy, g_obj, "greedy"
     if not g_obj.fits:
-        constructed = budget_plan(capture, scans, machine, table_budget, fragment_limit)
+        with task("budget-greedy construction"):
+            constructed = budget_plan(capture, scans, machine, table_budget, fragment_limit)
         c_obj = plan_objectives(capture, constructed)
         if c_obj.key(order) < g_obj.key(order):
             best_plan, best_obj, source = constructed, c_obj, "budget-greedy"
@@ -153,14 +155,14 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
                        "option, no relay hosted)", 0, time.perf_counter() - start, problem, scans, proof)
     if not monolithic(problem):
         return _lns(capture, problem, params, order, best_plan, best_obj, source, greedy, g_obj, decisions,
-                    progress, start, scans)
+                    start, scans)
     staged: StagedResult | None = None
     tighten: dict[int, int] = {}
     note = ""
     rounds = 0
     for rounds in range(1, max_rounds + 1):  # noqa: B007 -- rounds is reported
         # a further round only follows a realised plan that broke the budget (seam effects, rare)
-        staged = solve_staged(problem, params, order, start=incumbent, progress=progress, tighten=tighten)
+        staged = solve_staged(problem, params, order, start=incumbent, tighten=tighten)
         if staged.selection is None:
             break
         plan = realise(problem, staged.selection, "cpsat")
@@ -337,7 +339,7 @@ def _best_tables(problem: SelectionProblem) -> np.ndarray:
 
 def _lns(capture: Capture, problem: SelectionProblem, params: SolverParams, order: tuple[str, ...],
          best_plan: Plan, best_obj: Objectives, source: str, greedy: Plan, g_obj: Objectives,
-         decisions: list[Decision], progress: Progress | None, start: float, scans: list[GroupScan]) -> Outcome:
+         decisions: list[Decision], start: float, scans: list[GroupScan]) -> Outcome:
     """CP-SAT over neighbourhoods of one phase each, the rest held at the incumbent, never losing it.
 
     The neighbourhoods are the phases whose worst tile carries at least 2 % of the budget (at least three), the
@@ -354,7 +356,7 @@ def _lns(capture: Capture, problem: SelectionProblem, params: SolverParams, orde
     solved = improved = 0
     for pi in windows:
         staged = solve_staged(problem, params.with_overrides(time_limit=max(0.5, share)), order[:2],
-                              start=incumbent, progress=progress, active={pi}, fixed=fixed)
+                              start=incumbent, active={pi}, fixed=fixed)
         solved += 1
         if staged.selection is None:
             continue
