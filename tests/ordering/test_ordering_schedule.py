@@ -14,12 +14,12 @@ from placer.ordering.check import check_schedule
 from placer.ordering.cpsat import horizon_of, solve_exact
 from placer.ordering.greedy import RULES, greedy_starts, retime
 from placer.ordering.justify import forward_backward
-from placer.ordering.schedule import OrderingParams, expand, schedule_phase, timed_rows
+from placer.ordering.schedule import OrderingParams, expand, schedule_phase
 from placer.ordering.streams import build_chunks
 from placer.ordering.synthetic import relay_phase, replica_phase
 from placer.solver import SolverParams, Status
 
-from .helpers import TILES, brute_force_horizon, small_phases
+from .helpers import brute_force_horizon, small_phases
 
 MACHINE = load_machine()
 FAST = SolverParams(time_limit=5.0, workers=2, seed=0)
