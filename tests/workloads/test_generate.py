@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -23,11 +24,21 @@ from placer.workloads.spec import BUNDLED_MODELS, load_model
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("name", BUNDLED_MODELS)
-def test_bundled_copies_match_models_dir(name: str) -> None:
-    user = (REPO / "models" / f"{name}.toml").read_bytes()
-    bundled = (REPO / "placer" / "workloads" / f"{name}.toml").read_bytes()
-    assert user == bundled
+def test_models_dir_is_the_only_copy() -> None:
+    """models/*.toml is the one copy of each bundled description; the package resource is that very file."""
+    tomls = sorted(p.relative_to(REPO).as_posix() for p in REPO.rglob("*.toml")
+                   if p.stem in BUNDLED_MODELS and not {".venv", "build"} & set(p.relative_to(REPO).parts))
+    assert tomls == sorted(f"models/{n}.toml" for n in BUNDLED_MODELS)
+    for name in BUNDLED_MODELS:
+        res = resources.files("placer.models").joinpath(f"{name}.toml")
+        assert res.read_bytes() == (REPO / "models" / f"{name}.toml").read_bytes()
+
+
+def test_bare_name_ignores_working_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "siglip-so400m.toml").write_text("hidden = = 1")
+    monkeypatch.chdir(tmp_path)
+    assert load_model("siglip-so400m").hidden == 1152
 
 
 def test_model_shapes() -> None:
@@ -62,7 +73,7 @@ def test_bad_toml_syntax_and_unknown_model(tmp_path: Path) -> None:
     bad.write_text("hidden = = 3")
     with pytest.raises(InputError, match="invalid TOML"):
         load_model(bad)
-    with pytest.raises(InputError, match="no model description"):
+    with pytest.raises(InputError, match="unknown model"):
         load_model("no-such-model")
 
 
