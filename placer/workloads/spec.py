@@ -16,7 +16,7 @@ from typing import Any
 
 from placer.errors import InputError
 
-MATMULS = ("embed", "qkv", "proj", "mlp_up", "mlp_down")
+MATMULS = ("embed", "qkv", "proj", "mlp_up", "mlp_down", "map_kv")
 BUNDLED_MODELS = ("siglip-so400m", "pe-core-l14")
 GRAIN = 32  # bytes: the FP8 column grain of activation fragments
 
@@ -72,6 +72,10 @@ class ModelSpec:
     def patch_bytes(self) -> int:
         return self.patch_size * self.patch_size * self.channels * self.act_bytes
 
+    def input_element_bytes(self, name: str) -> int:
+        """Bytes per element of a matmul's activation input (its weights are ``weight_bytes`` per element)."""
+        return self.attn_bytes if name == "map_kv" else self.act_bytes
+
     def matmul_shape(self, name: str) -> tuple[int, int]:
         """(contraction bytes of one activation row, output columns) of a matmul."""
         shapes = {
@@ -80,6 +84,8 @@ class ModelSpec:
             "proj": (self.hidden * self.act_bytes, self.hidden),
             "mlp_up": (self.hidden * self.act_bytes, self.mlp),
             "mlp_down": (self.mlp * self.act_bytes, self.hidden),
+            # the MAP head's key/value projection reads the post-norm rows in FP16
+            "map_kv": (self.hidden * self.attn_bytes, 2 * self.hidden),
         }
         return shapes[name]
 
