@@ -58,6 +58,8 @@ def plan_summary(capture: Capture, scans: list[GroupScan], plan: Plan,
             "worst_table_before": before.worst_table(),
             "worst_tile_after": after.worst_tile(),
             "worst_table_after": after.worst_table(),
+            "row_estimate_before": before.row_estimate,
+            "row_estimate_after": after.row_estimate,
             "worst_fragments_before": before.worst_fragments(),
             "worst_fragments_after": after.worst_fragments(),
             "cycles_before": before.cycles,
@@ -88,7 +90,8 @@ def render_summary(summary: dict[str, Any], *, all_phases: bool = False) -> str:
     text += (
         f"\n\nprogram ({summary['mode']}): worst tile table {g['worst_table_before']:,} (tile "
         f"{g['worst_tile_before']}) → {g['worst_table_after']:,} (tile {g['worst_tile_after']}) / budget "
-        f"{format_size(g['table_budget'])}; fragments {g['worst_fragments_before']:,} → "
+        f"{format_size(g['table_budget'])}; row estimate (Σ of phase maxima) {g['row_estimate_before']:,} → "
+        f"{g['row_estimate_after']:,}; fragment maximum {g['worst_fragments_before']:,} → "
         f"{g['worst_fragments_after']:,} / {g['fragment_limit']:,}; cycles {g['cycles_before']:,} → "
         f"{g['cycles_after']:,}; {g['relayed_groups']} groups relayed over {g['relays']} relays, scratch "
         f"{format_size(g['scratch_bytes'])} -> {verdict}"
