@@ -17,6 +17,7 @@ from placer.placement.cli import place
 from placer.report.cli import report
 from placer.report.inspect import inspect
 from placer.selection.cli import compare, solve
+from placer.sweep.cli import sweep
 from placer.validation.cli import validate_command
 from placer.workloads.cli import generate
 
@@ -50,6 +51,7 @@ app.command("validate")(validate_command)
 app.command("place")(place)
 app.command("schedule")(schedule)
 app.command("report")(report)
+app.command("sweep")(sweep)
 
 
 def main() -> None:

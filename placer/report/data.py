@@ -25,7 +25,14 @@ from placer.validation.plan import bind_plan, parse_plan
 
 # a `placer solve` plan keeps the incumbent it could not beat: its mode says which ("budget-greedy"), but it is
 # still the CP-SAT run's answer
-MODE_NAMES = {"greedy": "production rule", "cpsat": "CP-SAT", "budget-greedy": "CP-SAT"}
+RULE_KEY = "production_rule"  # its key in `placer compare --json`
+MODE_NAMES = {"greedy": "production rule", "production-rule": "production rule", "cpsat": "CP-SAT",
+              "budget-greedy": "CP-SAT"}
+
+
+def is_rule(mode: str) -> bool:
+    """A plan of the production rule (older plan files say "greedy")."""
+    return MODE_NAMES.get(mode) == "production rule"
 
 
 @dataclass(eq=False)
@@ -88,7 +95,7 @@ class ReportData:
     def primary(self) -> PlanView | None:
         """The plan the single-plan figures show: CP-SAT's when given, else the first."""
         for p in self.plans:
-            if p.mode != "greedy":
+            if not is_rule(p.mode):
                 return p
         return self.plans[0] if self.plans else None
 
@@ -142,10 +149,22 @@ def load_compare(path: Path) -> list[dict[str, Any]]:
     if not isinstance(doc, list) or not doc:
         raise InputError("expected the non-empty list that `placer compare --json` prints", path=str(path))
     for i, entry in enumerate(doc):
-        for key in ("budget", "greedy", "cpsat"):
+        if isinstance(entry, dict) and "greedy" in entry and RULE_KEY not in entry:
+            entry[RULE_KEY] = entry["greedy"]  # written before the production rule had its own name
+        for key in ("budget", RULE_KEY, "cpsat"):
             if not isinstance(entry, dict) or key not in entry:
                 raise InputError(f"entry {i} has no {key!r}", path=str(path), where=f"[{i}]")
     return sorted(doc, key=lambda e: e["budget"])
+
+
+def rule_decisions(compare: list[dict[str, Any]] | None) -> dict[int, dict[str, Any]]:
+    """The production rule's verdict per phase, as `placer compare --json` records it (the rule ignores the
+    budget, so any entry will do)."""
+    for entry in compare or []:
+        found = entry.get("production_rule_decisions")
+        if found:
+            return {int(d["phase"]): d for d in found}
+    return {}
 
 
 def gather(capture: Capture, machine: Machine, plan_paths: list[Path], budget: int | None,

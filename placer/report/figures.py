@@ -16,7 +16,7 @@ import numpy as np
 from placer.capture.model import Phase
 from placer.ordering.schedule import PhaseSchedule, schedule_phase
 from placer.progress import task
-from placer.report.data import PlanView, ReportData, tile_grid
+from placer.report.data import RULE_KEY, PlanView, ReportData, is_rule, rule_decisions, tile_grid
 from placer.units import format_size
 
 COLORS = {"direct": "#8c8c8c", "production rule": "#e6861a", "CP-SAT": "#2c6fbb", "budget-greedy": "#7b4bb3"}
@@ -194,6 +194,7 @@ def phase_bars(data: ReportData) -> Figure:
 def phase_rows(data: ReportData) -> list[dict[str, Any]]:
     """The table under the bars: phases with replica groups, what each plan relayed and why the rest stayed."""
     out = []
+    verdicts = rule_decisions(data.compare)
     for i, (pid, label) in enumerate(zip(data.phase_ids, data.labels, strict=True)):
         infos = [p.summary_phase(pid) for p in data.plans]
         groups = max((int(s.get("groups", 0)) for s in infos), default=0)
@@ -207,7 +208,7 @@ def phase_rows(data: ReportData) -> list[dict[str, Any]]:
                 "name": p.name, "relayed": relayed, "relays": p.relay_count(pid),
                 "segments": sorted({len(r.segments) for r in p.parsed.relays if r.phase == pid}),
                 "table_after": int(p.table[i].max(initial=0)), "cycles_after": int(p.cycles[i]),
-                "why": _why(p, s, groups, relayed),
+                "why": _why(p, s, groups, relayed, verdicts.get(pid)),
             })
         out.append({"phase": pid, "label": label, "groups": groups,
                     "ineligible": int(sum(reasons.values())) if reasons else 0, "reasons": reasons,
@@ -216,8 +217,12 @@ def phase_rows(data: ReportData) -> list[dict[str, Any]]:
     return out
 
 
-def _why(plan: PlanView, info: dict[str, Any], groups: int, relayed: int) -> str:
-    """Why the plan left eligible groups direct, as far as the plan file says."""
+def _why(plan: PlanView, info: dict[str, Any], groups: int, relayed: int, verdict: dict[str, Any] | None) -> str:
+    """Why the plan left eligible groups direct: the production rule's own verdict when `placer compare --json`
+    recorded it, else what the plan file says."""
+    if is_rule(plan.mode) and verdict is not None:
+        detail = verdict.get("detail") or ""
+        return f"{verdict.get('reason', '')}" + (f": {detail}" if detail else "")
     for key in ("decision", "reason", "why"):
         value = info.get(key)
         if isinstance(value, str) and value:
@@ -227,7 +232,7 @@ def _why(plan: PlanView, info: dict[str, Any], groups: int, relayed: int) -> str
     kept = int(info.get("kept", max(0, groups - int(info.get("ineligible", 0)) - relayed)))
     if not kept:
         return "every eligible group relayed" if relayed else ""
-    if plan.mode == "greedy":
+    if is_rule(plan.mode):
         return (f"{kept} eligible group(s) kept direct: the production rule takes a phase's candidate only if its "
                 "cycles do not rise and its worst tile shrinks")
     return f"{kept} eligible group(s) kept direct: relaying them does not improve the plan's objectives"
@@ -243,7 +248,7 @@ def compare_figure(entries: list[dict[str, Any]]) -> Figure:
         "line": {"dash": "dash", "color": "#555555"}, "hovertemplate": "budget %{y:,} B<extra></extra>",
     }]
     points = 0
-    for key, name in (("greedy", "production rule"), ("cpsat", "CP-SAT")):
+    for key, name in ((RULE_KEY, "production rule"), ("cpsat", "CP-SAT")):
         table = [e[key]["table"] for e in entries]
         fits = [bool(e[key]["fits"]) for e in entries]
         custom = [[e[key]["relays"], "fits" if f else "does not fit", e.get("status", "")]

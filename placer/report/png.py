@@ -14,7 +14,7 @@ import numpy as np
 from placer.fileio import atomic_write_bytes
 from placer.ordering.schedule import PhaseSchedule
 from placer.report import figures as F
-from placer.report.data import PlanView, ReportData, tile_grid
+from placer.report.data import RULE_KEY, PlanView, ReportData, tile_grid
 from placer.units import format_size
 
 DPI = 110
@@ -114,7 +114,7 @@ def compare(entries: list[dict[str, Any]]) -> Any:
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [3, 2]})
     left.plot(kib, [e["budget"] for e in entries], "--", color="#555555", label="budget")
     width = 0.38
-    for k, (key, name) in enumerate((("greedy", "production rule"), ("cpsat", "CP-SAT"))):
+    for k, (key, name) in enumerate(((RULE_KEY, "production rule"), ("cpsat", "CP-SAT"))):
         table = [e[key]["table"] for e in entries]
         fits = np.array([bool(e[key]["fits"]) for e in entries])
         color = F.plan_color(name)
