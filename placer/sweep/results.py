@@ -85,7 +85,7 @@ def table_row(out: Path, job: Job) -> dict[str, Any]:
                    seconds=error.get("seconds") if error else None)
         return row
     rep = summary["report"]
-    obj, greedy, solver = rep["objectives"], rep["greedy_objectives"], rep["solver"]
+    obj, greedy, solver = rep["objectives"], rep["production_rule"]["objectives"], rep["solver"]
     row.update(state="ok", fits=obj["fits"], table=obj["table"], cycles=obj["cycles"], fragments=obj["fragments"],
                scratch=obj["scratch"], relays=obj["relays"], excess=obj["excess"], greedy_fits=greedy["fits"],
                greedy_table=greedy["table"], greedy_cycles=greedy["cycles"], solver_status=solver["status"],
