@@ -256,11 +256,13 @@ def comparison_json(capture: Capture, budget: int, out: Outcome) -> dict[str, An
     g_sum = plan_summary(capture, out.scans, out.greedy, direct)
     c_sum = plan_summary(capture, out.scans, out.plan, direct)
     phases = []
+    verdict = {d.phase: d.reason for d in out.decisions}
     for gp, cp in zip(g_sum["phases"], c_sum["phases"], strict=True):
         if not gp["groups"]:
             continue
         phases.append({"phase": gp["phase"], "label": gp["label"], "groups": gp["groups"],
-                       "production_rule": {k: gp[k] for k in ("relayed", "relays", "table_after", "cycles_after")},
+                       "production_rule": {**{k: gp[k] for k in ("relayed", "relays", "table_after", "cycles_after")},
+                                           "reason": verdict.get(gp["phase"], "")},
                        "cpsat": {k: cp[k] for k in ("relayed", "relays", "table_after", "cycles_after")},
                        "table_before": gp["table_before"], "cycles_before": gp["cycles_before"]})
     group_rows = []
@@ -311,13 +313,15 @@ def render_comparison(entry: dict[str, Any], *, all_groups: bool = False) -> str
         bnd = "-" if st["bound"] is None else f"{st['bound']:,.0f}"
         lines.append(f"  stage {st['stage']}: {st['status']}, objective {obj}, bound {bnd}{gap}, "
                      f"{st['runtime_s']:.2f} s")
-    rows = [[p["phase"], p["label"][:24], p["groups"], f"{p['production_rule']['relayed']} / "
-             f"{p['production_rule']['relays']}", f"{p['cpsat']['relayed']} / {p['cpsat']['relays']}",
+    rows = [[p["phase"], p["label"][:24], p["groups"], p["production_rule"]["reason"],
+             f"{p['production_rule']['relayed']} / {p['production_rule']['relays']}",
+             f"{p['cpsat']['relayed']} / {p['cpsat']['relays']}",
              p["table_before"], p["production_rule"]["table_after"], p["cpsat"]["table_after"], p["cycles_before"],
              p["production_rule"]["cycles_after"], p["cpsat"]["cycles_after"]]
             for p in entry["phases"]]
-    lines.append(render(["phase", "label", "groups", "rule grp/relays", "cp-sat grp/relays", "table direct",
-                         "table rule", "table cp-sat", "cycles direct", "cycles rule", "cycles cp-sat"], rows,
+    lines.append(render(["phase", "label", "groups", "rule verdict", "rule grp/relays", "cp-sat grp/relays",
+                         "table direct", "table rule", "table cp-sat", "cycles direct", "cycles rule",
+                         "cycles cp-sat"], rows,
                         title="per phase ('rule' is the production rule, BRIEF §5):"))
     diff = [r for r in entry["groups"] if all_groups or r["production_rule"] != r["cpsat"]]
     if diff:
