@@ -38,6 +38,8 @@ def schedule(
     check: bool = typer.Option(True, "--check/--no-check", help="Verify every schedule with the independent "
                                                                "checker (exit 1 if one is invalid)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
+    ray: str = typer.Option(None, "--ray", help="Schedule the phases as Ray tasks: auto (a local instance sized to "
+                            "this machine, or RAY_ADDRESS) or a cluster address. Same results as without."),
 ) -> None:
     """Schedule each phase's streams; print transfers, chunks, horizons, lower bound, gap and time per phase.
 
@@ -56,7 +58,13 @@ def schedule(
         raise InputError(f"no phase {phase} (phases: {_ids(cap.phase_ids())})", path=str(capture))
     results: list[PhaseSchedule] = []
     phases = [phase] if phase is not None else cap.phase_ids()
-    for k, pid in enumerate(phases):
+    if ray is not None:
+        from placer.sweep.fanout import schedule_phases
+
+        with task(f"schedule {len(phases)} phase(s) as Ray tasks"):
+            results = schedule_phases(cap, mach, mode.value, params, phases, OrderingParams(wave_words=wave_words),
+                                      ray)
+    for k, pid in enumerate(phases if ray is None else []):
         with task(f"schedule phase {pid} ({k + 1}/{len(phases)}, {cap.phase_by_id(pid).n:,} transfers)") as shown:
             results += schedule_capture(cap, mach, mode.value, params, phases=[pid],
                                         ordering=OrderingParams(wave_words=wave_words),

@@ -48,7 +48,7 @@ def sweep(
 
     jobs = parsed.jobs()
     say(f"{spec}: {len(jobs)} jobs over {len(parsed.workloads)} workload(s), modes "
-        f"{', '.join(parsed.modes)}), CP-SAT {parsed.config.workers} worker(s) and {parsed.config.time_limit:g} s "
+        f"{', '.join(parsed.modes)}; CP-SAT {parsed.config.workers} worker(s) and {parsed.config.time_limit:g} s "
         f"per job, {'serial' if serial else 'on Ray'}")
     run = run_sweep(parsed, output, use_ray=not serial, address=address, report=say)
     disagree = [r["job"] for r in run.rows if r["state"] == "ok" and bool(r["fits"]) != bool(r["valid"])]
