@@ -200,3 +200,9 @@ budgets = [600, 700]
     done = [j.id for j in spec.jobs() if finished(out, j, spec.workload(j.workload), spec.config)]
     assert done[:1] == ["demo__600B__greedy"] and len(done) < len(spec.jobs())
     assert not list(out.rglob("*.tmp"))  # nothing half-written
+
+
+def test_example_sweep_files_parse() -> None:
+    assert len(load_spec(ROOT / "examples" / "sweep-demo.toml").jobs()) == 4
+    b2 = load_spec(ROOT / "examples" / "sweep-b2.toml")
+    assert len(b2.jobs()) == 16 and b2.budgets == (64 * 1024, 72 * 1024, 80 * 1024, 96 * 1024)
