@@ -16,6 +16,7 @@ from placer.ordering.cli import schedule
 from placer.placement.cli import place
 from placer.report.inspect import inspect
 from placer.selection.cli import compare, solve
+from placer.sweep.cli import sweep
 from placer.validation.cli import validate_command
 from placer.workloads.cli import generate
 
@@ -48,6 +49,7 @@ app.command("compare")(compare)
 app.command("validate")(validate_command)
 app.command("place")(place)
 app.command("schedule")(schedule)
+app.command("sweep")(sweep)
 
 
 def main() -> None:
