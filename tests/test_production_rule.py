@@ -215,3 +215,26 @@ def test_rule_properties(cap: Capture) -> None:
     if plan.relays:
         report = validate(cap, plan.to_json(cap), M)
         assert report.valid, report.errors[:5]
+
+
+def test_solve_greedy_reports_every_phase_decision(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`placer solve --mode greedy --json --schedule`: one decision per phase, the horizons of accepted phases."""
+    import json
+    import subprocess
+    import sys
+
+    from placer.capture import write_capture
+
+    unicast = Phase.build(1, [1], [8], [1], [2], [0x60000], [0x50000])
+    path = tmp_path / "cap.json"
+    write_capture(Capture(tile_count=48, phases=[heavy_group(), unicast], allocations=Allocations.empty()), path)
+    res = subprocess.run([sys.executable, "-m", "placer.cli", "solve", str(path), "--mode", "greedy", "--json",
+                          "--schedule"], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    rule_doc = json.loads(res.stdout)["production_rule"]
+    first, second = rule_doc["decisions"]
+    assert first["accepted"] and first["reason"] == ACCEPTED and first["relays"] == 16
+    assert first["rows_after"] < first["rows_before"] and first["cycles_after"] <= first["cycles_before"]
+    assert second["reason"] == NO_MULTICAST and second["cycles_after"] is None
+    [h] = rule_doc["scheduled"]
+    assert h["phase"] == 0 and h["horizon_direct"] > 0 and h["horizon_relayed"] > 0

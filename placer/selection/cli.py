@@ -158,6 +158,8 @@ def solve(
     schedule_ok = True
     if schedule:
         report["schedule"], schedule_ok = schedule_plan(outcome.plan.rewritten(cap), mach, quiet or json)
+        if mode == "greedy":
+            report["production_rule"]["scheduled"] = accepted_horizons(cap, outcome, report["schedule"], mach)
     if output is not None:
         write_json(output, outcome.plan.to_json(cap, report["summary"]))
     if write_capture is not None:
@@ -178,6 +180,9 @@ def solve(
             typer.echo("  " + ", ".join(f"{t}: {b:,}" for t, b in outcome.irreducible))
         if schedule:
             typer.echo(render_schedule(report["schedule"]))
+            for h in report["production_rule"].get("scheduled", []):
+                typer.echo(f"phase {h['phase']} (relayed by the production rule): scheduled horizon "
+                           f"{h['horizon_direct']:,} direct → {h['horizon_relayed']:,} relayed")
         if output is not None:
             typer.echo(f"plan written to {output}")
     if not schedule_ok:
@@ -205,6 +210,21 @@ def schedule_plan(program: Capture, machine: Machine, quiet: bool) -> tuple[list
     if not quiet and sys.stderr.isatty():
         sys.stderr.write("\n")
     return rows, ok
+
+
+def accepted_horizons(capture: Capture, outcome: Outcome, scheduled: list[dict[str, Any]],
+                      machine: Machine) -> list[dict[str, Any]]:
+    """For every phase the production rule relayed: its scheduled horizon all direct and with the relays (B1024
+    greedy order, cycles without sync)."""
+    from placer.ordering.schedule import schedule_phase
+
+    after = {r["phase"]: r["horizon"] for r in scheduled}
+    out = []
+    for d in outcome.decisions:
+        if d.accepted:
+            direct = schedule_phase(capture.phase_by_id(d.phase), machine, "greedy", tiles=capture.tile_count)
+            out.append({"phase": d.phase, "horizon_direct": direct.horizon, "horizon_relayed": after[d.phase]})
+    return out
 
 
 def render_schedule(rows: list[dict[str, Any]]) -> str:
