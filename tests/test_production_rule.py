@@ -113,6 +113,16 @@ def test_incomplete_panel_keeps_the_phase_direct() -> None:
     assert d.reason == INCOMPLETE_PANEL
 
 
+def test_group_not_splitting_into_its_panels_stays_direct_alone() -> None:
+    # the hint cuts group (8..11) inside a fragment: that group stays direct, the other is still relayed
+    other = heavy_group(0, (8, 9, 10, 11), (12, 13, 14, 15), 8)
+    hint = PanelHint(0, (8, 9, 10, 11), (0, 48, 256))
+    cap = Capture(tile_count=48, phases=[Phase.concat(0, [heavy_group(), other])], panels=[hint])
+    plan, [d] = rule(cap)
+    assert d.accepted and d.direct_groups == 1 and "crosses the panel boundary at offset 48" in d.direct_reasons[0]
+    assert [r.group.replicas.tolist() for r in plan.relays] == [[0, 1, 2, 3]]
+
+
 def test_no_host_and_panels_outnumber_tiles() -> None:
     small = small_machine(12)
     # 8 tiles take part, 4 are free, the operand has 16 panels: more panels than tiles? no (16 > 12 yes)
