@@ -177,3 +177,13 @@ def test_place_every_file_on_ray_equals_serial(ray_local: Any) -> None:
     keep = ("file", "status", "placed", "engine", "reason", "peak_address", "bound", "addresses", "verified")
     assert [{k: d[k] for k in keep} for d in a] == [{k: d[k] for k in keep} for d in b]
     assert [d["placed"] for d in b] == [True, True, False, *([True, True] if data.is_dir() else [])]
+
+
+def test_more_workers_than_any_node_is_refused(ray_local: Any, tmp_path: Path) -> None:
+    from placer.errors import InputError
+
+    path = tmp_path / "big.toml"
+    path.write_text(f'budgets = [700]\nmodes = ["cpsat"]\n[solver]\nworkers = 1000\n'
+                    f'[[workloads]]\nname = "demo"\ncapture = "{DEMO}"\n')
+    with pytest.raises(InputError, match=r"solver\.workers = 1000 CPUs per task"):
+        run_sweep(load_spec(path), tmp_path / "r", use_ray=True)
