@@ -19,8 +19,8 @@ from placer.machine import Machine, load_machine
 from placer.report.summary import plan_summary, render_decisions, render_summary
 from placer.report.table import render
 from placer.selection.cpsat import OBJECTIVES
-from placer.selection.select import Outcome, select
-from placer.solver import SolverParams, Status
+from placer.selection.select import SEARCH_END, Outcome, prepare, select
+from placer.solver import Deadline, SolverParams, Status, command_start
 from placer.units import format_size, parse_size, parse_size_list
 
 EXIT_INFEASIBLE = 3
@@ -68,6 +68,28 @@ def _budgets(machine: Machine, budget: str | None, fragments: int | None) -> tup
     return table, fragments if fragments is not None else machine.budget.fragments
 
 
+def time_json(deadline: Deadline, outcomes: list[Outcome]) -> dict[str, Any]:
+    """How the command's wall-clock limit was spent, and whether the run is reproducible."""
+    return {
+        "limit_s": deadline.seconds,
+        "wall_s": round(deadline.elapsed(), 3),
+        "spent_s": {k: round(v, 3) for k, v in deadline.spent().items()},
+        "work": round(sum(o.work for o in outcomes), 3),
+        "work_budget": round(sum(o.work_budget for o in outcomes), 3),
+        "backstop": any(o.backstop for o in outcomes),
+    }
+
+
+def render_time(doc: dict[str, Any]) -> str:
+    parts = ", ".join(f"{k} {v:.1f} s" for k, v in doc["spent_s"].items())
+    line = (f"time: {doc['wall_s']:.1f} s of a {doc['limit_s']:g} s limit ({parts}); CP-SAT work "
+            f"{doc['work']:.1f} of {doc['work_budget']:.1f} deterministic s")
+    if doc["backstop"]:
+        line += ("\nwarning: the wall-clock backstop stopped the search before its deterministic work was done "
+                 "(busy machine?): this plan may differ from run to run")
+    return line
+
+
 def outcome_json(capture: Capture, outcome: Outcome) -> dict[str, Any]:
     direct = outcome.problem.direct if outcome.problem is not None else None
     summary = plan_summary(capture, outcome.scans, outcome.plan, direct)
@@ -100,7 +122,8 @@ def solve(
                                        "capture (the plan's delta applied)."),
     objective: str = typer.Option(None, help="Lexicographic order, e.g. table,cycles (default "
                                             "cycles,table,scratch,relays)."),
-    time_limit: float = typer.Option(None, help="CP-SAT seconds in all (default 30, from --params)."),
+    time_limit: float = typer.Option(None, help="Wall seconds for the whole command, loading included (default "
+                                     "30, from --params)."),
     workers: int = typer.Option(None, help="CP-SAT workers (default 2)."),
     seed: int = typer.Option(None, help="CP-SAT random seed (default 0)."),
     params: Path = typer.Option(None, help="Solver parameters TOML (see placer/params/default.toml)."),
@@ -116,15 +139,19 @@ def solve(
     Exit codes: 0 plan fits; 1 a schedule failed its check; 3 proved infeasible; 4 the plan (or the production
     rule's, in greedy mode or when CP-SAT finds nothing) breaks the budget.
     """
+    began = command_start()
     if mode not in ("cpsat", "greedy"):
         raise InputError(f"--mode {mode!r}: use cpsat or greedy")
     mach = load_machine(machine)
     table, frag = _budgets(mach, budget, fragments)
     order = parse_objective(objective)
     solver_params = _params(params, time_limit, workers, seed)
+    deadline = Deadline(solver_params.time_limit, began)
     cap = read_capture(capture)
+    deadline.mark("load", began)
     outcome = select(cap, mach, table, frag, mode=mode, params=solver_params, order=order, local_pack=local_pack,
-                     progress=_progress(not quiet and not json and mode == "cpsat"))
+                     progress=_progress(not quiet and not json and mode == "cpsat"), deadline=deadline)
+    t = time.perf_counter()
     if not quiet and not json and mode == "cpsat" and sys.stderr.isatty():
         sys.stderr.write("\n")
     report = outcome_json(cap, outcome)
@@ -137,6 +164,8 @@ def solve(
         write_json(output, outcome.plan.to_json(cap, report["summary"]))
     if write_capture is not None:
         save_capture(outcome.plan.rewritten(cap), write_capture)
+    deadline.mark("output", t)
+    report["time"] = time_json(deadline, [outcome])
     if json:
         typer.echo(jsonlib.dumps(report, indent=2))
     else:
@@ -144,6 +173,8 @@ def solve(
             typer.echo(render_decisions(report["production_rule"]["decisions"], cap.phase_labels or {}) + "\n")
         typer.echo(render_summary(report["summary"], phase_table=mode != "greedy"))
         typer.echo(_status_line(outcome))
+        if mode == "cpsat":
+            typer.echo(render_time(report["time"]))
         if outcome.irreducible:
             typer.echo("tiles that cannot fit even with every option (tile: bytes over):")
             typer.echo("  " + ", ".join(f"{t}: {b:,}" for t, b in outcome.irreducible))
@@ -229,7 +260,7 @@ def compare(
     budget: str = typer.Option(None, help="One budget or a comma-separated sweep, e.g. 64KiB,72KiB,80KiB,96KiB."),
     fragments: int = typer.Option(None, help="Fragment limit per tile (default: the machine's)."),
     objective: str = typer.Option(None, help="Lexicographic order (default cycles,table,scratch,relays)."),
-    time_limit: float = typer.Option(None, help="CP-SAT seconds per budget (default 30)."),
+    time_limit: float = typer.Option(None, help="Wall seconds for the whole sweep, loading included (default 30)."),
     workers: int = typer.Option(None, help="CP-SAT workers (default 2)."),
     seed: int = typer.Option(None, help="CP-SAT random seed (default 0)."),
     params: Path = typer.Option(None, help="Solver parameters TOML."),
@@ -239,7 +270,11 @@ def compare(
     json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
 ) -> None:
-    """The production rule (BRIEF §5) against the CP-SAT optimum, per phase and group, for one or more budgets."""
+    """The production rule (BRIEF §5) against the CP-SAT optimum, per phase and group, for one or more budgets.
+
+    The option effects are computed once and shared by every budget; budgets are solved smallest first and each
+    starts from the best plan found so far that fits it, so a larger budget never reports a worse plan."""
+    began = command_start()
     mach = load_machine(machine)
     try:
         budgets = parse_size_list(budget) if budget else [mach.budget.table_bytes]
@@ -248,23 +283,41 @@ def compare(
     _, frag = _budgets(mach, None, fragments)
     order = parse_objective(objective)
     solver_params = _params(params, time_limit, workers, seed)
+    deadline = Deadline(solver_params.time_limit, began)
     cap = read_capture(capture)
-    results = []
-    for b in budgets:
+    t = deadline.mark("load", began)
+    prepared = prepare(cap, mach, min(budgets), frag, local_pack=local_pack)
+    deadline.mark("options", t)
+    work = solver_params.work_per_second * solver_params.time_limit / len(budgets)
+    solved: dict[int, Outcome] = {}
+    search_from = deadline.elapsed()
+    ascending = sorted(set(budgets))
+    for i, b in enumerate(ascending):
         if not quiet and not json:
             sys.stderr.write(f"budget {format_size(b)}:\n")
+        # each budget's wall backstop: its share of what is left for the search when the sweep starts
+        end = search_from + (i + 1) / len(ascending) * (SEARCH_END * deadline.seconds - search_from)
+        hints = [solved[s].plan for s in ascending[:i] if solved[s].objectives.fits]
         out = select(cap, mach, b, frag, params=solver_params, order=order, local_pack=local_pack,
-                     progress=_progress(not quiet and not json))
+                     progress=_progress(not quiet and not json), deadline=deadline, prepared=prepared, work=work,
+                     search_end=end, hints=hints)
         if not quiet and not json and sys.stderr.isatty():
             sys.stderr.write("\n")
-        results.append((b, out))
+        solved[b] = out
+    results = [(b, solved[b]) for b in budgets]
+    t = time.perf_counter()
     doc = [comparison_json(cap, b, out) for b, out in results]
+    deadline.mark("output", t)
+    timing = time_json(deadline, list(solved.values()))
     if json:
+        for entry in doc:
+            entry["sweep_time"] = timing  # the whole sweep's clock (the same in every entry)
         typer.echo(jsonlib.dumps(doc, indent=2))
     else:
         for entry in doc:
             typer.echo(render_comparison(entry, all_groups=groups))
             typer.echo("")
+        typer.echo(render_time(timing))
     if any(not out.objectives.fits for _, out in results):
         raise typer.Exit(EXIT_OVER_BUDGET)
 
