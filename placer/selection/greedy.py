@@ -181,12 +181,16 @@ def assign_hosts(groups: list[ReplicaGroup], panels: list[Segmentation], memory:
         walk = np.flatnonzero(eligible)[::-1]
         hosts, buffers = [], []
         for s, nbytes in enumerate(seg.segment_bytes().tolist()):
-            fits = walk[room[walk] >= nbytes]
-            addr = memory.first_fit(int(fits[0]), nbytes) if fits.size else None
-            if addr is None:
+            found = None
+            for t in walk[room[walk] >= nbytes].tolist():
+                addr = memory.first_fit(t, nbytes)
+                if addr is not None:
+                    found = (t, addr)
+                    break
+            if found is None:
                 skipped.update(walk.tolist())
                 return f"group {g.index} panel {s} ({nbytes:,} B)", sorted(skipped)
-            t = int(fits[0])
+            t, addr = found
             skipped.update(walk[: np.searchsorted(-walk, -t)].tolist())  # the eligible tiles above t: too full
             hosting[t] = True
             memory.reserve(t, addr, nbytes)
@@ -279,7 +283,7 @@ def pick_hosts(
     order: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """Eligible tiles not yet hosting, one per segment, each with room for its buffer: the highest-numbered first
-    (the production rule) or in the given ``order``."""
+    or in the given ``order``."""
     banned = hosting[:tiles].copy()
     banned[group.replicas] = True
     banned[group.sources] = True
