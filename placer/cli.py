@@ -6,20 +6,73 @@ Exit codes (stable, for scripts): 0 success; 1 a checked plan is invalid; 2 unre
 
 from __future__ import annotations
 
+import importlib
 import sys
+from typing import Any
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
 from placer import __version__
 from placer.errors import InputError
-from placer.ordering.cli import schedule
-from placer.placement.cli import place
-from placer.report.inspect import inspect
-from placer.selection.cli import compare, solve
-from placer.validation.cli import validate_command
-from placer.workloads.cli import generate
+
+# Command name -> (module, function, one-line help). A command's module (and with it ortools, networkx, numpy, ...)
+# is imported only when that command runs or shows its own help, so `placer --version` and `placer --help` start
+# in a blink. tests/test_cli_startup.py checks that each line here is the first line of the function's docstring.
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "generate": ("placer.workloads.cli", "generate",
+                 "Lower a model to a whole-program synthetic capture (one layer body in a Repeat, plus bookends)."),
+    "inspect": ("placer.report.inspect", "inspect",
+                "Per phase: transfers, words, multicast groups, worst-tile table bytes, fragments, cycles; then the "
+                "program."),
+    "solve": ("placer.selection.cli", "solve",
+              "Choose relays so every tile fits its exchange-table budget; print per phase before → after."),
+    "compare": ("placer.selection.cli", "compare",
+                "The production greedy against the CP-SAT optimum, per phase and group, for one or more budgets."),
+    "validate": ("placer.validation.cli", "validate_command",
+                 "Check a plan against the original capture, independently of the code that produced it."),
+    "place": ("placer.placement.cli", "place", "Place one tile's buffers, or prove that they cannot be placed."),
+    "schedule": ("placer.ordering.cli", "schedule",
+                 "Schedule each phase's streams; print transfers, chunks, horizons, lower bound, gap and time per "
+                 "phase."),
+}
+
+
+def load_command(name: str) -> TyperCommand:
+    """The click command of ``name``, importing its module now."""
+    module, attr, _ = COMMANDS[name]
+    single = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    single.command(name)(getattr(importlib.import_module(module), attr))
+    return typer.main.get_command(single)
+
+
+class _LazyCommand(TyperCommand):
+    """Stands for a command in the group's listing; the real one is built when the command is invoked."""
+
+    def __init__(self, name: str) -> None:
+        short = COMMANDS[name][2]
+        super().__init__(name, help=short, short_help=short)
+
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        assert self.name is not None
+        return load_command(self.name).make_context(info_name, args, parent=parent, **extra)
+
+
+class _LazyGroup(TyperGroup):
+    def list_commands(self, ctx: Any) -> list[str]:
+        eager = super().list_commands(ctx)
+        return [*COMMANDS, *(name for name in eager if name not in COMMANDS)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        cmd = super().get_command(ctx, cmd_name)
+        if cmd is None and cmd_name in COMMANDS:
+            cmd = _LazyCommand(cmd_name)
+        return cmd
+
 
 app = typer.Typer(
+    cls=_LazyGroup,
+    rich_markup_mode=None,  # plain help: rich alone would take longer to import than the 0.2 s start-up budget
     name="placer",
     help="Optimise the data-movement plan (relays, SRAM placement, stream order) of a compiled IPU exchange.",
     no_args_is_help=True,
@@ -41,13 +94,6 @@ def _root(
     """placer: relays, placement and ordering for tile-array exchange plans."""
 
 
-app.command("generate")(generate)
-app.command("inspect")(inspect)
-app.command("solve")(solve)
-app.command("compare")(compare)
-app.command("validate")(validate_command)
-app.command("place")(place)
-app.command("schedule")(schedule)
 
 
 def main() -> None:
