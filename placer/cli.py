@@ -35,6 +35,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "schedule": ("placer.ordering.cli", "schedule",
                  "Schedule each phase's streams; print transfers, chunks, horizons, lower bound, gap and time per "
                  "phase."),
+    "sweep": ("placer.sweep.cli", "sweep",
+              "Run a sweep of relay-selection jobs (on Ray, or --serial) and write one combined table."),
 }
 
 

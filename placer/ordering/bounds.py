@@ -43,14 +43,14 @@ def lower_bound(chunks: Chunks) -> LowerBound:
 
 def port_bound(chunks: Chunks) -> int:
     t = chunks.tiles
-    lane = np.bincount(chunks.source, weights=chunks.words, minlength=t).astype(np.int64)
+    lane = np.bincount(chunks.source, weights=chunks.lane_words, minlength=t).astype(np.int64)
     min_tail = np.full(t, np.iinfo(np.int64).max)
-    np.minimum.at(min_tail, chunks.source, chunks.tail)
+    np.minimum.at(min_tail, chunks.source, chunks.tail - chunks.lead + chunks.hold_end)  # largest latency
     lane_b = np.where(lane > 0, lane + np.where(lane > 0, min_tail, 0), 0)
     chunk, res = chunks.resources()
     is_port = res >= t
     port = np.bincount(res[is_port] - t, weights=chunks.words[chunk[is_port]], minlength=t).astype(np.int64)
-    port_b = np.where(port > 0, port + chunks.latency, 0)
+    port_b = np.where(port > 0, port + chunks.lead + chunks.latency - chunks.hold, 0)
     return int(max(lane_b.max(initial=0), port_b.max(initial=0)))
 
 
@@ -74,7 +74,7 @@ def clique_bound(chunks: Chunks) -> int:
                 members.append(m)
                 total += int(weight[s])
                 low_tail = min(low_tail, int(tail[s]))
-        best = max(best, total + low_tail)
+        best = max(best, total + low_tail + chunks.lead - chunks.hold)
     return best
 
 
@@ -105,7 +105,7 @@ def earliest_starts(chunks: Chunks) -> np.ndarray:
     lag = np.concatenate([chunks.tail[chunks.dep_pred], np.zeros(int(cross.sum()), np.int64)])
     for level in np.unique(lv).tolist():
         idx = order[lv == level]  # stream by stream, waves in order
-        w = chunks.words[idx]
+        w = chunks.lane_words[idx]  # consecutive chunks of a stream follow each other on its lane
         st = chunks.stream[idx]
         new = np.ones(len(idx), bool)
         new[1:] = st[1:] != st[:-1]

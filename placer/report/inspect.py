@@ -63,6 +63,7 @@ def inspect_summary(capture: Capture, machine_name: str, budget: int | None) -> 
             "transfers": capture.transfer_count(),
             "worst_tile": worst,
             "worst_table_bytes": cost.worst_table(),
+            "row_estimate_bytes": cost.row_estimate,
             "table_budget": table_budget,
             "worst_fragment_tile": int(np.argmax(cost.fragments)),
             "worst_fragments": cost.worst_fragments(),
@@ -98,7 +99,8 @@ def inspect(
     verdict = "fits" if prog["fits"] else "DOES NOT FIT"
     typer.echo(
         f"\nprogram: {prog['transfers']:,} transfers; worst tile {prog['worst_tile']}: "
-        f"{prog['worst_table_bytes']:,} table bytes / {format_size(prog['table_budget'])} budget; "
-        f"worst fragments {prog['worst_fragments']:,} / {prog['fragment_limit']:,} (tile {prog['worst_fragment_tile']})"
-        f"; {prog['cycles']:,} cycles ({prog['ms']:.3f} ms) -> {verdict}"
+        f"{prog['worst_table_bytes']:,} table bytes / {format_size(prog['table_budget'])} budget (per-tile worst, "
+        f"what the budget is checked against); row estimate (Σ of phase maxima) {prog['row_estimate_bytes']:,} B; "
+        f"fragment maximum {prog['worst_fragments']:,} / {prog['fragment_limit']:,} "
+        f"(tile {prog['worst_fragment_tile']}); {prog['cycles']:,} cycles ({prog['ms']:.3f} ms) -> {verdict}"
     )

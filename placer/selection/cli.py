@@ -16,7 +16,7 @@ from placer.capture.model import Capture
 from placer.errors import InputError
 from placer.fileio import write_json
 from placer.machine import Machine, load_machine
-from placer.report.summary import plan_summary, render_summary
+from placer.report.summary import plan_summary, render_decisions, render_summary
 from placer.report.table import render
 from placer.selection.cpsat import OBJECTIVES
 from placer.selection.select import Outcome, select
@@ -77,14 +77,15 @@ def outcome_json(capture: Capture, outcome: Outcome) -> dict[str, Any]:
         "solver": {
             "status": outcome.status.value if staged is not None or outcome.source != "greedy" or
             outcome.status is Status.INFEASIBLE else "not-run",
-            "plan_from": outcome.source,
+            "plan_from": plan_source(outcome.source),
             "stages": [{"stage": n, **r.to_json()} for n, r in (staged.stages if staged else [])],
             "runtime_s": round(outcome.runtime, 3),
             "rounds": outcome.rounds,
             "note": outcome.note,
         },
         "objectives": outcome.objectives.to_json(),
-        "greedy_objectives": outcome.greedy_objectives.to_json(),
+        "production_rule": {"objectives": outcome.greedy_objectives.to_json(),
+                            "decisions": [d.to_json() for d in outcome.decisions]},
         "irreducible_tiles": [{"tile": t, "bytes_over": b} for t, b in outcome.irreducible],
     }
 
@@ -112,8 +113,8 @@ def solve(
 ) -> None:
     """Choose relays so every tile fits its exchange-table budget; print per phase before → after.
 
-    Exit codes: 0 plan fits; 1 a schedule failed its check; 3 proved infeasible; 4 the plan (or the greedy
-    fallback) breaks the budget.
+    Exit codes: 0 plan fits; 1 a schedule failed its check; 3 proved infeasible; 4 the plan (or the production
+    rule's, in greedy mode or when CP-SAT finds nothing) breaks the budget.
     """
     if mode not in ("cpsat", "greedy"):
         raise InputError(f"--mode {mode!r}: use cpsat or greedy")
@@ -130,6 +131,8 @@ def solve(
     schedule_ok = True
     if schedule:
         report["schedule"], schedule_ok = schedule_plan(outcome.plan.rewritten(cap), mach, quiet or json)
+        if mode == "greedy":
+            report["production_rule"]["scheduled"] = accepted_horizons(cap, outcome, report["schedule"], mach)
     if output is not None:
         write_json(output, outcome.plan.to_json(cap, report["summary"]))
     if write_capture is not None:
@@ -137,13 +140,18 @@ def solve(
     if json:
         typer.echo(jsonlib.dumps(report, indent=2))
     else:
-        typer.echo(render_summary(report["summary"]))
+        if mode == "greedy":
+            typer.echo(render_decisions(report["production_rule"]["decisions"], cap.phase_labels or {}) + "\n")
+        typer.echo(render_summary(report["summary"], phase_table=mode != "greedy"))
         typer.echo(_status_line(outcome))
         if outcome.irreducible:
             typer.echo("tiles that cannot fit even with every option (tile: bytes over):")
             typer.echo("  " + ", ".join(f"{t}: {b:,}" for t, b in outcome.irreducible))
         if schedule:
             typer.echo(render_schedule(report["schedule"]))
+            for h in report["production_rule"].get("scheduled", []):
+                typer.echo(f"phase {h['phase']} (relayed by the production rule): scheduled horizon "
+                           f"{h['horizon_direct']:,} direct → {h['horizon_relayed']:,} relayed")
         if output is not None:
             typer.echo(f"plan written to {output}")
     if not schedule_ok:
@@ -173,6 +181,21 @@ def schedule_plan(program: Capture, machine: Machine, quiet: bool) -> tuple[list
     return rows, ok
 
 
+def accepted_horizons(capture: Capture, outcome: Outcome, scheduled: list[dict[str, Any]],
+                      machine: Machine) -> list[dict[str, Any]]:
+    """For every phase the production rule relayed: its scheduled horizon all direct and with the relays (B1024
+    greedy order, cycles without sync)."""
+    from placer.ordering.schedule import schedule_phase
+
+    after = {r["phase"]: r["horizon"] for r in scheduled}
+    out = []
+    for d in outcome.decisions:
+        if d.accepted:
+            direct = schedule_phase(capture.phase_by_id(d.phase), machine, "greedy", tiles=capture.tile_count)
+            out.append({"phase": d.phase, "horizon_direct": direct.horizon, "horizon_relayed": after[d.phase]})
+    return out
+
+
 def render_schedule(rows: list[dict[str, Any]]) -> str:
     table = render(["phase", "label", "transfers", "horizon", "lower bound", "gap", "checked"],
                    [[r["phase"], r["label"][:28], r["transfers"], r["horizon"], r["lower_bound"],
@@ -183,14 +206,22 @@ def render_schedule(rows: list[dict[str, Any]]) -> str:
     return table + f"\nsum of horizons {total:,} against a summed lower bound of {bound:,}"
 
 
+def plan_source(source: str) -> str:
+    """Where a plan came from, named for the reader: the selection driver calls the production rule "greedy"."""
+    return "production rule" if source == "greedy" else source
+
+
 def _status_line(outcome: Outcome) -> str:
     if outcome.staged is None and outcome.status is Status.INFEASIBLE:
         return f"infeasible (proved): {outcome.note}; the plan shown is the best incumbent"
     if outcome.staged is None:
-        return "mode greedy: the production rule (no search)"
+        accepted = sum(d.accepted for d in outcome.decisions)
+        candidates = sum(d.has_candidate for d in outcome.decisions)
+        return (f"mode greedy: the production rule (BRIEF §5, no search): {accepted} of {candidates} phases with a "
+                "candidate relayed")
     stages = "; ".join(f"{n}: {r.describe()}" for n, r in outcome.staged.stages)
     extra = f" — {outcome.note}" if outcome.note else ""
-    return f"cp-sat {outcome.status.value} [{stages}]; plan from {outcome.source}{extra}"
+    return f"cp-sat {outcome.status.value} [{stages}]; plan from {plan_source(outcome.source)}{extra}"
 
 
 def compare(
@@ -208,7 +239,7 @@ def compare(
     json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
 ) -> None:
-    """The production greedy against the CP-SAT optimum, per phase and group, for one or more budgets."""
+    """The production rule (BRIEF §5) against the CP-SAT optimum, per phase and group, for one or more budgets."""
     mach = load_machine(machine)
     try:
         budgets = parse_size_list(budget) if budget else [mach.budget.table_bytes]
@@ -245,33 +276,44 @@ def comparison_json(capture: Capture, budget: int, out: Outcome) -> dict[str, An
     g_sum = plan_summary(capture, out.scans, out.greedy, direct)
     c_sum = plan_summary(capture, out.scans, out.plan, direct)
     phases = []
+    verdict = {d.phase: d.reason for d in out.decisions}
     for gp, cp in zip(g_sum["phases"], c_sum["phases"], strict=True):
         if not gp["groups"]:
             continue
         phases.append({"phase": gp["phase"], "label": gp["label"], "groups": gp["groups"],
-                       "greedy": {k: gp[k] for k in ("relayed", "relays", "table_after", "cycles_after")},
+                       "production_rule": {**{k: gp[k] for k in ("relayed", "relays", "table_after", "cycles_after")},
+                                           "reason": verdict.get(gp["phase"], "")},
                        "cpsat": {k: cp[k] for k in ("relayed", "relays", "table_after", "cycles_after")},
                        "table_before": gp["table_before"], "cycles_before": gp["cycles_before"]})
     group_rows = []
+    scanned = {g.key() for scan in out.scans for g in scan.groups}
+    # the production rule also relays groups the optimiser's scan prunes: list those too
+    extra = [r.group for r in out.greedy.relays if r.group.key() not in scanned]
     for scan in out.scans:
-        for g in scan.groups:
+        for g in [*scan.groups, *(e for e in extra if e.phase == scan.phase)]:
             gr, cr = g_by.get(g.key()), c_by.get(g.key())
             group_rows.append({
                 "phase": g.phase, "group": g.index, "replicas": g.replica_count, "fragments": g.fragments,
-                "greedy": _choice(gr), "cpsat": _choice(cr),
-                "greedy_scratch": int(gr.scratch_bytes.sum()) if gr else 0,
+                "production_rule": _choice(gr), "cpsat": _choice(cr),
+                "production_rule_scratch": int(gr.scratch_bytes.sum()) if gr else 0,
                 "cpsat_scratch": int(cr.scratch_bytes.sum()) if cr else 0,
             })
     return {
         "budget": budget,
         "status": out.status.value,
-        "plan_from": out.source,
+        "plan_from": plan_source(out.source),
         "stages": [{"stage": n, **r.to_json()} for n, r in (out.staged.stages if out.staged else [])],
         "runtime_s": round(out.runtime, 3),
-        "greedy": out.greedy_objectives.to_json(),
-        "cpsat": out.objectives.to_json(),
+        "production_rule": {**out.greedy_objectives.to_json(),
+                            "row_estimate": g_sum["program"]["row_estimate_after"]},
+        "cpsat": {**out.objectives.to_json(), "row_estimate": c_sum["program"]["row_estimate_after"]},
+        "direct": {"fits": g_sum["program"]["fits_before"], "cycles": g_sum["program"]["cycles_before"],
+                   "table": g_sum["program"]["worst_table_before"],
+                   "row_estimate": g_sum["program"]["row_estimate_before"],
+                   "fragments": g_sum["program"]["worst_fragments_before"]},
         "phases": phases,
         "groups": group_rows,
+        "production_rule_decisions": [d.to_json() for d in out.decisions],
     }
 
 
@@ -282,7 +324,7 @@ def _choice(r: Any) -> str:
 
 
 def render_comparison(entry: dict[str, Any], *, all_groups: bool = False) -> str:
-    g, c = entry["greedy"], entry["cpsat"]
+    g, c = entry["production_rule"], entry["cpsat"]
     lines = [f"budget {format_size(entry['budget'])}: cp-sat {entry['status']} (plan from {entry['plan_from']}, "
              f"{entry['runtime_s']:.1f} s)"]
     for st in entry["stages"]:
@@ -291,24 +333,32 @@ def render_comparison(entry: dict[str, Any], *, all_groups: bool = False) -> str
         bnd = "-" if st["bound"] is None else f"{st['bound']:,.0f}"
         lines.append(f"  stage {st['stage']}: {st['status']}, objective {obj}, bound {bnd}{gap}, "
                      f"{st['runtime_s']:.2f} s")
-    rows = [[p["phase"], p["label"][:24], p["groups"], f"{p['greedy']['relayed']} / {p['greedy']['relays']}",
-             f"{p['cpsat']['relayed']} / {p['cpsat']['relays']}", p["table_before"], p["greedy"]["table_after"],
-             p["cpsat"]["table_after"], p["cycles_before"], p["greedy"]["cycles_after"], p["cpsat"]["cycles_after"]]
+    rows = [[p["phase"], p["label"][:24], p["groups"], p["production_rule"]["reason"],
+             f"{p['production_rule']['relayed']} / {p['production_rule']['relays']}",
+             f"{p['cpsat']['relayed']} / {p['cpsat']['relays']}",
+             p["table_before"], p["production_rule"]["table_after"], p["cpsat"]["table_after"], p["cycles_before"],
+             p["production_rule"]["cycles_after"], p["cpsat"]["cycles_after"]]
             for p in entry["phases"]]
-    lines.append(render(["phase", "label", "groups", "greedy grp/relays", "cp-sat grp/relays", "table direct",
-                         "table greedy", "table cp-sat", "cycles direct", "cycles greedy", "cycles cp-sat"], rows))
-    diff = [r for r in entry["groups"] if all_groups or r["greedy"] != r["cpsat"]]
+    lines.append(render(["phase", "label", "groups", "rule verdict", "rule grp/relays", "cp-sat grp/relays",
+                         "table direct", "table rule", "table cp-sat", "cycles direct", "cycles rule",
+                         "cycles cp-sat"], rows,
+                        title="per phase ('rule' is the production rule, BRIEF §5):"))
+    diff = [r for r in entry["groups"] if all_groups or r["production_rule"] != r["cpsat"]]
     if diff:
         shown = diff[:40]
-        lines.append(render(["phase", "group", "replicas", "fragments", "greedy", "cp-sat", "greedy scratch",
+        lines.append(render(["phase", "group", "replicas", "fragments", "production rule", "cp-sat", "rule scratch",
                              "cp-sat scratch"],
-                            [[r["phase"], r["group"], r["replicas"], r["fragments"], r["greedy"], r["cpsat"],
-                             r["greedy_scratch"], r["cpsat_scratch"]] for r in shown],
+                            [[r["phase"], r["group"], r["replicas"], r["fragments"], r["production_rule"], r["cpsat"],
+                             r["production_rule_scratch"], r["cpsat_scratch"]] for r in shown],
                             title="\ngroups where the choices differ:" if not all_groups else "\ngroups:"))
         if len(diff) > len(shown):
             lines.append(f"… and {len(diff) - len(shown)} more (--json for all)")
-    lines.append(render(["", "fits", "cycles", "worst table B", "worst fragments", "scratch B", "relays"], [
-        ["greedy", g["fits"], g["cycles"], g["table"], g["fragments"], g["scratch"], g["relays"]],
-        ["cp-sat", c["fits"], c["cycles"], c["table"], c["fragments"], c["scratch"], c["relays"]],
-    ], title="\ntotals:"))
+    d = entry["direct"]
+    lines.append(render(["", "fits", "cycles", "worst tile table B", "row estimate B (Σ phase maxima)",
+                         "fragment max", "scratch B", "relays"], [
+        ["all direct", d["fits"], d["cycles"], d["table"], d["row_estimate"], d["fragments"], 0, 0],
+        ["production rule", g["fits"], g["cycles"], g["table"], g["row_estimate"], g["fragments"], g["scratch"],
+         g["relays"]],
+        ["cp-sat", c["fits"], c["cycles"], c["table"], c["row_estimate"], c["fragments"], c["scratch"], c["relays"]],
+    ], title="\ntotals (the budget is checked against the worst tile; the row estimate is the reference's figure):"))
     return "\n".join(lines)
