@@ -6,8 +6,10 @@ Exit codes (stable, for scripts): 0 success; 1 a checked plan is invalid; 2 unre
 
 from __future__ import annotations
 
+import ast
 import importlib
 import sys
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -16,33 +18,35 @@ from typer.core import TyperCommand, TyperGroup
 from placer import __version__
 from placer.errors import InputError
 
-# Command name -> (module, function, one-line help). A command's module (and with it ortools, networkx, numpy, ...)
-# is imported only when that command runs or shows its own help, so `placer --version` and `placer --help` start
-# in a blink. tests/test_cli_startup.py checks that each line here is the first line of the function's docstring.
-COMMANDS: dict[str, tuple[str, str, str]] = {
-    "generate": ("placer.workloads.cli", "generate",
-                 "Lower a model to a whole-program synthetic capture (one layer body in a Repeat, plus bookends)."),
-    "inspect": ("placer.report.inspect", "inspect",
-                "Per phase: transfers, words, multicast groups, worst-tile table bytes, fragments, cycles; then the "
-                "program."),
-    "solve": ("placer.selection.cli", "solve",
-              "Choose relays so every tile fits its exchange-table budget; print per phase before → after."),
-    "compare": ("placer.selection.cli", "compare",
-                "The production greedy against the CP-SAT optimum, per phase and group, for one or more budgets."),
-    "validate": ("placer.validation.cli", "validate_command",
-                 "Check a plan against the original capture, independently of the code that produced it."),
-    "place": ("placer.placement.cli", "place", "Place one tile's buffers, or prove that they cannot be placed."),
-    "schedule": ("placer.ordering.cli", "schedule",
-                 "Schedule each phase's streams; print transfers, chunks, horizons, lower bound, gap and time per "
-                 "phase."),
-    "sweep": ("placer.sweep.cli", "sweep",
-              "Run a sweep of relay-selection jobs (on Ray, or --serial) and write one combined table."),
+# Command name -> (module, function). A command's module (and with it ortools, networkx, numpy, ...) is imported
+# only when that command runs or shows its own help, so `placer --version` and `placer --help` start in a blink;
+# the listing's one-line help is read from the function's docstring in the source, without importing it.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "generate": ("placer.workloads.cli", "generate"),
+    "inspect": ("placer.report.inspect", "inspect"),
+    "solve": ("placer.selection.cli", "solve"),
+    "compare": ("placer.selection.cli", "compare"),
+    "validate": ("placer.validation.cli", "validate_command"),
+    "place": ("placer.placement.cli", "place"),
+    "schedule": ("placer.ordering.cli", "schedule"),
+    "sweep": ("placer.sweep.cli", "sweep"),
 }
+
+
+def short_help(name: str) -> str:
+    """The first paragraph of the command function's docstring, parsed from its source file (not imported)."""
+    module, attr = COMMANDS[name]
+    path = Path(__file__).parent.joinpath(*module.split(".")[1:]).with_suffix(".py")
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef) and node.name == attr:
+            doc = ast.get_docstring(node) or ""
+            return " ".join(doc.split("\n\n")[0].split())
+    return ""
 
 
 def load_command(name: str) -> TyperCommand:
     """The click command of ``name``, importing its module now."""
-    module, attr, _ = COMMANDS[name]
+    module, attr = COMMANDS[name]
     single = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     single.command(name)(getattr(importlib.import_module(module), attr))
     return typer.main.get_command(single)
@@ -52,7 +56,7 @@ class _LazyCommand(TyperCommand):
     """Stands for a command in the group's listing; the real one is built when the command is invoked."""
 
     def __init__(self, name: str) -> None:
-        short = COMMANDS[name][2]
+        short = short_help(name)
         super().__init__(name, help=short, short_help=short)
 
     def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:

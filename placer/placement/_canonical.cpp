@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <map>
 #include <string>
@@ -158,21 +159,24 @@ class Search {
     return FOUND;
   }
 
-  std::string state_key(const std::vector<int>& part, int plo, int phi) const {
-    // (plo, phi, unplaced buffers of the part, skyline of placed tops): the subtree below depends on nothing else
-    std::string key;
-    key.resize(sizeof(int) * 2 + sizeof(uint64_t) * words_ + sizeof(i64) * (phi - plo));
-    char* p = key.data();
-    std::memcpy(p, &plo, sizeof(int));
-    std::memcpy(p + sizeof(int), &phi, sizeof(int));
-    p += 2 * sizeof(int);
-    std::vector<uint64_t> bits(words_, 0);
+  // The subtree below a node depends only on (sections, part, unplaced buffers, their minimum offsets): every
+  // rule below reads the placed buffers only through the minimum offsets of the unplaced ones (a section's floor
+  // is the lowest minimum offset of its unplaced buffers, each of which is at least the section's highest placed
+  // top), and the part fixes the preorder that the canonical constraint refers to. Skylines that differ only
+  // where no unplaced buffer lives, or below an unplaced buffer's minimum offset, share one entry.
+  void state_key(const std::vector<int>& part, int plo, int phi, std::string* key) {
+    key->clear();
+    auto put = [key](const void* data, size_t bytes) { key->append(static_cast<const char*>(data), bytes); };
+    put(&plo, sizeof(int));
+    put(&phi, sizeof(int));
+    bits_.assign(2 * words_, 0);
+    for (int i : part) {
+      bits_[i >> 6] |= uint64_t(1) << (i & 63);
+      if (off_[i] < 0) bits_[words_ + (i >> 6)] |= uint64_t(1) << (i & 63);
+    }
+    put(bits_.data(), sizeof(uint64_t) * bits_.size());
     for (int i : part)
-      if (off_[i] < 0) bits[i >> 6] |= uint64_t(1) << (i & 63);
-    std::memcpy(p, bits.data(), sizeof(uint64_t) * words_);
-    p += sizeof(uint64_t) * words_;
-    std::memcpy(p, top_.data() + plo, sizeof(i64) * (phi - plo));
-    return key;
+      if (off_[i] < 0) put(&minoff_[i], sizeof(i64));
   }
 
   bool out_of_time() {
@@ -188,21 +192,40 @@ class Search {
     return false;
   }
 
+  // Per-depth scratch space, so that a node allocates nothing once the search has warmed up.
+  struct Frame {
+    std::vector<std::pair<i64, i64>> order;  // (minimum offset, preorder index) of the unplaced buffers
+    std::vector<std::pair<int, i64>> saved_min, saved_floor;
+    std::vector<int> affected;
+    std::vector<i64> old_top;
+    std::string key;
+  };
+
   Status search(const std::vector<int>& part, int plo, int phi, const std::vector<int>& pre, i64 min_offset,
                 i64 min_pidx) {
     ++nodes_;
     if (--budget_ < 0) return ABORTED;
     if ((nodes_ & 1023) == 0 && out_of_time()) return TIMEOUT;
+    if (depth_ == frames_.size()) frames_.emplace_back();
+    ++depth_;
+    const Status st = search_node(frames_[depth_ - 1], part, plo, phi, pre, min_offset, min_pidx);
+    --depth_;
+    return st;
+  }
+
+  Status search_node(Frame& f, const std::vector<int>& part, int plo, int phi, const std::vector<int>& pre,
+                     i64 min_offset, i64 min_pidx) {
     const i64 N = i64(pre.size());
-    std::vector<std::pair<i64, i64>> order;  // (minimum offset, preorder index) of the unplaced buffers
-    order.reserve(pre.size());
+    auto& order = f.order;
+    order.clear();
     for (i64 p = 0; p < N; ++p)
       if (off_[pre[p]] < 0) order.emplace_back(minoff_[pre[p]], p);
     if (order.empty()) {
       for (int i : part) sol_[i] = off_[i];
       return FOUND;
     }
-    std::string key = state_key(part, plo, phi);
+    std::string& key = f.key;
+    state_key(part, plo, phi, &key);
     auto hit = memo_->find(key);
     if (hit != memo_->end() && std::make_pair(hit->second.min_offset, hit->second.min_pidx) <=
                                    std::make_pair(min_offset, min_pidx))
@@ -214,9 +237,9 @@ class Search {
     for (int s = plo; s < phi; ++s) max_total = std::max(max_total, total_[s]);
     // every unplaced buffer of a section stacks at or above the next offset, so offsets above this cannot work
     const i64 o_max = cap_ - max_total;
-    std::vector<std::pair<int, i64>> saved_min;
-    std::vector<std::pair<int, i64>> saved_floor;
-    std::vector<int> affected;
+    auto& saved_min = f.saved_min;
+    auto& saved_floor = f.saved_floor;
+    auto& affected = f.affected;
     for (const auto& [o, p] : order) {
       if (o < min_offset || (o == min_offset && p < min_pidx)) continue;  // canonical order
       if (o >= min_height || o > o_max) break;  // dominance, and the stacking cut-off
@@ -247,7 +270,7 @@ class Search {
         floor_[s] = height;
         total_[s] -= size_[b];
       }
-      const std::vector<i64> old_top(top_.begin() + lo, top_.begin() + hi);
+      f.old_top.assign(top_.begin() + lo, top_.begin() + hi);
       for (int s = lo; s < hi; ++s) top_[s] = height;
       // the unplaced buffers of a section cannot start below the lowest of their minimum offsets
       for (int s : affected) {
@@ -259,22 +282,26 @@ class Search {
           floor_[s] = m;
         }
       }
+      // Section inference: every section's unplaced buffers must stack above max(o, its floor). Offset o is at
+      // most o_max, which covers "o + total" everywhere; "floor + total" changed only in b's sections and the
+      // affected ones (every other section passed this test at an ancestor and is unchanged since).
       bool ok = true;
-      for (int s = plo; s < phi && ok; ++s) ok = std::max(floor_[s], o) + total_[s] <= cap_;
+      for (int s = lo; s < hi && ok; ++s) ok = floor_[s] + total_[s] <= cap_;
+      for (size_t k = 0; k < affected.size() && ok; ++k) ok = floor_[affected[k]] + total_[affected[k]] <= cap_;
       Status st = ok ? place_rest(part, plo, phi, pre, o, p, b) : NOTFOUND;
       for (auto it = saved_floor.rbegin(); it != saved_floor.rend(); ++it) floor_[it->first] = it->second;
       for (int s = lo; s < hi; ++s) total_[s] += size_[b];
-      std::copy(old_top.begin(), old_top.end(), top_.begin() + lo);
+      std::copy(f.old_top.begin(), f.old_top.end(), top_.begin() + lo);
       for (auto it = saved_min.rbegin(); it != saved_min.rend(); ++it) minoff_[it->first] = it->second;
       off_[b] = -1;
       if (st != NOTFOUND) return st;
       if (hatless) break;  // nothing overlaps b any more: any other first choice leads to the same subtrees
     }
-    remember(std::move(key), min_offset, min_pidx);
+    remember(key, min_offset, min_pidx);
     return NOTFOUND;
   }
 
-  void remember(std::string key, i64 min_offset, i64 min_pidx) {
+  void remember(const std::string& key, i64 min_offset, i64 min_pidx) {
     auto it = memo_->find(key);
     if (it != memo_->end()) {
       if (std::make_pair(min_offset, min_pidx) < std::make_pair(it->second.min_offset, it->second.min_pidx))
@@ -286,7 +313,7 @@ class Search {
       for (auto& [h, m] : memos_) m.clear();
       memo_bytes_ = key.size() + 64;
     }
-    memo_->emplace(std::move(key), Proof{min_offset, min_pidx});
+    memo_->emplace(key, Proof{min_offset, min_pidx});
   }
 
   Status place_rest(const std::vector<int>& part, int plo, int phi, const std::vector<int>& pre, i64 o, i64 p,
@@ -313,6 +340,9 @@ class Search {
   int words_ = 1;
   std::vector<uint64_t> stamp_;
   uint64_t epoch_ = 0;
+  std::vector<uint64_t> bits_;
+  std::deque<Frame> frames_;  // a deque: growing it keeps references to the shallower frames valid
+  size_t depth_ = 0;
 
   std::string heuristic_;
   std::vector<i64> total_, top_, floor_, minoff_, off_;
