@@ -10,10 +10,11 @@ import sys
 
 import typer
 
-from placer import __version__
+from placer import IMPORTED, __version__, solver
 from placer.errors import InputError
 from placer.ordering.cli import schedule
 from placer.placement.cli import place
+from placer.report.cli import report
 from placer.report.inspect import inspect
 from placer.selection.cli import compare, solve
 from placer.sweep.cli import sweep
@@ -49,10 +50,12 @@ app.command("compare")(compare)
 app.command("validate")(validate_command)
 app.command("place")(place)
 app.command("schedule")(schedule)
+app.command("report")(report)
 app.command("sweep")(sweep)
 
 
 def main() -> None:
+    solver.COMMAND_START = IMPORTED  # the console command's clock starts with the interpreter, not the command
     try:
         code = app(standalone_mode=False)
     except InputError as exc:

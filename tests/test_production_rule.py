@@ -113,6 +113,16 @@ def test_incomplete_panel_keeps_the_phase_direct() -> None:
     assert d.reason == INCOMPLETE_PANEL
 
 
+def test_group_not_splitting_into_its_panels_stays_direct_alone() -> None:
+    # the hint cuts group (8..11) inside a fragment: that group stays direct, the other is still relayed
+    other = heavy_group(0, (8, 9, 10, 11), (12, 13, 14, 15), 8)
+    hint = PanelHint(0, (8, 9, 10, 11), (0, 48, 256))
+    cap = Capture(tile_count=48, phases=[Phase.concat(0, [heavy_group(), other])], panels=[hint])
+    plan, [d] = rule(cap)
+    assert d.accepted and d.direct_groups == 1 and "crosses the panel boundary at offset 48" in d.direct_reasons[0]
+    assert [r.group.replicas.tolist() for r in plan.relays] == [[0, 1, 2, 3]]
+
+
 def test_no_host_and_panels_outnumber_tiles() -> None:
     small = small_machine(12)
     # 8 tiles take part, 4 are free, the operand has 16 panels: more panels than tiles? no (16 > 12 yes)
@@ -215,3 +225,26 @@ def test_rule_properties(cap: Capture) -> None:
     if plan.relays:
         report = validate(cap, plan.to_json(cap), M)
         assert report.valid, report.errors[:5]
+
+
+def test_solve_greedy_reports_every_phase_decision(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`placer solve --mode greedy --json --schedule`: one decision per phase, the horizons of accepted phases."""
+    import json
+    import subprocess
+    import sys
+
+    from placer.capture import write_capture
+
+    unicast = Phase.build(1, [1], [8], [1], [2], [0x60000], [0x50000])
+    path = tmp_path / "cap.json"
+    write_capture(Capture(tile_count=48, phases=[heavy_group(), unicast], allocations=Allocations.empty()), path)
+    res = subprocess.run([sys.executable, "-m", "placer.cli", "solve", str(path), "--mode", "greedy", "--json",
+                          "--schedule"], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    rule_doc = json.loads(res.stdout)["production_rule"]
+    first, second = rule_doc["decisions"]
+    assert first["accepted"] and first["reason"] == ACCEPTED and first["relays"] == 16
+    assert first["rows_after"] < first["rows_before"] and first["cycles_after"] <= first["cycles_before"]
+    assert second["reason"] == NO_MULTICAST and second["cycles_after"] is None
+    [h] = rule_doc["scheduled"]
+    assert h["phase"] == 0 and h["horizon_direct"] > 0 and h["horizon_relayed"] > 0

@@ -85,9 +85,13 @@ def render_decisions(decisions: list[dict[str, Any]], labels: dict[int, str]) ->
              arrow(d["rows_before"], d["rows_after"]), "" if d["table_after"] is None else d["table_after"],
              d["scratch_bytes"]]
             for d in decisions if d["reason"] != "no multicast"]
-    return render(["phase", "label", "decision", "reason", "groups", "direct groups", "relays", "est. cycles",
+    text = render(["phase", "label", "decision", "reason", "groups", "direct groups", "relays", "est. cycles",
                    "max rows (+scratch)", "rows alone", "scratch B"], rows,
                   title="production rule (BRIEF §5), per phase; phases with no multicast are not listed:")
+    notes = [f"  phase {d['phase']}: {d['detail']}" for d in decisions if d["detail"]]
+    notes += [f"  phase {d['phase']}: {d['direct_groups']:,} groups stay direct, e.g. {d['direct_reasons'][0]}"
+              for d in decisions if d["direct_groups"]]
+    return text + ("\n" + "\n".join(notes) if notes else "")
 
 
 def render_summary(summary: dict[str, Any], *, all_phases: bool = False, phase_table: bool = True) -> str:

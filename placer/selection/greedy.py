@@ -37,9 +37,11 @@ from placer.capture.model import Capture, Phase
 from placer.machine import Machine
 from placer.problem.cost import PhaseCost, program_cost, program_tiles, tile_counters
 from placer.problem.state import PhaseState, TileCounters
+from placer.progress import track
 from placer.selection.plan import Plan, RelayChoice
 
 RULE_NAME = "production-rule"
+MAX_REASONS = 5  # reasons listed per phase for the groups that stay direct
 
 ACCEPTED = "accepted"
 NO_MULTICAST = "no multicast"
@@ -60,6 +62,7 @@ class Decision:
     reason: str  # ACCEPTED or why the phase stays direct (one or two of the constants above)
     groups: tuple[int, ...] = ()  # the candidate's groups (indices in the phase's scan)
     direct_groups: int = 0  # multicast groups that failed eligibility and stay direct whatever happens
+    direct_reasons: tuple[str, ...] = ()  # why, for the first few of them
     relays: int = 0  # panels of the candidate (one relay each)
     scratch: int = 0  # bytes of relay buffers, summed over the candidate's relays
     cycles_before: int = 0
@@ -81,7 +84,8 @@ class Decision:
 
     def to_json(self) -> dict[str, Any]:
         return {"phase": self.phase, "accepted": self.accepted, "reason": self.reason, "groups": list(self.groups),
-                "direct_groups": self.direct_groups, "relays": self.relays, "scratch_bytes": self.scratch,
+                "direct_groups": self.direct_groups, "direct_reasons": list(self.direct_reasons),
+                "relays": self.relays, "scratch_bytes": self.scratch,
                 "cycles_before": self.cycles_before, "cycles_after": self.cycles_after,
                 "rows_before": self.rows_before, "rows_after": self.rows_after, "table_after": self.table_after,
                 "skipped_hosts": self.skipped_hosts, "detail": self.detail}
@@ -123,12 +127,16 @@ def native_panels(group: ReplicaGroup) -> Segmentation | str:
     return Segmentation(bounds, frag_start)
 
 
-def incomplete_panel(group: ReplicaGroup, seg: Segmentation) -> int | None:
-    """Index of the first panel whose fragments do not cover it exactly (a hole or no fragment at all)."""
+def incomplete_panel(group: ReplicaGroup, seg: Segmentation) -> str | None:
+    """The first panel whose fragments do not cover it exactly (a hole, or no fragment at all), described."""
     panel_of = np.repeat(np.arange(seg.count), np.diff(seg.frag_start))
     covered = np.bincount(panel_of, weights=group.nbytes, minlength=seg.count).astype(np.int64)
     short = np.flatnonzero(covered != seg.segment_bytes())
-    return int(short[0]) if short.size else None
+    if short.size == 0:
+        return None
+    s = int(short[0])
+    return (f"group {group.index} panel {s}: [{int(seg.bounds[s])}, {int(seg.bounds[s + 1])}) has "
+            f"{int(covered[s]):,} of {int(seg.segment_bytes()[s]):,} bytes covered")
 
 
 @dataclass
@@ -173,12 +181,16 @@ def assign_hosts(groups: list[ReplicaGroup], panels: list[Segmentation], memory:
         walk = np.flatnonzero(eligible)[::-1]
         hosts, buffers = [], []
         for s, nbytes in enumerate(seg.segment_bytes().tolist()):
-            fits = walk[room[walk] >= nbytes]
-            addr = memory.first_fit(int(fits[0]), nbytes) if fits.size else None
-            if addr is None:
+            found = None
+            for t in walk[room[walk] >= nbytes].tolist():
+                addr = memory.first_fit(t, nbytes)
+                if addr is not None:
+                    found = (t, addr)
+                    break
+            if found is None:
                 skipped.update(walk.tolist())
                 return f"group {g.index} panel {s} ({nbytes:,} B)", sorted(skipped)
-            t = int(fits[0])
+            t, addr = found
             skipped.update(walk[: np.searchsorted(-walk, -t)].tolist())  # the eligible tiles above t: too full
             hosting[t] = True
             memory.reserve(t, addr, nbytes)
@@ -200,17 +212,15 @@ def decide_phase(phase: Phase, before: PhaseCost, capture: Capture, machine: Mac
         return [], Decision(phase.phase, RECEIVE_THEN_FORWARD, detail=f"tile {alias[0]} reads {alias[1]:#x}, "
                             "which the phase also writes", **figures)
     cand = candidate_groups(phase, hints)
+    direct = {"direct_groups": len(cand.direct), "direct_reasons": tuple(cand.direct[:MAX_REASONS])}
     if not cand.groups:
-        return [], Decision(phase.phase, NO_ELIGIBLE_GROUP, direct_groups=len(cand.direct),
-                            detail="; ".join(cand.direct[:3]), **figures)
+        return [], Decision(phase.phase, NO_ELIGIBLE_GROUP, **direct, **figures)
     ids = tuple(g.index for g in cand.groups)
-    base = {"groups": ids, "direct_groups": len(cand.direct), "relays": sum(s.count for s in cand.panels),
-            **figures}
+    base = {"groups": ids, "relays": sum(s.count for s in cand.panels), **direct, **figures}
     for g, seg in zip(cand.groups, cand.panels, strict=True):
-        s = incomplete_panel(g, seg)
-        if s is not None:
-            return [], Decision(phase.phase, INCOMPLETE_PANEL, detail=f"group {g.index} panel {s}: "
-                                f"[{int(seg.bounds[s])}, {int(seg.bounds[s + 1])}) is not covered exactly", **base)
+        hole = incomplete_panel(g, seg)
+        if hole is not None:
+            return [], Decision(phase.phase, INCOMPLETE_PANEL, detail=hole, **base)
     if base["relays"] > tiles:
         return [], Decision(phase.phase, PANELS_OUTNUMBER_TILES, detail=f"{base['relays']:,} panels, "
                             f"{tiles:,} tiles", **base)
@@ -251,7 +261,8 @@ def production_plan(capture: Capture, machine: Machine, table_budget: int,
     hints = panel_index(capture)
     plan = Plan(RULE_NAME, machine, table_budget, fragment_limit)
     decisions = []
-    for phase, before in zip(capture.phases, direct.phases, strict=True):
+    for phase, before in track(zip(capture.phases, direct.phases, strict=True), "production rule",
+                               len(capture.phases), "phases"):
         choices, decision = decide_phase(phase, before, capture, machine, tiles, hints)
         plan.relays.extend(choices)
         decisions.append(decision)
@@ -272,7 +283,7 @@ def pick_hosts(
     order: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """Eligible tiles not yet hosting, one per segment, each with room for its buffer: the highest-numbered first
-    (the production rule) or in the given ``order``."""
+    or in the given ``order``."""
     banned = hosting[:tiles].copy()
     banned[group.replicas] = True
     banned[group.sources] = True
@@ -333,7 +344,7 @@ def budget_plan(capture: Capture, scans: list[GroupScan], machine: Machine, tabl
     states: dict[int, tuple[PhaseState, PhaseMemory, np.ndarray]] = {}
     groups = sorted((g for s in scans for g in s.groups), key=lambda g: (-g.fragments * g.replica_count, g.key()))
     done: set[tuple[int, int]] = set()
-    for _ in range(max_passes):
+    for _ in track(range(max_passes), f"budget-greedy construction ({table_budget:,} B)", unit="passes"):
         progress = False
         for group in groups:
             if (table <= table_budget).all() and (frags <= fragment_limit).all():
