@@ -67,7 +67,10 @@ def test_exact_equals_brute_force(phase: Phase) -> None:
     assume(2 <= chunks.count <= 4)
     starts, res = solve_exact(chunks, greedy_starts(chunks), lower_bound(chunks).best, FAST)
     assert res.status is Status.OPTIMAL
-    assert horizon_of(chunks, starts) == brute_force_horizon(chunks)
+    optimum = brute_force_horizon(chunks)
+    assert horizon_of(chunks, starts) == optimum
+    bound = lower_bound(chunks)
+    assert max(bound.port, bound.clique, bound.chain, bound.head_tail) <= optimum
 
 
 def test_relay_phase_forwards_after_gathers() -> None:
