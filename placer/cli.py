@@ -10,7 +10,7 @@ import sys
 
 import typer
 
-from placer import __version__
+from placer import IMPORTED, __version__, solver
 from placer.errors import InputError
 from placer.ordering.cli import schedule
 from placer.placement.cli import place
@@ -53,6 +53,7 @@ app.command("sweep")(sweep)
 
 
 def main() -> None:
+    solver.COMMAND_START = IMPORTED  # the console command's clock starts with the interpreter, not the command
     try:
         code = app(standalone_mode=False)
     except InputError as exc:

@@ -37,6 +37,8 @@ def schedule(
     json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     check: bool = typer.Option(True, "--check/--no-check", help="Verify every schedule with the independent "
                                                                "checker (exit 1 if one is invalid)."),
+    ray: str = typer.Option(None, "--ray", help="Schedule the phases as Ray tasks: auto (a local instance sized to "
+                            "this machine, or RAY_ADDRESS) or a cluster address. Same results as without."),
 ) -> None:
     """Schedule each phase's streams; print transfers, chunks, horizons, lower bound, gap and time per phase.
 
@@ -62,7 +64,13 @@ def schedule(
 
     results: list[PhaseSchedule] = []
     phases = [phase] if phase is not None else cap.phase_ids()
-    for k, pid in enumerate(phases):
+    if ray is not None:
+        from placer.sweep.fanout import schedule_phases
+
+        if show:
+            typer.echo(f"scheduling {len(phases)} phase(s) as Ray tasks ...", err=True)
+        results = schedule_phases(cap, mach, mode.value, params, phases, OrderingParams(wave_words=wave_words), ray)
+    for k, pid in enumerate(phases if ray is None else []):
         if show:
             typer.echo(f"\rphase {pid} ({k + 1}/{len(phases)}), {cap.phase_by_id(pid).n:,} transfers ... ",
                        err=True, nl=False)

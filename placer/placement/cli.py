@@ -41,6 +41,8 @@ def _progress(enabled: bool):  # type: ignore[no-untyped-def]
 
 def place(
     file: Path = typer.Argument(..., help="A placement dump (.json, 'version 1') or a MiniMalloc CSV."),
+    more: list[Path] | None = typer.Argument(None, help="More files, each one tile's buffers, placed independently "
+                                             "(one line or JSON object per file)."),
     capacity: str | None = typer.Option(None, "--capacity", help="MiniMalloc capacity (default: from the file "
                                         "name, e.g. A.1048576.csv); bytes or KiB/MiB."),
     time_limit: float = typer.Option(60.0, "--time-limit", help="Seconds for the exact engines."),
@@ -48,6 +50,8 @@ def place(
     seed: int = typer.Option(0, "--seed", help="CP-SAT random seed."),
     mode: str = typer.Option("exact", "--mode", help="greedy (production allocator only) or exact."),
     json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout (no progress)."),
+    ray: str | None = typer.Option(None, "--ray", help="Place the files as Ray tasks: auto (a local instance sized "
+                                   "to this machine, or RAY_ADDRESS) or a cluster address. Same results as without."),
     output: Path | None = typer.Option(None, "-o", "--output", help="Write the placement: .json, or .csv "
                                        "(MiniMalloc's columns plus offset)."),
 ) -> None:
@@ -64,6 +68,12 @@ def place(
             raise InputError(f"capacity must be positive, got {capacity!r}", where="--capacity")
     params = SolverParams(time_limit=time_limit, workers=workers, seed=seed)
     params.check("command line")
+    if more or ray is not None:
+        if output is not None:
+            raise InputError("-o takes one input file; with several (or --ray) use --json", where="--output")
+        from placer.sweep.fanout import place_many
+
+        raise typer.Exit(place_many([file, *(more or [])], cap, params, mode, json, ray))
     problem = read_problem(file, capacity=cap)
     show = _progress(not json)
     result = solve_placement(problem, params, mode=mode, progress=show)  # type: ignore[arg-type]

@@ -19,7 +19,9 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import signal
 import tempfile
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -60,14 +62,26 @@ def ray_session(address: str | None = None) -> Iterator[Any]:
         if temp is not None:
             shutil.rmtree(temp, ignore_errors=True)
         where = f"Ray cluster {target}" if target else "local Ray instance"
-        raise InputError(f"cannot start or join the {where}: {str(exc).splitlines()[0] if str(exc) else exc}",
+        hint = " (a cluster with token authentication also needs RAY_AUTH_MODE=token and its token here; see " \
+            "docs/sweep.md)" if target and "RAY_AUTH_MODE" not in os.environ else ""
+        raise InputError(f"cannot start or join the {where}: {str(exc).splitlines()[0] if str(exc) else exc}{hint}",
                          where="--address" if target else None) from None
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        # a terminated run (a batch system's time-out, `kill`) shuts Ray down as Ctrl-C does: no stray processes
+        previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         yield ray
     finally:
         ray.shutdown()
         if temp is not None:
             shutil.rmtree(temp, ignore_errors=True)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def largest_node_cpus(ray: Any) -> float:

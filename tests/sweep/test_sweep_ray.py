@@ -109,3 +109,72 @@ def test_capture_crosses_the_object_store_intact(ray_local: Any) -> None:
     cap = read_capture(DEMO)
     back = ray_local.get(ray_local.put(cap))
     assert back.equals(cap)
+
+
+# ------------------------------------------------------------------------------------------- per-phase / per-tile
+def _cli(*args: str) -> Any:
+    from typer.testing import CliRunner
+
+    from placer.cli import app
+
+    return CliRunner().invoke(app, list(args))  # in this process: the module's Ray instance is reused
+
+
+def _phases(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in p.items() if "seconds" not in k and k != "cpsat"} | {"cpsat": _solve(p["cpsat"])}
+            for p in doc["phases"]]
+
+
+def _solve(res: dict[str, Any] | None) -> Any:
+    return None if res is None else {k: v for k, v in res.items() if k != "runtime_s"}
+
+
+@pytest.mark.parametrize(("capture", "mode"), [("tiny", "greedy"), ("demo", "cpsat")])
+def test_schedule_every_phase_on_ray_equals_serial(ray_local: Any, tmp_path: Path, capture: str, mode: str) -> None:
+    if capture == "tiny":
+        from placer.capture import write_capture
+        from placer.workloads.generate import generate
+
+        path = tmp_path / "tiny.json"
+        write_capture(generate(str(TINY_MODEL), batch=1), path)
+    else:
+        path = DEMO
+    args = ["schedule", str(path), "--json", "--mode", mode, "--time-limit", "2", "--workers", "1"]
+    serial = _cli(*args)
+    on_ray = _cli(*args, "--ray", "auto")
+    assert serial.exit_code == 0 and on_ray.exit_code == 0, on_ray.output
+    a, b = orjson.loads(serial.stdout), orjson.loads(on_ray.stdout)
+    assert len(a["phases"]) == len(read_capture(path).phases) > 1
+    assert _phases(a) == _phases(b)
+    assert all(p["valid"] for p in b["phases"])
+
+
+def test_schedule_phases_returns_identical_times(ray_local: Any) -> None:
+    from placer.machine import load_machine
+    from placer.ordering.schedule import OrderingParams, schedule_capture
+    from placer.solver import SolverParams
+    from placer.sweep.fanout import schedule_phases
+
+    cap, machine = read_capture(DEMO), load_machine()
+    params = SolverParams(time_limit=2.0, workers=1)
+    serial = schedule_capture(cap, machine, "greedy", params, ordering=OrderingParams())
+    on_ray = schedule_phases(cap, machine, "greedy", params, cap.phase_ids(), OrderingParams(), None)
+    for s, r in zip(serial, on_ray, strict=True):
+        assert s.phase == r.phase and s.horizon == r.horizon
+        assert (s.schedule.tx_start == r.schedule.tx_start).all() and (s.schedule.rx_start == r.schedule.rx_start).all()
+
+
+def test_place_every_file_on_ray_equals_serial(ray_local: Any) -> None:
+    data = ROOT / ".." / "shared" / "data"
+    files = [ROOT / "tests" / "fixtures" / "placement" / n for n in ("tiny_dump.json", "aligned.16.csv",
+                                                                     "over_capacity.8.csv")]
+    if data.is_dir():
+        files += [data / "ipu-placement-dumps" / "fragmented.json", data / "minimalloc" / "input.12.csv"]
+    args = ["place", *map(str, files), "--json", "--time-limit", "10", "--workers", "1"]
+    serial = _cli(*args)
+    on_ray = _cli(*args, "--ray", "auto")
+    assert serial.exit_code == on_ray.exit_code == 3, on_ray.output  # over_capacity is proved infeasible
+    a, b = orjson.loads(serial.stdout), orjson.loads(on_ray.stdout)
+    keep = ("file", "status", "placed", "engine", "reason", "peak_address", "bound", "addresses", "verified")
+    assert [{k: d[k] for k in keep} for d in a] == [{k: d[k] for k in keep} for d in b]
+    assert [d["placed"] for d in b] == [True, True, False, *([True, True] if data.is_dir() else [])]

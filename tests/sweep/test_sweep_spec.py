@@ -128,7 +128,7 @@ def test_serial_resume_and_failed_workload(tmp_path: Path) -> None:
     csv_lines = (out / "sweep.csv").read_text().splitlines()
     assert csv_lines[0] == ",".join(COLUMNS) and len(csv_lines) == 5
     check = subprocess.run([sys.executable, "-m", "placer.cli", "validate", str(DEMO),
-                            str(job_dir(out, spec.jobs()[1]) / "plan.json")], capture_output=True, text=True,
+                            str(job_dir(out, spec.jobs()[1]) / "plan.json.gz")], capture_output=True, text=True,
                            timeout=120)
     assert check.returncode == 1 and "budget" in check.stdout  # the written file re-checks the same way
 
@@ -168,3 +168,41 @@ def _stable(row: dict[str, object]) -> dict[str, object]:
 def test_job_is_hashable_value() -> None:
     a = Job("w", 700, "cpsat", ("table", "cycles", "scratch", "relays"), 1)
     assert a == Job("w", 700, "cpsat", ("table", "cycles", "scratch", "relays"), 1) and a.id.endswith("__seed1")
+
+
+def test_interrupted_sweep_keeps_finished_jobs(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    path = write(tmp_path, f"""
+modes = ["greedy", "cpsat"]
+[solver]
+time_limit = 5
+workers = 1
+[[workloads]]
+name = "demo"
+capture = "{DEMO}"
+budgets = [600, 700]
+""")
+    out = tmp_path / "r"
+    # SIGINT back to its default: a process started in the background inherits it ignored
+    proc = subprocess.Popen([sys.executable, "-m", "placer.cli", "sweep", str(path), "-o", str(out), "--serial"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    first = out / "jobs" / "demo__600B__greedy" / "summary.json"
+    deadline = time.monotonic() + 120
+    while not first.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)  # during the CP-SAT job that follows
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    spec = load_spec(path)
+    done = [j.id for j in spec.jobs() if finished(out, j, spec.workload(j.workload), spec.config)]
+    assert done[:1] == ["demo__600B__greedy"] and len(done) < len(spec.jobs())
+    assert not list(out.rglob("*.tmp"))  # nothing half-written
+
+
+def test_example_sweep_files_parse() -> None:
+    assert len(load_spec(ROOT / "examples" / "sweep-demo.toml").jobs()) == 4
+    b2 = load_spec(ROOT / "examples" / "sweep-b2.toml")
+    assert len(b2.jobs()) == 16 and b2.budgets == (64 * 1024, 72 * 1024, 80 * 1024, 96 * 1024)
