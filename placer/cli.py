@@ -15,7 +15,7 @@ from typing import Any
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from placer import __version__
+from placer import IMPORTED, __version__, solver
 from placer.errors import InputError
 
 # Command name -> (module, function). A command's module (and with it ortools, networkx, numpy, ...) is imported
@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("placer.validation.cli", "validate_command"),
     "place": ("placer.placement.cli", "place"),
     "schedule": ("placer.ordering.cli", "schedule"),
+    "report": ("placer.report.cli", "report"),
     "sweep": ("placer.sweep.cli", "sweep"),
 }
 
@@ -103,6 +104,7 @@ def _root(
 
 
 def main() -> None:
+    solver.COMMAND_START = IMPORTED  # the console command's clock starts with the interpreter, not the command
     try:
         code = app(standalone_mode=False)
     except InputError as exc:

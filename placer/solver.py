@@ -14,11 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ortools.sat.python import cp_model
 
 from placer.errors import InputError
+
+if TYPE_CHECKING:  # ortools takes a third of a second to import: only a solve imports it (CLI start-up)
+    from ortools.sat.python import cp_model
 
 
 class Status(enum.StrEnum):
@@ -31,6 +33,8 @@ class Status(enum.StrEnum):
 
     @classmethod
     def from_cpsat(cls, code: Any) -> Status:
+        from ortools.sat.python import cp_model
+
         return {
             cp_model.OPTIMAL: cls.OPTIMAL,
             cp_model.FEASIBLE: cls.FEASIBLE,
@@ -46,6 +50,11 @@ class SolverParams:
     relative_gap: float = 0.0
     log: bool = False
     deterministic: bool = True
+    # selection: deterministic work units (CP-SAT's deterministic seconds) granted per second of the time limit;
+    # sized so the work normally ends before the wall-clock backstop (a backstop that fires breaks determinism)
+    work_per_second: float = 0.4
+    # wall-clock seconds after which one solve stops whatever its deterministic budget (None: 2 x limit + 5 s)
+    backstop: float | None = None
 
     @classmethod
     def from_toml(cls, path: str | Path | None = None) -> SolverParams:
@@ -67,6 +76,8 @@ class SolverParams:
         for key, value in data.items():
             if key not in known:
                 raise InputError(f"unknown solver parameter {key!r} (known: {', '.join(known)})", path=where)
+            if key == "backstop":
+                raise InputError("parameter 'backstop' is set by the solver, not by a params file", path=where)
             if not isinstance(value, int | float | bool):
                 raise InputError(f"parameter {key!r} has non-numeric value {value!r}", path=where)
         params = cls(**data)
@@ -78,6 +89,8 @@ class SolverParams:
             raise InputError(f"time_limit must be positive, got {self.time_limit}", path=where)
         if self.workers < 1:
             raise InputError(f"workers must be at least 1, got {self.workers}", path=where)
+        if self.work_per_second <= 0:
+            raise InputError(f"work_per_second must be positive, got {self.work_per_second}", path=where)
 
     def with_overrides(self, **overrides: Any) -> SolverParams:
         """Apply the CLI flags that were given (``None`` means "not given")."""
@@ -94,7 +107,10 @@ class SolverParams:
             # (CP-SAT's machine-independent work unit, about a second here); the wall limit is only a backstop.
             p.interleave_search = True
             p.max_deterministic_time = float(self.time_limit)
-            p.max_time_in_seconds = 2.0 * float(self.time_limit) + 5.0
+            p.max_time_in_seconds = 2.0 * float(self.time_limit) + 5.0 if self.backstop is None \
+                else max(0.01, float(self.backstop))
+        elif self.backstop is not None:
+            p.max_time_in_seconds = max(0.01, min(float(self.time_limit), float(self.backstop)))
         p.num_workers = int(self.workers)
         p.random_seed = int(self.seed)
         p.relative_gap_limit = float(self.relative_gap)
@@ -113,6 +129,8 @@ class SolveResult:
     bound: float | None  # best proved bound (minimisation: a lower bound)
     runtime: float  # wall seconds
     solver: str = "cp-sat"
+    work: float = 0.0  # CP-SAT deterministic seconds spent
+    backstop: bool = False  # deterministic mode stopped by the wall clock, not by its work budget: not reproducible
 
     @property
     def gap(self) -> float | None:
@@ -145,6 +163,8 @@ class SolveResult:
             "bound": self.bound,
             "gap": self.gap,
             "runtime_s": round(self.runtime, 4),
+            "work": round(self.work, 4),
+            "backstop": self.backstop,
             "solver": self.solver,
         }
 
@@ -159,14 +179,14 @@ Progress = Callable[[float, float | None, float | None], None]
 """Called with (elapsed seconds, objective, bound) whenever CP-SAT improves either."""
 
 
-class _ProgressCallback(cp_model.CpSolverSolutionCallback):
-    def __init__(self, progress: Progress, start: float) -> None:
-        super().__init__()
-        self._progress = progress
-        self._start = start
+def _progress_callback(progress: Progress, start: float) -> cp_model.CpSolverSolutionCallback:
+    from ortools.sat.python import cp_model
 
-    def on_solution_callback(self) -> None:
-        self._progress(time.perf_counter() - self._start, self.objective_value, self.best_objective_bound)
+    class _ProgressCallback(cp_model.CpSolverSolutionCallback):
+        def on_solution_callback(self) -> None:
+            progress(time.perf_counter() - start, self.objective_value, self.best_objective_bound)
+
+    return _ProgressCallback()
 
 
 def run(
@@ -180,6 +200,8 @@ def run(
     """Solve ``model`` with ``params``; return the solver (to read values) and the uniform result.
 
     ``tuning`` sets model-specific CP-SAT parameters a stage knows it needs (e.g. less presolve probing)."""
+    from ortools.sat.python import cp_model
+
     solver = cp_model.CpSolver()
     params.apply(solver)
     for key, value in (tuning or {}).items():
@@ -187,7 +209,7 @@ def run(
     start = time.perf_counter()
     callback = None
     if progress is not None:
-        callback = _ProgressCallback(progress, start)
+        callback = _progress_callback(progress, start)
         if has_objective:
             solver.best_bound_callback = lambda bound: progress(time.perf_counter() - start, None, bound)
     code = solver.solve(model, callback)
@@ -199,4 +221,43 @@ def run(
         bound = solver.best_objective_bound
     elif status in (Status.OPTIMAL, Status.FEASIBLE):
         objective = bound = 0.0
-    return solver, SolveResult(status, objective, bound, runtime)
+    work = float(solver.deterministic_time)
+    p = solver.parameters
+    backstop = bool(params.deterministic and status not in (Status.OPTIMAL, Status.INFEASIBLE)
+                    and work < 0.98 * p.max_deterministic_time and runtime >= 0.95 * p.max_time_in_seconds)
+    return solver, SolveResult(status, objective, bound, runtime, work=work, backstop=backstop)
+
+
+COMMAND_START: float | None = None  # set by the console entry point: when the process began (perf_counter)
+
+
+def command_start() -> float:
+    """When the running command began: the console process's start, or now (in-process callers, tests)."""
+    return COMMAND_START if COMMAND_START is not None else time.perf_counter()
+
+
+class Deadline:
+    """One wall-clock limit for a whole command, started before anything is loaded."""
+
+    def __init__(self, seconds: float, start: float | None = None) -> None:
+        self.seconds = float(seconds)
+        self.start = time.perf_counter() if start is None else start
+        self.marks: list[tuple[str, float]] = []  # (what, wall seconds) in the order they happened
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def remaining(self) -> float:
+        return self.seconds - self.elapsed()
+
+    def mark(self, what: str, since: float) -> float:
+        """Record that ``what`` took the wall time since ``since`` (a perf_counter value); return now."""
+        now = time.perf_counter()
+        self.marks.append((what, now - since))
+        return now
+
+    def spent(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for what, secs in self.marks:
+            out[what] = out.get(what, 0.0) + secs
+        return out

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json as jsonlib
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -16,11 +15,12 @@ from placer.capture.model import Capture
 from placer.errors import InputError
 from placer.fileio import write_json
 from placer.machine import Machine, load_machine
+from placer.progress import install, task, track
 from placer.report.summary import plan_summary, render_decisions, render_summary
 from placer.report.table import render
 from placer.selection.cpsat import OBJECTIVES
-from placer.selection.select import Outcome, select
-from placer.solver import SolverParams, Status
+from placer.selection.select import SEARCH_END, Outcome, prepare, select
+from placer.solver import Deadline, SolverParams, Status, command_start
 from placer.units import format_size, parse_size, parse_size_list
 
 EXIT_INFEASIBLE = 3
@@ -37,25 +37,6 @@ def parse_objective(text: str | None) -> tuple[str, ...]:
     return names + tuple(n for n in OBJECTIVES if n not in names)
 
 
-def _progress(enabled: bool):  # type: ignore[no-untyped-def]
-    # a redrawn status line only makes sense on a terminal; logs and pipes get the final summary only
-    if not enabled or not sys.stderr.isatty():
-        return None
-    last = [0.0]
-
-    def show(elapsed: float, objective: float | None, bound: float | None) -> None:
-        now = time.perf_counter()
-        if now - last[0] < 0.5 and objective is None:
-            return
-        last[0] = now
-        obj = f"objective {objective:,.0f}" if objective is not None else "objective  -"
-        bnd = f"bound {bound:,.0f}" if bound is not None else ""
-        sys.stderr.write(f"\r  cp-sat {elapsed:6.1f}s  {obj}  {bnd}    ")
-        sys.stderr.flush()
-
-    return show
-
-
 def _params(params_file: Path | None, time_limit: float | None, workers: int | None, seed: int | None) -> SolverParams:
     return SolverParams.from_toml(params_file).with_overrides(time_limit=time_limit, workers=workers, seed=seed)
 
@@ -66,6 +47,28 @@ def _budgets(machine: Machine, budget: str | None, fragments: int | None) -> tup
     except ValueError as exc:
         raise InputError(f"--budget: {exc}") from None
     return table, fragments if fragments is not None else machine.budget.fragments
+
+
+def time_json(deadline: Deadline, outcomes: list[Outcome]) -> dict[str, Any]:
+    """How the command's wall-clock limit was spent, and whether the run is reproducible."""
+    return {
+        "limit_s": deadline.seconds,
+        "wall_s": round(deadline.elapsed(), 3),
+        "spent_s": {k: round(v, 3) for k, v in deadline.spent().items()},
+        "work": round(sum(o.work for o in outcomes), 3),
+        "work_budget": round(sum(o.work_budget for o in outcomes), 3),
+        "backstop": any(o.backstop for o in outcomes),
+    }
+
+
+def render_time(doc: dict[str, Any]) -> str:
+    parts = ", ".join(f"{k} {v:.1f} s" for k, v in doc["spent_s"].items())
+    line = (f"time: {doc['wall_s']:.1f} s of a {doc['limit_s']:g} s limit ({parts}); CP-SAT work "
+            f"{doc['work']:.1f} of {doc['work_budget']:.1f} deterministic s")
+    if doc["backstop"]:
+        line += ("\nwarning: the wall-clock backstop stopped the search before its deterministic work was done "
+                 "(busy machine?): this plan may differ from run to run")
+    return line
 
 
 def outcome_json(capture: Capture, outcome: Outcome) -> dict[str, Any]:
@@ -100,7 +103,8 @@ def solve(
                                        "capture (the plan's delta applied)."),
     objective: str = typer.Option(None, help="Lexicographic order, e.g. table,cycles (default "
                                             "cycles,table,scratch,relays)."),
-    time_limit: float = typer.Option(None, help="CP-SAT seconds in all (default 30, from --params)."),
+    time_limit: float = typer.Option(None, help="Wall seconds for the whole command, loading included (default "
+                                     "30, from --params)."),
     workers: int = typer.Option(None, help="CP-SAT workers (default 2)."),
     seed: int = typer.Option(None, help="CP-SAT random seed (default 0)."),
     params: Path = typer.Option(None, help="Solver parameters TOML (see placer/params/default.toml)."),
@@ -116,27 +120,32 @@ def solve(
     Exit codes: 0 plan fits; 1 a schedule failed its check; 3 proved infeasible; 4 the plan (or the production
     rule's, in greedy mode or when CP-SAT finds nothing) breaks the budget.
     """
+    install(quiet)
+    began = command_start()
     if mode not in ("cpsat", "greedy"):
         raise InputError(f"--mode {mode!r}: use cpsat or greedy")
     mach = load_machine(machine)
     table, frag = _budgets(mach, budget, fragments)
     order = parse_objective(objective)
     solver_params = _params(params, time_limit, workers, seed)
+    deadline = Deadline(solver_params.time_limit, began)
     cap = read_capture(capture)
+    deadline.mark("load", began)
     outcome = select(cap, mach, table, frag, mode=mode, params=solver_params, order=order, local_pack=local_pack,
-                     progress=_progress(not quiet and not json and mode == "cpsat"))
-    if not quiet and not json and mode == "cpsat" and sys.stderr.isatty():
-        sys.stderr.write("\n")
+                     deadline=deadline)
+    t = time.perf_counter()
     report = outcome_json(cap, outcome)
     schedule_ok = True
     if schedule:
-        report["schedule"], schedule_ok = schedule_plan(outcome.plan.rewritten(cap), mach, quiet or json)
+        report["schedule"], schedule_ok = schedule_plan(outcome.plan.rewritten(cap), mach)
         if mode == "greedy":
             report["production_rule"]["scheduled"] = accepted_horizons(cap, outcome, report["schedule"], mach)
     if output is not None:
         write_json(output, outcome.plan.to_json(cap, report["summary"]))
     if write_capture is not None:
         save_capture(outcome.plan.rewritten(cap), write_capture)
+    deadline.mark("output", t)
+    report["time"] = time_json(deadline, [outcome])
     if json:
         typer.echo(jsonlib.dumps(report, indent=2))
     else:
@@ -144,6 +153,8 @@ def solve(
             typer.echo(render_decisions(report["production_rule"]["decisions"], cap.phase_labels or {}) + "\n")
         typer.echo(render_summary(report["summary"], phase_table=mode != "greedy"))
         typer.echo(_status_line(outcome))
+        if mode == "cpsat":
+            typer.echo(render_time(report["time"]))
         if outcome.irreducible:
             typer.echo("tiles that cannot fit even with every option (tile: bytes over):")
             typer.echo("  " + ", ".join(f"{t}: {b:,}" for t, b in outcome.irreducible))
@@ -162,22 +173,18 @@ def solve(
         raise typer.Exit(EXIT_OVER_BUDGET)
 
 
-def schedule_plan(program: Capture, machine: Machine, quiet: bool) -> tuple[list[dict[str, Any]], bool]:
+def schedule_plan(program: Capture, machine: Machine) -> tuple[list[dict[str, Any]], bool]:
     """Order every phase of the rewritten program with the production scheduler; check each schedule."""
     from placer.ordering.check import check_schedule
     from placer.ordering.schedule import schedule_phase
 
     rows, ok = [], True
-    for phase in program.phases:
-        if not quiet and sys.stderr.isatty():
-            sys.stderr.write(f"\r  scheduling phase {phase.phase} ({phase.n:,} transfers)        ")
+    for phase in track(program.phases, "schedule and check phases", unit="phases"):
         ps = schedule_phase(phase, machine, "greedy", tiles=program.tile_count)
         problems = check_schedule(phase, ps.schedule.tx_start, ps.schedule.rx_start, ps.schedule.horizon, machine)
         ok &= not problems
         rows.append({**ps.to_json(), "label": program.label(phase.phase), "valid": not problems,
                      "problems": problems[:5]})
-    if not quiet and sys.stderr.isatty():
-        sys.stderr.write("\n")
     return rows, ok
 
 
@@ -229,7 +236,7 @@ def compare(
     budget: str = typer.Option(None, help="One budget or a comma-separated sweep, e.g. 64KiB,72KiB,80KiB,96KiB."),
     fragments: int = typer.Option(None, help="Fragment limit per tile (default: the machine's)."),
     objective: str = typer.Option(None, help="Lexicographic order (default cycles,table,scratch,relays)."),
-    time_limit: float = typer.Option(None, help="CP-SAT seconds per budget (default 30)."),
+    time_limit: float = typer.Option(None, help="Wall seconds for the whole sweep, loading included (default 30)."),
     workers: int = typer.Option(None, help="CP-SAT workers (default 2)."),
     seed: int = typer.Option(None, help="CP-SAT random seed (default 0)."),
     params: Path = typer.Option(None, help="Solver parameters TOML."),
@@ -239,7 +246,12 @@ def compare(
     json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
 ) -> None:
-    """The production rule (BRIEF §5) against the CP-SAT optimum, per phase and group, for one or more budgets."""
+    """The production rule (BRIEF §5) against the CP-SAT optimum, per phase and group, for one or more budgets.
+
+    The option effects are computed once and shared by every budget; budgets are solved smallest first and each
+    starts from the best plan found so far that fits it, so a larger budget never reports a worse plan."""
+    began = command_start()
+    install(quiet)
     mach = load_machine(machine)
     try:
         budgets = parse_size_list(budget) if budget else [mach.budget.table_bytes]
@@ -248,23 +260,37 @@ def compare(
     _, frag = _budgets(mach, None, fragments)
     order = parse_objective(objective)
     solver_params = _params(params, time_limit, workers, seed)
+    deadline = Deadline(solver_params.time_limit, began)
     cap = read_capture(capture)
-    results = []
-    for b in budgets:
-        if not quiet and not json:
-            sys.stderr.write(f"budget {format_size(b)}:\n")
-        out = select(cap, mach, b, frag, params=solver_params, order=order, local_pack=local_pack,
-                     progress=_progress(not quiet and not json))
-        if not quiet and not json and sys.stderr.isatty():
-            sys.stderr.write("\n")
-        results.append((b, out))
+    t = deadline.mark("load", began)
+    prepared = prepare(cap, mach, min(budgets), frag, local_pack=local_pack)
+    deadline.mark("options", t)
+    work = solver_params.work_per_second * solver_params.time_limit / len(budgets)
+    solved: dict[int, Outcome] = {}
+    search_from = deadline.elapsed()
+    ascending = sorted(set(budgets))
+    for i, b in enumerate(ascending):
+        # each budget's wall backstop: its share of what is left for the search when the sweep starts
+        end = search_from + (i + 1) / len(ascending) * (SEARCH_END * deadline.seconds - search_from)
+        hints = [solved[s].plan for s in ascending[:i] if solved[s].objectives.fits]
+        with task(f"budget {format_size(b)}"):
+            out = select(cap, mach, b, frag, params=solver_params, order=order, local_pack=local_pack,
+                         deadline=deadline, prepared=prepared, work=work, search_end=end, hints=hints)
+        solved[b] = out
+    results = [(b, solved[b]) for b in budgets]
+    t = time.perf_counter()
     doc = [comparison_json(cap, b, out) for b, out in results]
+    deadline.mark("output", t)
+    timing = time_json(deadline, list(solved.values()))
     if json:
+        for entry in doc:
+            entry["sweep_time"] = timing  # the whole sweep's clock (the same in every entry)
         typer.echo(jsonlib.dumps(doc, indent=2))
     else:
         for entry in doc:
             typer.echo(render_comparison(entry, all_groups=groups))
             typer.echo("")
+        typer.echo(render_time(timing))
     if any(not out.objectives.fits for _, out in results):
         raise typer.Exit(EXIT_OVER_BUDGET)
 
