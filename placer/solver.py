@@ -16,7 +16,6 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-
 from placer.errors import InputError
 
 if TYPE_CHECKING:  # ortools takes a third of a second to import: only a solve imports it (CLI start-up)
