@@ -37,6 +37,7 @@ from placer.capture.model import Capture, Phase
 from placer.machine import Machine
 from placer.problem.cost import PhaseCost, program_cost, program_tiles, tile_counters
 from placer.problem.state import PhaseState, TileCounters
+from placer.progress import track
 from placer.selection.plan import Plan, RelayChoice
 
 RULE_NAME = "production-rule"
@@ -260,7 +261,8 @@ def production_plan(capture: Capture, machine: Machine, table_budget: int,
     hints = panel_index(capture)
     plan = Plan(RULE_NAME, machine, table_budget, fragment_limit)
     decisions = []
-    for phase, before in zip(capture.phases, direct.phases, strict=True):
+    for phase, before in track(zip(capture.phases, direct.phases, strict=True), "production rule",
+                               len(capture.phases), "phases"):
         choices, decision = decide_phase(phase, before, capture, machine, tiles, hints)
         plan.relays.extend(choices)
         decisions.append(decision)
@@ -342,7 +344,7 @@ def budget_plan(capture: Capture, scans: list[GroupScan], machine: Machine, tabl
     states: dict[int, tuple[PhaseState, PhaseMemory, np.ndarray]] = {}
     groups = sorted((g for s in scans for g in s.groups), key=lambda g: (-g.fragments * g.replica_count, g.key()))
     done: set[tuple[int, int]] = set()
-    for _ in range(max_passes):
+    for _ in track(range(max_passes), f"budget-greedy construction ({table_budget:,} B)", unit="passes"):
         progress = False
         for group in groups:
             if (table <= table_budget).all() and (frags <= fragment_limit).all():
