@@ -190,6 +190,10 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     if mode == "greedy":
         return Outcome(greedy, g_obj, greedy, g_obj, decisions, Status.UNKNOWN, None, "greedy",
                        runtime=time.perf_counter() - start, scans=scans)
+    if deadline.elapsed() >= (SEARCH_END * deadline.seconds if search_end is None else search_end):
+        return Outcome(greedy, g_obj, greedy, g_obj, decisions, Status.UNKNOWN, StagedResult(None, [], {}), "greedy",
+                       "the time limit was reached before the search could start: the production rule's plan is "
+                       "kept", runtime=time.perf_counter() - start, scans=scans, backstop=True)
     if prepared is not None:
         problem = prepared.for_budget(table_budget)
     else:
@@ -200,16 +204,21 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     best_plan, best_obj, source = greedy, g_obj, "greedy"
     candidates: list[tuple[Plan, str]] = []
     large = not monolithic(problem)
-    if not g_obj.fits or large:
-        candidates.append((budget_plan(capture, scans, machine, table_budget, fragment_limit), "budget-greedy"))
+    end = SEARCH_END * deadline.seconds if search_end is None else search_end
+    cut = False  # the wall clock skipped a construction: reported like a search the backstop cut
+    targets = [1.0] if not g_obj.fits or large else []
     if large:
         # the construction aimed below the budget: it relays more, which often lowers the worst tile at the same
         # cycles (what a tighter budget of a sweep used to find); fixed targets, so the choice is deterministic
-        for share in TIGHTER_TARGETS:
-            target = int(share * table_budget)
-            plan = budget_plan(capture, scans, machine, target, fragment_limit)
-            candidates.append((Plan(plan.mode, machine, table_budget, fragment_limit, plan.relays),
-                               f"budget-greedy aimed at {target:,} B"))
+        targets += TIGHTER_TARGETS
+    for share in targets:
+        if deadline.elapsed() >= end:
+            cut = True
+            break
+        target = int(share * table_budget)
+        plan = budget_plan(capture, scans, machine, target, fragment_limit)
+        candidates.append((Plan(plan.mode, machine, table_budget, fragment_limit, plan.relays),
+                           "budget-greedy" if share == 1.0 else f"budget-greedy aimed at {target:,} B"))
     for h in hints:
         candidates.append((Plan("cpsat", machine, table_budget, fragment_limit, list(h.relays)), "other budget"))
     for plan, name in candidates:
@@ -224,8 +233,8 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
         return Outcome(best_plan, best_obj, greedy, g_obj, decisions, Status.INFEASIBLE, None, source,
                        "proved infeasible by a per-tile lower bound (every group touching the tile at its best "
                        "option, no relay hosted)", 0, time.perf_counter() - start, problem, scans, proof)
-    clock = SearchClock(deadline, params.work_per_second * params.time_limit if work is None else work,
-                        SEARCH_END * deadline.seconds if search_end is None else search_end)
+    clock = SearchClock(deadline, params.work_per_second * params.time_limit if work is None else work, end,
+                        backstop=cut)
     if not monolithic(problem):
         out = _lns(capture, problem, params, order, best_plan, best_obj, source, greedy, g_obj, decisions,
                    progress, start, scans, clock)
