@@ -14,6 +14,7 @@ from placer import IMPORTED, __version__, solver
 from placer.errors import InputError
 from placer.ordering.cli import schedule
 from placer.placement.cli import place
+from placer.report.cli import report
 from placer.report.inspect import inspect
 from placer.selection.cli import compare, solve
 from placer.sweep.cli import sweep
@@ -49,6 +50,7 @@ app.command("compare")(compare)
 app.command("validate")(validate_command)
 app.command("place")(place)
 app.command("schedule")(schedule)
+app.command("report")(report)
 app.command("sweep")(sweep)
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from placer.capture.model import Capture, PanelHint, Phase
+from placer.progress import track
 
 
 @dataclass(eq=False)
@@ -162,4 +163,4 @@ def panel_index(capture: Capture) -> dict[tuple[int, tuple[int, ...]], PanelHint
 
 def scan_capture(capture: Capture) -> list[GroupScan]:
     hints = panel_index(capture)
-    return [scan_phase(p, hints) for p in capture.phases]
+    return [scan_phase(p, hints) for p in track(capture.phases, "scan replica groups", unit="phases")]

@@ -7,7 +7,6 @@ malformed input raises :class:`InputError`, which the top-level CLI turns into o
 from __future__ import annotations
 
 import json as jsonlib
-import sys
 from pathlib import Path
 
 import typer
@@ -16,27 +15,13 @@ from placer.errors import InputError
 from placer.placement.api import solve_placement
 from placer.placement.checker import check_placement
 from placer.placement.formats import read_problem, solution_json, write_solution
+from placer.progress import install, task
 from placer.solver import SolverParams, Status
 from placer.units import parse_size
 
 EXIT_PLACED = 0
 EXIT_INFEASIBLE = 3
 EXIT_UNKNOWN = 4
-
-
-def _progress(enabled: bool):  # type: ignore[no-untyped-def]
-    if not enabled:
-        return None
-    state = {"last": -1.0}
-
-    def show(engine: str, elapsed: float, status: str) -> None:
-        if elapsed - state["last"] < 0.5:
-            return
-        state["last"] = elapsed
-        sys.stderr.write(f"\r  {engine} {elapsed:6.1f}s  {status}        ")
-        sys.stderr.flush()
-
-    return show
 
 
 def place(
@@ -54,8 +39,10 @@ def place(
                                    "to this machine, or RAY_ADDRESS) or a cluster address. Same results as without."),
     output: Path | None = typer.Option(None, "-o", "--output", help="Write the placement: .json, or .csv "
                                        "(MiniMalloc's columns plus offset)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
 ) -> None:
     """Place one tile's buffers, or prove that they cannot be placed."""
+    install(quiet)
     if mode not in ("greedy", "exact"):
         raise InputError(f"--mode must be greedy or exact, got {mode!r}")
     cap = None
@@ -75,10 +62,9 @@ def place(
 
         raise typer.Exit(place_many([file, *(more or [])], cap, params, mode, json, ray))
     problem = read_problem(file, capacity=cap)
-    show = _progress(not json)
-    result = solve_placement(problem, params, mode=mode, progress=show)  # type: ignore[arg-type]
-    if show is not None:
-        sys.stderr.write("\r" + " " * 60 + "\r")
+    with task(f"place {problem.n:,} buffers ({mode})") as shown:
+        result = solve_placement(problem, params, mode=mode,
+                                 progress=lambda engine, elapsed, status: shown.advance(0, f"{engine}: {status}"))
     verified = None
     if result.addresses is not None:
         errors = check_placement(problem, result.addresses)

@@ -14,6 +14,7 @@ from placer.capture import read_capture
 from placer.capture.model import Capture, Phase
 from placer.machine import load_machine
 from placer.problem.cost import program_cost
+from placer.progress import install, task, track
 from placer.report.table import render
 from placer.units import format_size, parse_size
 
@@ -36,10 +37,12 @@ def describe_groups(groups: Counter[int]) -> str:
 
 def inspect_summary(capture: Capture, machine_name: str, budget: int | None) -> dict[str, Any]:
     machine = load_machine(machine_name)
-    cost = program_cost(capture, machine)
+    with task("cost model"):
+        cost = program_cost(capture, machine)
     table_budget = machine.budget.table_bytes if budget is None else budget
     phases = []
-    for phase, pc, iters in zip(capture.phases, cost.phases, cost.iterations, strict=True):
+    for phase, pc, iters in track(zip(capture.phases, cost.phases, cost.iterations, strict=True), "multicast groups",
+                                  len(capture.phases), "phases"):
         groups = multicast_groups(phase)
         phases.append({
             "phase": phase.phase,
@@ -80,8 +83,10 @@ def inspect(
     machine: str = typer.Option("ipu21", help="Bundled machine name (ipu21, mk1) or a machine TOML file."),
     budget: str = typer.Option(None, help="Table budget per tile, e.g. 80KiB (default: the machine's)."),
     json: bool = typer.Option(False, "--json", help="Print the same summary as JSON."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
 ) -> None:
     """Per phase: transfers, words, multicast groups, worst-tile table bytes, fragments, cycles; then the program."""
+    install(quiet)
     table_budget = parse_size(budget) if budget else None
     summary = inspect_summary(read_capture(capture), machine, table_budget)
     if json:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json as jsonlib
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from placer.capture.model import Capture
 from placer.errors import InputError
 from placer.fileio import write_json
 from placer.machine import Machine, load_machine
+from placer.progress import install, task, track
 from placer.report.summary import plan_summary, render_decisions, render_summary
 from placer.report.table import render
 from placer.selection.cpsat import OBJECTIVES
@@ -35,25 +35,6 @@ def parse_objective(text: str | None) -> tuple[str, ...]:
     if bad or len(set(names)) != len(names):
         raise InputError(f"--objective {text!r}: use a comma-separated order of {', '.join(OBJECTIVES)}")
     return names + tuple(n for n in OBJECTIVES if n not in names)
-
-
-def _progress(enabled: bool):  # type: ignore[no-untyped-def]
-    # a redrawn status line only makes sense on a terminal; logs and pipes get the final summary only
-    if not enabled or not sys.stderr.isatty():
-        return None
-    last = [0.0]
-
-    def show(elapsed: float, objective: float | None, bound: float | None) -> None:
-        now = time.perf_counter()
-        if now - last[0] < 0.5 and objective is None:
-            return
-        last[0] = now
-        obj = f"objective {objective:,.0f}" if objective is not None else "objective  -"
-        bnd = f"bound {bound:,.0f}" if bound is not None else ""
-        sys.stderr.write(f"\r  cp-sat {elapsed:6.1f}s  {obj}  {bnd}    ")
-        sys.stderr.flush()
-
-    return show
 
 
 def _params(params_file: Path | None, time_limit: float | None, workers: int | None, seed: int | None) -> SolverParams:
@@ -139,6 +120,7 @@ def solve(
     Exit codes: 0 plan fits; 1 a schedule failed its check; 3 proved infeasible; 4 the plan (or the production
     rule's, in greedy mode or when CP-SAT finds nothing) breaks the budget.
     """
+    install(quiet)
     began = command_start()
     if mode not in ("cpsat", "greedy"):
         raise InputError(f"--mode {mode!r}: use cpsat or greedy")
@@ -150,14 +132,12 @@ def solve(
     cap = read_capture(capture)
     deadline.mark("load", began)
     outcome = select(cap, mach, table, frag, mode=mode, params=solver_params, order=order, local_pack=local_pack,
-                     progress=_progress(not quiet and not json and mode == "cpsat"), deadline=deadline)
+                     deadline=deadline)
     t = time.perf_counter()
-    if not quiet and not json and mode == "cpsat" and sys.stderr.isatty():
-        sys.stderr.write("\n")
     report = outcome_json(cap, outcome)
     schedule_ok = True
     if schedule:
-        report["schedule"], schedule_ok = schedule_plan(outcome.plan.rewritten(cap), mach, quiet or json)
+        report["schedule"], schedule_ok = schedule_plan(outcome.plan.rewritten(cap), mach)
         if mode == "greedy":
             report["production_rule"]["scheduled"] = accepted_horizons(cap, outcome, report["schedule"], mach)
     if output is not None:
@@ -193,22 +173,18 @@ def solve(
         raise typer.Exit(EXIT_OVER_BUDGET)
 
 
-def schedule_plan(program: Capture, machine: Machine, quiet: bool) -> tuple[list[dict[str, Any]], bool]:
+def schedule_plan(program: Capture, machine: Machine) -> tuple[list[dict[str, Any]], bool]:
     """Order every phase of the rewritten program with the production scheduler; check each schedule."""
     from placer.ordering.check import check_schedule
     from placer.ordering.schedule import schedule_phase
 
     rows, ok = [], True
-    for phase in program.phases:
-        if not quiet and sys.stderr.isatty():
-            sys.stderr.write(f"\r  scheduling phase {phase.phase} ({phase.n:,} transfers)        ")
+    for phase in track(program.phases, "schedule and check phases", unit="phases"):
         ps = schedule_phase(phase, machine, "greedy", tiles=program.tile_count)
         problems = check_schedule(phase, ps.schedule.tx_start, ps.schedule.rx_start, ps.schedule.horizon, machine)
         ok &= not problems
         rows.append({**ps.to_json(), "label": program.label(phase.phase), "valid": not problems,
                      "problems": problems[:5]})
-    if not quiet and sys.stderr.isatty():
-        sys.stderr.write("\n")
     return rows, ok
 
 
@@ -275,6 +251,7 @@ def compare(
     The option effects are computed once and shared by every budget; budgets are solved smallest first and each
     starts from the best plan found so far that fits it, so a larger budget never reports a worse plan."""
     began = command_start()
+    install(quiet)
     mach = load_machine(machine)
     try:
         budgets = parse_size_list(budget) if budget else [mach.budget.table_bytes]
@@ -293,16 +270,12 @@ def compare(
     search_from = deadline.elapsed()
     ascending = sorted(set(budgets))
     for i, b in enumerate(ascending):
-        if not quiet and not json:
-            sys.stderr.write(f"budget {format_size(b)}:\n")
         # each budget's wall backstop: its share of what is left for the search when the sweep starts
         end = search_from + (i + 1) / len(ascending) * (SEARCH_END * deadline.seconds - search_from)
         hints = [solved[s].plan for s in ascending[:i] if solved[s].objectives.fits]
-        out = select(cap, mach, b, frag, params=solver_params, order=order, local_pack=local_pack,
-                     progress=_progress(not quiet and not json), deadline=deadline, prepared=prepared, work=work,
-                     search_end=end, hints=hints)
-        if not quiet and not json and sys.stderr.isatty():
-            sys.stderr.write("\n")
+        with task(f"budget {format_size(b)}"):
+            out = select(cap, mach, b, frag, params=solver_params, order=order, local_pack=local_pack,
+                         deadline=deadline, prepared=prepared, work=work, search_end=end, hints=hints)
         solved[b] = out
     results = [(b, solved[b]) for b in budgets]
     t = time.perf_counter()

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 from ortools.sat.python import cp_model
 
+from placer.progress import solver_detail, task
 from placer.selection.options import Option
 from placer.selection.problem import PhaseData, SelectionProblem
 from placer.solver import Progress, SolveResult, SolverParams, Status, run
@@ -624,6 +625,7 @@ def solve_staged(problem: SelectionProblem, params: SolverParams, order: Sequenc
     values: dict[str, float] = {}
     selection = start
     names, exprs = _stages(problem, handle, list(order), combine, tighten)
+    scope = "" if active is None else f"neighbourhood phase {_phase_names(problem, active)}, "
     # fixed shares of the work (not "what is left on the clock"), so deterministic runs stay deterministic
     shares = ([0.45, 0.35, 0.15, 0.05] if len(names) > 2 else [0.8, 0.2])[: len(names)]
     for i, name in enumerate(names):
@@ -637,8 +639,11 @@ def solve_staged(problem: SelectionProblem, params: SolverParams, order: Sequenc
             break
         # full probing costs seconds on this model's many tile constraints; level 0 trips a CP-SAT check (9.15)
         # with interleaved search
-        solver, res = run(handle.model, replace(params, time_limit=max(0.05, budget), backstop=left),
-                          progress=progress, tuning={"cp_model_probing_level": 1, **(tuning or {})})
+        with task(f"cp-sat {scope}stage {i + 1}/{len(names)} ({name})") as shown:
+            solver, res = run(handle.model, replace(params, time_limit=max(0.05, budget), backstop=left),
+                              progress=_both(shown.solver, progress),
+                              tuning={"cp_model_probing_level": 1, **(tuning or {})})
+            shown.update(f"{res.status.value}, {solver_detail(res.objective, res.bound)}")
         stages.append((name, res))
         if res.status in (Status.INFEASIBLE, Status.UNKNOWN):
             if i == 0:
@@ -653,6 +658,22 @@ def solve_staged(problem: SelectionProblem, params: SolverParams, order: Sequenc
         handle.model.clear_hints()
         hint(handle, selection)
     return StagedResult(selection, stages, values)
+
+
+def _phase_names(problem: SelectionProblem, active: set[int]) -> str:
+    return ",".join(str(problem.phases[pi].phase.phase) for pi in sorted(active))
+
+
+def _both(shown: Progress, extra: Progress | None) -> Progress:
+    """The display's callback, and the caller's own if it gave one."""
+    if extra is None:
+        return shown
+
+    def both(elapsed: float, objective: float | None, bound: float | None) -> None:
+        shown(elapsed, objective, bound)
+        extra(elapsed, objective, bound)
+
+    return both
 
 
 def _stages(problem: SelectionProblem, handle: ModelHandle, order: list[str], combine: bool,

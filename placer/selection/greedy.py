@@ -37,6 +37,7 @@ from placer.capture.model import Capture, Phase
 from placer.machine import Machine
 from placer.problem.cost import PhaseCost, program_cost, program_tiles, tile_counters
 from placer.problem.state import PhaseState, TileCounters
+from placer.progress import track
 from placer.selection.plan import Plan, RelayChoice
 
 RULE_NAME = "production-rule"
@@ -180,12 +181,16 @@ def assign_hosts(groups: list[ReplicaGroup], panels: list[Segmentation], memory:
         walk = np.flatnonzero(eligible)[::-1]
         hosts, buffers = [], []
         for s, nbytes in enumerate(seg.segment_bytes().tolist()):
-            fits = walk[room[walk] >= nbytes]
-            addr = memory.first_fit(int(fits[0]), nbytes) if fits.size else None
-            if addr is None:
+            found = None
+            for t in walk[room[walk] >= nbytes].tolist():
+                addr = memory.first_fit(t, nbytes)
+                if addr is not None:
+                    found = (t, addr)
+                    break
+            if found is None:
                 skipped.update(walk.tolist())
                 return f"group {g.index} panel {s} ({nbytes:,} B)", sorted(skipped)
-            t = int(fits[0])
+            t, addr = found
             skipped.update(walk[: np.searchsorted(-walk, -t)].tolist())  # the eligible tiles above t: too full
             hosting[t] = True
             memory.reserve(t, addr, nbytes)
@@ -256,7 +261,8 @@ def production_plan(capture: Capture, machine: Machine, table_budget: int,
     hints = panel_index(capture)
     plan = Plan(RULE_NAME, machine, table_budget, fragment_limit)
     decisions = []
-    for phase, before in zip(capture.phases, direct.phases, strict=True):
+    for phase, before in track(zip(capture.phases, direct.phases, strict=True), "production rule",
+                               len(capture.phases), "phases"):
         choices, decision = decide_phase(phase, before, capture, machine, tiles, hints)
         plan.relays.extend(choices)
         decisions.append(decision)
@@ -277,7 +283,7 @@ def pick_hosts(
     order: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """Eligible tiles not yet hosting, one per segment, each with room for its buffer: the highest-numbered first
-    (the production rule) or in the given ``order``."""
+    or in the given ``order``."""
     banned = hosting[:tiles].copy()
     banned[group.replicas] = True
     banned[group.sources] = True
@@ -338,7 +344,7 @@ def budget_plan(capture: Capture, scans: list[GroupScan], machine: Machine, tabl
     states: dict[int, tuple[PhaseState, PhaseMemory, np.ndarray]] = {}
     groups = sorted((g for s in scans for g in s.groups), key=lambda g: (-g.fragments * g.replica_count, g.key()))
     done: set[tuple[int, int]] = set()
-    for _ in range(max_passes):
+    for _ in track(range(max_passes), f"budget-greedy construction ({table_budget:,} B)", unit="passes"):
         progress = False
         for group in groups:
             if (table <= table_budget).all() and (frags <= fragment_limit).all():

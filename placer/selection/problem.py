@@ -15,6 +15,7 @@ from placer.capture.model import Capture, Phase
 from placer.machine import Machine
 from placer.problem.cost import ProgramCost, program_cost, program_tiles
 from placer.problem.state import PhaseState
+from placer.progress import track
 from placer.selection.options import Option, group_options
 
 
@@ -79,7 +80,7 @@ def build_problem(capture: Capture, machine: Machine, table_budget: int, fragmen
     direct = program_cost(capture, machine)
     problem = SelectionProblem(capture, machine, tiles, table_budget, fragment_limit, scans, direct)
     next_id = max(capture.phase_ids(), default=0) + 1
-    for phase, scan in zip(capture.phases, scans, strict=True):
+    for phase, scan in track(zip(capture.phases, scans, strict=True), "option effects", len(scans), "phases"):
         if not scan.groups:
             continue
         state = PhaseState(phase, machine, tiles)

@@ -13,6 +13,7 @@ from placer.alternatives.groups import GroupScan, scan_capture
 from placer.capture.model import Capture
 from placer.machine import Machine
 from placer.problem.cost import program_cost, tile_counters
+from placer.progress import track
 from placer.selection.bounds import table_lp_bound
 from placer.selection.cpsat import (
     EXACT_HOST_LIMIT,
@@ -221,7 +222,7 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
                            "budget-greedy" if share == 1.0 else f"budget-greedy aimed at {target:,} B"))
     for h in hints:
         candidates.append((Plan("cpsat", machine, table_budget, fragment_limit, list(h.relays)), "other budget"))
-    for plan, name in candidates:
+    for plan, name in track(candidates, "cost incumbent candidates", unit="plans"):
         obj = plan_objectives(capture, plan)
         if obj.key(order) < best_obj.key(order):
             best_plan, best_obj, source = plan, obj, name

@@ -16,10 +16,10 @@ EXIT_SWEEP_FAILED = 1  # a job failed, or the validator disagrees with the solve
 
 
 def sweep(
-    spec: Path = typer.Argument(..., help="Sweep file (TOML): workloads, budgets, modes, objectives, seeds, "
-                                          "[solver]. See docs/sweep.md."),
-    output: Path = typer.Option(..., "-o", "--output", help="Results folder: jobs/<job>/{plan,validation,summary}"
-                                "[.json], sweep.csv, sweep.json. Finished jobs found there are not run again."),
+    spec: Path = typer.Argument(..., help="Sweep file (TOML): workloads, budgets, modes, objectives, seeds "
+                                          "and the solver table. See docs/sweep.md."),
+    output: Path = typer.Option(..., "-o", "--output", help="Results folder: jobs/JOB/plan.json.gz, validation.json, "
+                                "summary.json; sweep.csv, sweep.json. Finished jobs found there are not run again."),
     address: str = typer.Option(None, "--address", help="Join this Ray cluster (HOST:PORT or ray://HOST:PORT). "
                                 "Default: RAY_ADDRESS if set, else a local Ray instance sized to this machine."),
     serial: bool = typer.Option(False, "--serial", help="Run every job in this process, without Ray (same "

@@ -62,7 +62,9 @@ def ray_session(address: str | None = None) -> Iterator[Any]:
         if temp is not None:
             shutil.rmtree(temp, ignore_errors=True)
         where = f"Ray cluster {target}" if target else "local Ray instance"
-        raise InputError(f"cannot start or join the {where}: {str(exc).splitlines()[0] if str(exc) else exc}",
+        hint = " (a cluster with token authentication also needs RAY_AUTH_MODE=token and its token here; see " \
+            "docs/sweep.md)" if target and "RAY_AUTH_MODE" not in os.environ else ""
+        raise InputError(f"cannot start or join the {where}: {str(exc).splitlines()[0] if str(exc) else exc}{hint}",
                          where="--address" if target else None) from None
     previous = None
     if threading.current_thread() is threading.main_thread():

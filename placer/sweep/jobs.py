@@ -19,6 +19,8 @@ from placer.capture.model import Capture
 from placer.machine import Machine
 from placer.sweep.spec import RunConfig, Workload
 
+PLAN_FILE = "plan.json.gz"  # a program-sized plan is ~10 MB of JSON; gzip level 1 makes it ~10x smaller, fast
+
 
 @dataclass
 class JobOutput:
@@ -80,7 +82,7 @@ def _solve_and_check(job: Any, capture: Capture, machine: Machine, config: RunCo
     report = outcome_json(capture, outcome)
     plan = orjson.dumps(outcome.plan.to_json(capture, report["summary"]), option=orjson.OPT_SERIALIZE_NUMPY)
     # the validator reads the very bytes the driver will write, as `placer validate` would read the file
-    name = f"{job.id}/plan.json"
+    name = f"{job.id}/{PLAN_FILE}"
     parsed = parse_plan(orjson.loads(plan), name)
     bind_plan(parsed, capture, name)
     verdict = validate(capture, parsed, machine)

@@ -2,7 +2,7 @@
 
 Layout under the output folder::
 
-    jobs/<job id>/plan.json         the plan (`placer validate CAPTURE plan.json` re-checks it)
+    jobs/<job id>/plan.json.gz      the plan (`placer validate CAPTURE plan.json.gz` re-checks it)
     jobs/<job id>/validation.json   the independent validator's report
     jobs/<job id>/summary.json      the job, the run configuration and the `placer solve --json` report
     jobs/<job id>/error.json        instead of the three above when the job failed
@@ -23,7 +23,7 @@ import orjson
 
 from placer.errors import InputError
 from placer.fileio import atomic_write_bytes, atomic_write_text
-from placer.sweep.jobs import JobOutput
+from placer.sweep.jobs import PLAN_FILE, JobOutput
 from placer.sweep.spec import Job, RunConfig, SweepSpec, Workload
 
 COLUMNS = ("job", "workload", "budget", "mode", "objective", "seed", "state", "fits", "table", "cycles", "fragments",
@@ -45,13 +45,13 @@ def record(out: Path, job: Job, workload: Workload, result: JobOutput) -> None:
     d = job_dir(out, job)
     d.mkdir(parents=True, exist_ok=True)
     if result.error is not None:
-        for name in ("summary.json", "plan.json", "validation.json"):
+        for name in ("summary.json", PLAN_FILE, "validation.json"):
             (d / name).unlink(missing_ok=True)
         atomic_write_bytes(d / "error.json", _dump({"job": job.to_json(), "id": job.id, "error": result.error,
                                                     "detail": result.detail, "seconds": round(result.seconds, 3)}))
         return
     assert result.plan is not None and result.summary is not None
-    atomic_write_bytes(d / "plan.json", result.plan)
+    atomic_write_bytes(d / PLAN_FILE, result.plan)  # gzipped by the name
     atomic_write_bytes(d / "validation.json", _dump(result.validation))
     atomic_write_bytes(d / "summary.json", _dump({**result.summary, "workload": workload.to_json()}))
     (d / "error.json").unlink(missing_ok=True)

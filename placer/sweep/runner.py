@@ -119,7 +119,8 @@ def _run_ray(spec: SweepSpec, pending: list[Job], machine: Machine, address: str
         machine_ref = ray.put(machine)
         task = ray.remote(execute_job)
         futures: dict[Any, Job] = {}
-        for job in pending:
+        # CP-SAT jobs first: the long tasks start early and the short greedy ones fill the gaps at the end
+        for job in sorted(pending, key=lambda j: j.mode != "cpsat"):
             if job.workload in errors:
                 done(job, JobOutput(error=errors[job.workload]))
                 continue

@@ -10,6 +10,7 @@ import typer
 from placer.capture.io import read_capture
 from placer.fileio import read_json
 from placer.machine import load_machine
+from placer.progress import install
 from placer.validation.plan import bind_plan, parse_plan
 from placer.validation.validator import validate
 
@@ -19,8 +20,10 @@ def validate_command(
     plan: Path = typer.Argument(..., help="The plan to check (.json or .json.gz)."),
     machine: str = typer.Option("ipu21", "--machine", help="Bundled machine name or a machine TOML file."),
     json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
 ) -> None:
     """Check a plan against the original capture, independently of the code that produced it."""
+    install(quiet)
     mach = load_machine(machine)
     cap = read_capture(capture)
     # parsed here rather than in validate() so that every InputError names the plan file

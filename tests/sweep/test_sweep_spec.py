@@ -128,7 +128,7 @@ def test_serial_resume_and_failed_workload(tmp_path: Path) -> None:
     csv_lines = (out / "sweep.csv").read_text().splitlines()
     assert csv_lines[0] == ",".join(COLUMNS) and len(csv_lines) == 5
     check = subprocess.run([sys.executable, "-m", "placer.cli", "validate", str(DEMO),
-                            str(job_dir(out, spec.jobs()[1]) / "plan.json")], capture_output=True, text=True,
+                            str(job_dir(out, spec.jobs()[1]) / "plan.json.gz")], capture_output=True, text=True,
                            timeout=120)
     assert check.returncode == 1 and "budget" in check.stdout  # the written file re-checks the same way
 
@@ -200,3 +200,9 @@ budgets = [600, 700]
     done = [j.id for j in spec.jobs() if finished(out, j, spec.workload(j.workload), spec.config)]
     assert done[:1] == ["demo__600B__greedy"] and len(done) < len(spec.jobs())
     assert not list(out.rglob("*.tmp"))  # nothing half-written
+
+
+def test_example_sweep_files_parse() -> None:
+    assert len(load_spec(ROOT / "examples" / "sweep-demo.toml").jobs()) == 4
+    b2 = load_spec(ROOT / "examples" / "sweep-b2.toml")
+    assert len(b2.jobs()) == 16 and b2.budgets == (64 * 1024, 72 * 1024, 80 * 1024, 96 * 1024)
