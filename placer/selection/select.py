@@ -453,6 +453,7 @@ def _best_tables(problem: SelectionProblem) -> np.ndarray:
 # without it the hint is a solution at once and the search has the budget
 WINDOW_TUNING = {"cp_model_presolve": False}
 MIN_WINDOWS = 6  # the search's work is split into at least this many neighbourhood solves
+LNS_MIN_WORK = 20.0  # deterministic s below which large programs keep the best incumbent without neighbourhoods
 LP_MIN_WALL = 3.0  # seconds the clock must still allow for the table relaxation to be tried
 WINDOW_PHASES = 2  # at most this many phases are free in one neighbourhood
 
@@ -509,6 +510,10 @@ def _lns(capture: Capture, problem: SelectionProblem, params: SolverParams, orde
     tried: set[tuple[int, ...]] = set()
     solved = improved = 0
     log: list[str] = []
+    if clock.work < LNS_MIN_WORK:
+        # a neighbourhood of two heavy phases costs CP-SAT about 7 deterministic s (its search does not stop
+        # sooner), so a smaller allowance would buy one window at most and the wall-clock backstop would decide
+        tried = set(_windows(problem, fixed))
     while clock.spent < clock.work - 1e-6:
         window = next((w for w in _windows(problem, fixed) if w not in tried), None)
         if window is None:
@@ -559,6 +564,10 @@ def _lns(capture: Capture, problem: SelectionProblem, params: SolverParams, orde
     note = (f"large program: CP-SAT over {solved} neighbourhoods ({len(problem.phases)} phases have groups), "
             f"{improved} improved the incumbent" + (f" (phases {', '.join(log)})" if log else "")
             + "; bounds are valid lower bounds, not CP-SAT's")
+    if clock.work < LNS_MIN_WORK:
+        note = (f"large program: best of the incumbent constructions; neighbourhood search needs a work allowance "
+                f"of {LNS_MIN_WORK:g} deterministic s (--time-limit {LNS_MIN_WORK / params.work_per_second:g} or "
+                f"more), this run had {clock.work:g}; bounds are valid lower bounds, not CP-SAT's")
     return Outcome(best_plan, best_obj, greedy, g_obj, decisions, status, staged_all, source, note, solved,
                    runtime, problem, scans, [], clock.spent, clock.work, clock.backstop)
 
