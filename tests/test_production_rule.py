@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from placer.alternatives.groups import scan_phase
@@ -191,7 +191,7 @@ def _kept_groups(phase: Phase) -> set[int]:
     return {g.index for g in scan_phase(phase, gainful_only=False).groups}
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cap=captures())
 def test_rule_properties(cap: Capture) -> None:
     from placer.validation import validate
@@ -201,6 +201,7 @@ def test_rule_properties(cap: Capture) -> None:
     assert [d.phase for d in decisions] == cap.phase_ids()
     for phase, new, d in zip(cap.phases, rewritten.phases, decisions, strict=True):
         relayed = {r.group.index for r in plan.relays if r.group.phase == phase.phase}
+        event(d.reason)
         if not d.accepted:
             # a rejected phase is byte-identical to the input
             assert not relayed and new.equals(phase)

@@ -197,6 +197,9 @@ def _add_precedences(model: cp_model.CpModel, s: list, pred: np.ndarray, succ: n
 
 
 _KINDS = ("ports", "sets", "window")
+# work charges (in CP-SAT deterministic-time units, about a second each) of one neighbourhood step's Python passes
+_WORK_PER_EDGE = 2e-6
+_WORK_PER_FREED = 5e-4
 
 
 @dataclass
@@ -217,12 +220,16 @@ def improve_lns(
     step_time: float = 1.5,
     progress: Progress | None = None,
 ) -> tuple[np.ndarray, LnsStats]:
-    """Improve ``incumbent`` within ``params.time_limit`` wall-clock seconds; never returns a longer schedule.
+    """Improve ``incumbent`` within ``params.time_limit``; never returns a longer schedule.
 
-    The search is bounded by the clock (CP-SAT's deterministic time tracks the wall badly on these small models,
-    where model building dominates), so unlike the greedy and the exact model its result can vary between runs."""
+    With ``params.deterministic`` the search is bounded by a work budget, not the clock: each step costs CP-SAT's
+    deterministic time plus a charge for the Python passes proportional to the phase's edges and the freed chunks,
+    and each neighbourhood is solved to a deterministic-time limit, so the same input and seed give the same
+    schedule (the wall clock, at three times the limit, is only a backstop). Otherwise the wall clock bounds it."""
     start_clock = time.perf_counter()
-    deadline = start_clock + params.time_limit
+    deterministic = bool(getattr(params, "deterministic", False))
+    deadline = start_clock + (3.0 * params.time_limit + 5.0 if deterministic else params.time_limit)
+    work = 0.0
     graph = _graph(chunks)
     rng = np.random.default_rng(params.seed)
     best = compact(chunks, graph, incumbent)
@@ -233,10 +240,15 @@ def improve_lns(
     size = neighbourhood
     stall = 0
     step_cost = 0.0  # Python work of one step (graph passes, model building), measured
+    edges = len(graph.prec_pred) + len(graph.inc_chunk)
     while best_h > lower:
         began = time.perf_counter()
         left = deadline - began - step_cost
-        if left < 0.1:
+        if deterministic:
+            if work >= params.time_limit - 0.1 or left < 0.1:
+                break
+            left = params.time_limit - work
+        elif left < 0.1:
             break
         length = _lengths(chunks, graph, best)
         free = _neighbourhood(chunks, graph, best, length, best_h, size, rng,
@@ -244,9 +256,10 @@ def improve_lns(
         if len(free) == 0:
             break
         solve_clock = time.perf_counter()
-        cand, status, _ = _solve_window(chunks, graph, best, length, free, best_h,
+        cand, status, dtime = _solve_window(chunks, graph, best, length, free, best_h,
                                             replace(params, time_limit=min(step_time, left)))
         solve_time = time.perf_counter() - solve_clock
+        work += dtime + _WORK_PER_EDGE * edges + _WORK_PER_FREED * len(free)
         stats.steps += 1
         if status is Status.OPTIMAL:
             stats.solved_optimal += 1
@@ -390,8 +403,6 @@ def _solve_window(
         model.add_hint(var[c], int(starts[c]))
     # neighbourhood models are small: one worker (deterministic, no interleaving overhead) solves them fastest
     sub = replace(_solver_params(params, params.time_limit), workers=1)
-    if hasattr(sub, "deterministic"):  # the step's limit is wall time (see improve_lns)
-        sub = replace(sub, deterministic=False)
     solver, result = run(model, sub)
     dtime = float(solver.deterministic_time)
     if result.status not in (Status.OPTIMAL, Status.FEASIBLE):

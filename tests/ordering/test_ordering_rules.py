@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from placer.capture.model import Phase
 from placer.machine import load_machine
 from placer.ordering.check import check_schedule
-from placer.ordering.greedy import balanced_order, greedy_starts, row_builder
+from placer.ordering.greedy import balanced_order, balanced_order_heap, greedy_starts, row_builder
 from placer.ordering.schedule import OrderingParams, expand, schedule_phase, timed_rows
 from placer.ordering.streams import build_chunks
+from placer.ordering.synthetic import relay_phase, replica_phase
+
+from .helpers import small_phases
 
 MACHINE = load_machine()
 TILES = 64
@@ -181,3 +186,20 @@ def test_greedy_is_deterministic() -> None:
     phase = _phase([(k % 5, 8 + k, [(10 + k % 3, 64 * k), (20, 64 * k)], 64 * k) for k in range(30)])
     ch = build_chunks(phase, MACHINE)
     assert greedy_starts(ch).tolist() == greedy_starts(build_chunks(phase, MACHINE)).tolist()
+
+
+@settings(max_examples=60, deadline=None)
+@given(small_phases(max_transfers=10, max_words=400), st.sampled_from([64, 1024]))
+def test_fast_balancing_takes_the_heap_picks(phase: Phase, wave: int) -> None:
+    ch = build_chunks(phase, MACHINE, wave_words=wave)
+    for rule in ("b1024", "nowave"):
+        assert balanced_order(ch, rule) == balanced_order_heap(ch, rule)
+
+
+def test_fast_balancing_on_a_multicast_phase() -> None:
+    phase = replica_phase(groups=5, replicas=6, fragments=90, sources=9, weight_words=1500, tiles=96)
+    ch = build_chunks(phase, MACHINE)
+    assert balanced_order(ch) == balanced_order_heap(ch)
+    relay = relay_phase(groups=3, replicas=5, fragments=40, segments=2)
+    ch = build_chunks(relay, MACHINE)
+    assert balanced_order(ch) == balanced_order_heap(ch)

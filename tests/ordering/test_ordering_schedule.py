@@ -67,7 +67,10 @@ def test_exact_equals_brute_force(phase: Phase) -> None:
     assume(2 <= chunks.count <= 4)
     starts, res = solve_exact(chunks, greedy_starts(chunks), lower_bound(chunks).best, FAST)
     assert res.status is Status.OPTIMAL
-    assert horizon_of(chunks, starts) == brute_force_horizon(chunks)
+    optimum = brute_force_horizon(chunks)
+    assert horizon_of(chunks, starts) == optimum
+    bound = lower_bound(chunks)
+    assert max(bound.port, bound.clique, bound.chain, bound.head_tail) <= optimum
 
 
 def test_relay_phase_forwards_after_gathers() -> None:
@@ -147,3 +150,23 @@ def test_empty_phase() -> None:
     ps = schedule_phase(phase, MACHINE, "cpsat", FAST)
     assert ps.horizon == ps.lower == ps.greedy_horizon == 0 and ps.chunks == 0
     assert check_schedule(phase, ps.schedule.tx_start, ps.schedule.rx_start, 0, MACHINE) == []
+
+
+@settings(max_examples=15, deadline=None)
+@given(small_phases(max_transfers=6))
+def test_same_seed_same_schedule(phase: Phase) -> None:
+    a = schedule_phase(phase, MACHINE, "cpsat", FAST)
+    b = schedule_phase(phase, MACHINE, "cpsat", FAST)
+    assert a.schedule.tx_start.tolist() == b.schedule.tx_start.tolist()
+    assert a.horizon == b.horizon
+
+
+def test_neighbourhood_search_is_deterministic() -> None:
+    phase = replica_phase(groups=4, replicas=6, fragments=80, sources=8, weight_words=1200, tiles=128)
+    params = SolverParams(time_limit=1.5, workers=2, seed=3)
+    runs = [schedule_phase(phase, MACHINE, "cpsat", params, OrderingParams(exact_chunks=10)) for _ in range(2)]
+    assert runs[0].method == "neighbourhood"
+    assert runs[0].schedule.tx_start.tolist() == runs[1].schedule.tx_start.tolist()
+    s = runs[0].schedule
+    assert check_schedule(phase, s.tx_start, s.rx_start, s.horizon, MACHINE) == []
+    assert runs[0].horizon <= runs[0].greedy_horizon
