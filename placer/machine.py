@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import tomllib
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,11 @@ class Machine:
 
     def cycles_to_ms(self, cycles: float) -> float:
         return cycles / self.clock_hz * 1e3
+
+    def digest(self) -> str:
+        """SHA-256 of every constant (not the name): a plan records it, validate compares it."""
+        consts = {k: v for k, v in asdict(self).items() if k != "name"}
+        return hashlib.sha256(repr(sorted(consts.items())).encode()).hexdigest()
 
 
 _SECTIONS = {"memory": Memory, "exchange": Exchange, "budget": Budget, "cost": CostConstants, "geometry": Geometry}

@@ -12,10 +12,11 @@ import typer
 
 from placer.capture import read_capture
 from placer.capture.model import Capture, Phase
+from placer.errors import EXIT_OVER_BUDGET
 from placer.machine import load_machine
 from placer.problem.cost import program_cost
 from placer.report.table import render
-from placer.units import format_size, parse_size
+from placer.units import format_size, size_option
 
 
 def multicast_groups(phase: Phase) -> Counter[int]:
@@ -80,11 +81,16 @@ def inspect(
     budget: str = typer.Option(None, help="Table budget per tile, e.g. 80KiB (default: the machine's)."),
     json: bool = typer.Option(False, "--json", help="Print the same summary as JSON."),
 ) -> None:
-    """Per phase: transfers, words, multicast groups, worst-tile table bytes, fragments, cycles; then the program."""
-    table_budget = parse_size(budget) if budget else None
+    """Per phase: transfers, words, multicast groups, worst-tile table bytes, fragments, cycles; then the program.
+
+    Exit codes: 0 fits; 4 DOES NOT FIT (table budget or fragment limit).
+    """
+    table_budget = size_option(budget, "--budget") if budget is not None else None
     summary = inspect_summary(read_capture(capture), machine, table_budget)
     if json:
         typer.echo(jsonlib.dumps(summary, indent=2))
+        if not summary["program"]["fits"]:
+            raise typer.Exit(EXIT_OVER_BUDGET)
         return
     rows = [
         [p["phase"], p["label"][:34], p["transfers"], p["words"], p["payload_bytes"] / 2**20,
@@ -102,3 +108,5 @@ def inspect(
         f"worst fragments {prog['worst_fragments']:,} / {prog['fragment_limit']:,} (tile {prog['worst_fragment_tile']})"
         f"; {prog['cycles']:,} cycles ({prog['ms']:.3f} ms) -> {verdict}"
     )
+    if not prog["fits"]:
+        raise typer.Exit(EXIT_OVER_BUDGET)
