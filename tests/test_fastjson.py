@@ -29,7 +29,7 @@ address = st.integers(0, 2**30 - 4148).map(lambda a: 4 * a)
 transfer = st.tuples(
     st.integers(0, 7),  # source
     st.lists(address, min_size=1, max_size=4),  # source addresses (several: Repeat iterations)
-    st.lists(st.tuples(st.integers(0, 7), address), min_size=1, max_size=8, unique_by=lambda d: d[0]),  # fan-out, a tile once
+    st.lists(st.tuples(st.integers(0, 7), address), min_size=1, max_size=8, unique_by=lambda d: d[0]),  # fan-out
     st.integers(1, 4148),
     st.sampled_from(["Word32", "Paired64"]),
 )
