@@ -10,12 +10,14 @@ import traceback
 
 import typer
 
-from placer import __version__, interrupt
+from placer import IMPORTED, __version__, interrupt, solver
 from placer.errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_TABLE, InputError
 from placer.ordering.cli import schedule
 from placer.placement.cli import place
+from placer.report.cli import report
 from placer.report.inspect import inspect
 from placer.selection.cli import compare, solve
+from placer.sweep.cli import sweep
 from placer.validation.cli import validate_command
 from placer.workloads.cli import generate
 
@@ -49,10 +51,13 @@ app.command("compare")(compare)
 app.command("validate")(validate_command)
 app.command("place")(place)
 app.command("schedule")(schedule)
+app.command("report")(report)
+app.command("sweep")(sweep)
 
 
 def main() -> None:
     """Run the command line; every way it can end maps to one exit code of :data:`EXIT_CODES` (no traceback)."""
+    solver.COMMAND_START = IMPORTED  # the console command's clock starts with the interpreter, not the command
     interrupt.install()
     sys.exit(run(sys.argv[1:]))
 

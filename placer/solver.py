@@ -32,6 +32,8 @@ def _check_param(key: str, value: Any, path: str, field: str) -> None:
     def bad(need: str) -> InputError:
         return InputError(f"must be {need}, got {value!r}", path=path, where=field)
 
+    if key == "backstop" and value is None:
+        return
     if key in ("log", "deterministic"):
         if not isinstance(value, bool):
             raise bad("true or false")
@@ -46,6 +48,8 @@ def _check_param(key: str, value: Any, path: str, field: str) -> None:
         raise bad(f"a positive number of seconds up to {MAX_TIME_LIMIT:.0f}")
     if key == "relative_gap" and not (math.isfinite(value) and 0 <= value <= 1):
         raise bad("a fraction in 0..1")
+    if key in ("work_per_second", "backstop") and not (math.isfinite(value) and 0 < value <= MAX_TIME_LIMIT):
+        raise bad("a positive number")
 
 
 class Status(enum.StrEnum):
@@ -73,6 +77,11 @@ class SolverParams:
     relative_gap: float = 0.0
     log: bool = False
     deterministic: bool = True
+    # selection: deterministic work units (CP-SAT's deterministic seconds) granted per second of the time limit;
+    # sized so the work normally ends before the wall-clock backstop (a backstop that fires breaks determinism)
+    work_per_second: float = 0.4
+    # wall-clock seconds after which one solve stops whatever its deterministic budget (None: 2 x limit + 5 s)
+    backstop: float | None = None
 
     @classmethod
     def from_toml(cls, path: str | Path | None = None) -> SolverParams:
@@ -95,6 +104,8 @@ class SolverParams:
             if key not in known:
                 raise InputError(f"unknown solver parameter (known: {', '.join(sorted(known))})", path=where,
                                  where=key)
+            if key == "backstop":
+                raise InputError("is set by the solver, not by a params file", path=where, where=key)
         for key, value in data.items():
             _check_param(key, value, where, key)
         return cls(**data)
@@ -118,7 +129,10 @@ class SolverParams:
             # (CP-SAT's machine-independent work unit, about a second here); the wall limit is only a backstop.
             p.interleave_search = True
             p.max_deterministic_time = float(self.time_limit)
-            p.max_time_in_seconds = 2.0 * float(self.time_limit) + 5.0
+            p.max_time_in_seconds = 2.0 * float(self.time_limit) + 5.0 if self.backstop is None \
+                else max(0.01, float(self.backstop))
+        elif self.backstop is not None:
+            p.max_time_in_seconds = max(0.01, min(float(self.time_limit), float(self.backstop)))
         p.num_workers = int(self.workers)
         p.random_seed = int(self.seed)
         p.relative_gap_limit = float(self.relative_gap)
@@ -139,6 +153,8 @@ class SolveResult:
     bound: float | None  # best proved bound (minimisation: a lower bound)
     runtime: float  # wall seconds
     solver: str = "cp-sat"
+    work: float = 0.0  # CP-SAT deterministic seconds spent
+    backstop: bool = False  # deterministic mode stopped by the wall clock, not by its work budget: not reproducible
 
     @property
     def gap(self) -> float | None:
@@ -171,6 +187,8 @@ class SolveResult:
             "bound": self.bound,
             "gap": self.gap,
             "runtime_s": round(self.runtime, 4),
+            "work": round(self.work, 4),
+            "backstop": self.backstop,
             "solver": self.solver,
         }
 
@@ -225,4 +243,43 @@ def run(
         bound = solver.best_objective_bound
     elif status in (Status.OPTIMAL, Status.FEASIBLE):
         objective = bound = 0.0
-    return solver, SolveResult(status, objective, bound, runtime)
+    work = float(solver.deterministic_time)
+    p = solver.parameters
+    backstop = bool(params.deterministic and status not in (Status.OPTIMAL, Status.INFEASIBLE)
+                    and work < 0.98 * p.max_deterministic_time and runtime >= 0.95 * p.max_time_in_seconds)
+    return solver, SolveResult(status, objective, bound, runtime, work=work, backstop=backstop)
+
+
+COMMAND_START: float | None = None  # set by the console entry point: when the process began (perf_counter)
+
+
+def command_start() -> float:
+    """When the running command began: the console process's start, or now (in-process callers, tests)."""
+    return COMMAND_START if COMMAND_START is not None else time.perf_counter()
+
+
+class Deadline:
+    """One wall-clock limit for a whole command, started before anything is loaded."""
+
+    def __init__(self, seconds: float, start: float | None = None) -> None:
+        self.seconds = float(seconds)
+        self.start = time.perf_counter() if start is None else start
+        self.marks: list[tuple[str, float]] = []  # (what, wall seconds) in the order they happened
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def remaining(self) -> float:
+        return self.seconds - self.elapsed()
+
+    def mark(self, what: str, since: float) -> float:
+        """Record that ``what`` took the wall time since ``since`` (a perf_counter value); return now."""
+        now = time.perf_counter()
+        self.marks.append((what, now - since))
+        return now
+
+    def spent(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for what, secs in self.marks:
+            out[what] = out.get(what, 0.0) + secs
+        return out

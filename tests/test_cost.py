@@ -81,3 +81,12 @@ def test_program_totals_repeat_body_stored_once_cycles_per_iteration() -> None:
     assert cost.worst_tile() == 1 and cost.worst_table() == 48
     assert cost.fits(48) and not cost.fits(47)
     assert not cost.fits(None, 1)
+
+
+def test_row_estimate_sums_phase_maxima_not_one_tile() -> None:
+    # phase 0 peaks on tile 1 (24 B), phase 1 on tile 3 (24 B): the worst tile carries 24 + 16 at most, while the
+    # reference's row estimate adds both maxima regardless of where they fall
+    cap = Capture(tile_count=T, phases=[phase([(0, [(1, 100)], 8)], 0), phase([(2, [(3, 100)], 8)], 1)])
+    cost = program_cost(cap, M)
+    assert cost.worst_table() == 24
+    assert cost.row_estimate == 48

@@ -35,7 +35,7 @@ def test_solve_then_validate(tmp_path: Path) -> None:
     assert report["solver"]["status"] in ("optimal", "feasible")
     for stage in report["solver"]["stages"]:
         assert {"status", "objective", "bound", "runtime_s"} <= set(stage)
-    assert report["objectives"]["table"] <= 700 < report["greedy_objectives"]["table"]
+    assert report["objectives"]["table"] <= 700 < report["production_rule"]["objectives"]["table"]
     check = placer("validate", DEMO, plan)
     assert check.returncode == 0 and check.stdout.startswith("valid"), check.stdout + check.stderr
 
@@ -87,7 +87,7 @@ def test_compare_sweep_json() -> None:
     for entry in doc:
         assert entry["cpsat"]["fits"]
         assert (not entry["cpsat"]["fits"], entry["cpsat"]["cycles"], entry["cpsat"]["table"]) <= (
-            not entry["greedy"]["fits"], entry["greedy"]["cycles"], entry["greedy"]["table"])
+            not entry["production_rule"]["fits"], entry["production_rule"]["cycles"], entry["production_rule"]["table"])
 
 
 @pytest.mark.parametrize("args", [["solve", "missing.json"], ["inspect", "missing.json"],

@@ -78,31 +78,23 @@ def test_incremental_state_matches_full_recost(seed: int, interleave: bool, frag
 
 
 def _rule_holds(cap: Capture) -> None:
+    """The production rule's plan on any capture: whole phases only, native panels, eligible distinct hosts."""
     scans = scan_capture(cap)
     plan, decisions = greedy_plan(cap, scans, M, 81920, 16384)
+    accepted = {d.phase for d in decisions if d.accepted}
     for d in decisions:
         if d.accepted:
-            assert d.cycles_after <= d.cycles_before and d.worst_after < d.worst_before
+            assert d.cycles_after is not None and d.rows_after is not None
+            assert d.cycles_after <= d.cycles_before and d.rows_after < d.rows_before
     hosted: dict[int, list[int]] = {}
-    for r in plan.relays:  # native segmentation; hosts neither senders nor replicas; one segment per tile and phase
+    for r in plan.relays:
+        assert r.group.phase in accepted
         assert r.segmentation.count == native(r.group).count
         banned = set(r.group.sources.tolist()) | set(r.group.replicas.tolist())
         assert not banned & set(r.hosts.tolist())
         hosted.setdefault(r.group.phase, []).extend(r.hosts.tolist())
     for tiles in hosted.values():
         assert len(set(tiles)) == len(tiles)
-
-
-def test_greedy_relays_when_it_lowers_the_worst_tile() -> None:
-    # one group much larger than the others: relaying it lowers the phase's worst tile, the others do not
-    big = group_phase(0, [0, 1, 2, 3], list(range(4, 12)), 80)
-    small = group_phase(0, [20, 21], [22], 6)
-    cap = Capture(tile_count=48, phases=[Phase.concat(0, [big, small])])
-    scans = scan_capture(cap)
-    plan, decisions = greedy_plan(cap, scans, M, 81920, 16384)
-    assert [d.accepted for d in decisions] == [True, False]
-    assert plan.relays[0].hosts.tolist() == list(range(47, 47 - plan.relays[0].segmentation.count, -1))
-    _rule_holds(cap)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])

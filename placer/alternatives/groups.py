@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from placer.capture.model import Capture, PanelHint, Phase
+from placer.progress import track
 
 
 @dataclass(eq=False)
@@ -65,8 +66,13 @@ class GroupScan:
     rejected: list[Rejection]
 
 
-def scan_phase(phase: Phase, hints: dict[tuple[int, tuple[int, ...]], PanelHint] | None = None) -> GroupScan:
-    """Find the replica groups of one phase, vectorised over its transfers."""
+def scan_phase(phase: Phase, hints: dict[tuple[int, tuple[int, ...]], PanelHint] | None = None, *,
+               gainful_only: bool = True) -> GroupScan:
+    """Find the replica groups of one phase, vectorised over its transfers.
+
+    ``gainful_only=False`` keeps groups a relay cannot improve (every fragment its own run): the production rule
+    (BRIEF §5) relays them too, while the optimiser has no reason to consider them.
+    """
     hints = hints or {}
     groups: list[ReplicaGroup] = []
     rejected: list[Rejection] = []
@@ -87,7 +93,7 @@ def scan_phase(phase: Phase, hints: dict[tuple[int, tuple[int, ...]], PanelHint]
     firsts = members_sorted[starts]
     for index, g in enumerate(np.argsort(firsts, kind="stable")):
         members = members_sorted[starts[g] : ends[g]]
-        group = _check_group(phase, index, members, hints)
+        group = _check_group(phase, index, members, hints, gainful_only)
         if isinstance(group, Rejection):
             rejected.append(group)
         else:
@@ -96,7 +102,8 @@ def scan_phase(phase: Phase, hints: dict[tuple[int, tuple[int, ...]], PanelHint]
 
 
 def _check_group(
-    phase: Phase, index: int, members: np.ndarray, hints: dict[tuple[int, tuple[int, ...]], PanelHint]
+    phase: Phase, index: int, members: np.ndarray, hints: dict[tuple[int, tuple[int, ...]], PanelHint],
+    gainful_only: bool = True,
 ) -> ReplicaGroup | Rejection:
     fan = int(phase.fanout[members[0]])
     starts = phase.dst_ptr[members]
@@ -128,7 +135,7 @@ def _check_group(
     if overlap.size:
         return reject("fragments overlap", int(by_offset[overlap[0] + 1]))
     runs = 1 + int((off_s[1:] != off_s[:-1] + nb_s[:-1]).sum())
-    if runs >= len(members):
+    if gainful_only and runs >= len(members):
         return reject("nothing to gain: every fragment is already its own contiguous run", 0)
     extent = int(off_s[-1] + nb_s[-1])
     hint = hints.get((phase.phase, tuple(int(t) for t in replicas)))
@@ -156,4 +163,4 @@ def panel_index(capture: Capture) -> dict[tuple[int, tuple[int, ...]], PanelHint
 
 def scan_capture(capture: Capture) -> list[GroupScan]:
     hints = panel_index(capture)
-    return [scan_phase(p, hints) for p in capture.phases]
+    return [scan_phase(p, hints) for p in track(capture.phases, "scan replica groups", unit="phases")]

@@ -33,6 +33,7 @@ from placer.capture.model import (
 )
 from placer.errors import InputError
 from placer.fileio import read_bytes, read_json
+from placer.progress import task
 
 MAX_WORDS = 4148  # the reference format's per-transfer limit; a machine file may be stricter, never looser
 ADDRESS_LIMIT = 2**32  # tile addresses are 32-bit byte addresses
@@ -46,6 +47,11 @@ _WIDTH_CODE = {name: code for code, name in enumerate(WIDTH_NAMES)}
 
 def read_capture(path: str | Path) -> Capture:
     """Read a capture (``.json`` or ``.json.gz``); raise :class:`InputError` naming the bad field."""
+    with task(f"load {Path(path).name}"):
+        return _read_capture(path)
+
+
+def _read_capture(path: str | Path) -> Capture:
     raw = read_bytes(path)
     cap = _read_fast(raw, str(path))
     if cap is not None:

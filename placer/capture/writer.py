@@ -18,6 +18,7 @@ import orjson
 from placer.capture.io import capture_to_json
 from placer.capture.model import Capture, Phase
 from placer.fileio import atomic_output
+from placer.progress import track
 
 # item kinds: the constant text written before the item's integer (NONE: constant only)
 _CONST = [
@@ -114,7 +115,7 @@ def write_capture_fast(capture: Capture, path: str | Path) -> int:
     prefix, suffix = text[: at + len(marker) - 1], text[at + len(marker) - 1 :]
     with atomic_output(path) as sink:
         sink.write(prefix)
-        for k, phase in enumerate(capture.phases):
+        for k, phase in enumerate(track(capture.phases, f"write {Path(path).name}", unit="phases")):
             if k:
                 sink.write(b",")
             sink.write(render_phase(phase))

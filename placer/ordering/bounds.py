@@ -25,32 +25,90 @@ class LowerBound:
     port: int
     clique: int
     chain: int
+    head_tail: int = 0
 
     @property
     def best(self) -> int:
-        return max(self.port, self.clique, self.chain)
+        return max(self.port, self.clique, self.chain, self.head_tail)
 
     @property
     def kind(self) -> str:
-        return max((self.port, "port"), (self.clique, "clique"), (self.chain, "chain"))[1]
+        return max((self.port, "port"), (self.clique, "clique"), (self.chain, "chain"),
+                   (self.head_tail, "head-tail"))[1]
 
 
 def lower_bound(chunks: Chunks) -> LowerBound:
     if chunks.count == 0:
-        return LowerBound(0, 0, 0)
-    return LowerBound(port_bound(chunks), clique_bound(chunks), chain_bound(chunks))
+        return LowerBound(0, 0, 0, 0)
+    return LowerBound(port_bound(chunks), clique_bound(chunks), chain_bound(chunks), head_tail_bound(chunks))
+
+
+def head_tail_bound(chunks: Chunks) -> int:
+    """One-machine bound with heads and tails, on every lane and port.
+
+    A chunk's head ``r`` is its earliest start (dependency chain, resources ignored); its tail ``q`` is the longest
+    path from the end of its interval on the resource to the horizon (its own landing, or through successors). On
+    one resource, every subset ``S`` of its chunks needs ``min_S r + Σ_S p + min_S q`` cycles; we take the subsets
+    "every chunk with a head at least r_k" and "every chunk with a tail at least q_k". On a relayed phase this is
+    what the plain port bound misses: a replica cannot receive a forward before the forward's gathers landed."""
+    head = earliest_starts(chunks)
+    reach = _reach_to_end(chunks)  # from a chunk's start to the horizon
+    chunk, res = chunks.resources()
+    lane = res < chunks.tiles
+    p = np.where(lane, chunks.lane_words[chunk], chunks.words[chunk])
+    r = head[chunk]
+    q = reach[chunk] - p
+    return max(_one_machine(res, r, p, q), _one_machine(res, q, p, r))
+
+
+def _one_machine(res: np.ndarray, r: np.ndarray, p: np.ndarray, q: np.ndarray) -> int:
+    """max over resources and k of r_k + Σ p + min q over the chunks of the resource with r >= r_k."""
+    if len(res) == 0:
+        return 0
+    o = np.lexsort((-r, res))  # per resource, walked from the largest r down
+    res, r, p, q = res[o], r[o], p[o], q[o]
+    first = np.ones(len(res), bool)
+    first[1:] = res[1:] != res[:-1]
+    group = np.cumsum(first) - 1
+    big = int(p.sum()) + 1
+    suffix_p = np.cumsum(p) - np.concatenate([[0], np.cumsum(p)])[np.flatnonzero(first)][group]
+    offset = group * (int(q.max()) + big + 1)
+    suffix_q = np.minimum.accumulate(q - offset) + offset  # min over the chunks walked so far in this group
+    return int((r + suffix_p + suffix_q).max())
+
+
+def _reach_to_end(chunks: Chunks) -> np.ndarray:
+    """Longest path from each chunk's start to the horizon (landing, dependency and stream edges)."""
+    count = chunks.count
+    reach = (chunks.words + chunks.tail).astype(np.int64)
+    sa, sb = chunks.stream_edges()
+    pred = np.concatenate([chunks.dep_pred, sa])
+    succ = np.concatenate([chunks.dep_succ, sb])
+    lag = np.concatenate([chunks.words[chunks.dep_pred] + chunks.tail[chunks.dep_pred], chunks.lane_words[sa]])
+    if len(pred) == 0:
+        return reach
+    # every edge climbs a level, or stays in one stream and climbs a wave: process successors first
+    rank = np.empty(count, np.int64)
+    rank[np.lexsort((chunks.wave, chunks.stream, chunks.level))] = np.arange(count)
+    e = np.argsort(-rank[pred], kind="stable")
+    rl = reach.tolist()
+    for a, b, g in zip(pred[e].tolist(), succ[e].tolist(), lag[e].tolist(), strict=True):
+        v = g + rl[b]
+        if v > rl[a]:
+            rl[a] = v
+    return np.asarray(rl, np.int64)
 
 
 def port_bound(chunks: Chunks) -> int:
     t = chunks.tiles
-    lane = np.bincount(chunks.source, weights=chunks.words, minlength=t).astype(np.int64)
+    lane = np.bincount(chunks.source, weights=chunks.lane_words, minlength=t).astype(np.int64)
     min_tail = np.full(t, np.iinfo(np.int64).max)
-    np.minimum.at(min_tail, chunks.source, chunks.tail)
+    np.minimum.at(min_tail, chunks.source, chunks.tail - chunks.lead + chunks.hold_end)  # largest latency
     lane_b = np.where(lane > 0, lane + np.where(lane > 0, min_tail, 0), 0)
     chunk, res = chunks.resources()
     is_port = res >= t
     port = np.bincount(res[is_port] - t, weights=chunks.words[chunk[is_port]], minlength=t).astype(np.int64)
-    port_b = np.where(port > 0, port + chunks.latency, 0)
+    port_b = np.where(port > 0, port + chunks.lead + chunks.latency - chunks.hold, 0)
     return int(max(lane_b.max(initial=0), port_b.max(initial=0)))
 
 
@@ -74,7 +132,7 @@ def clique_bound(chunks: Chunks) -> int:
                 members.append(m)
                 total += int(weight[s])
                 low_tail = min(low_tail, int(tail[s]))
-        best = max(best, total + low_tail)
+        best = max(best, total + low_tail + chunks.lead - chunks.hold)
     return best
 
 
@@ -105,7 +163,7 @@ def earliest_starts(chunks: Chunks) -> np.ndarray:
     lag = np.concatenate([chunks.tail[chunks.dep_pred], np.zeros(int(cross.sum()), np.int64)])
     for level in np.unique(lv).tolist():
         idx = order[lv == level]  # stream by stream, waves in order
-        w = chunks.words[idx]
+        w = chunks.lane_words[idx]  # consecutive chunks of a stream follow each other on its lane
         st = chunks.stream[idx]
         new = np.ones(len(idx), bool)
         new[1:] = st[1:] != st[:-1]

@@ -6,7 +6,14 @@ What it checks, per transfer ``i`` of ``words[i]`` cycles sent at ``tx[i]`` and 
 ``e`` at ``rx[e]``:
 - every transfer sent once (one non-negative start) and received once per destination entry;
 - latency: ``rx[e] == tx[i] + 52 + 2·row(tile)`` (the exchange is time-deterministic);
-- no two transmissions overlap on one source lane, no two receptions on one receive port;
+- no two transmissions overlap on one source lane; a send whose source addresses (every Repeat address) do not
+  continue the lane's previous send (in time) writes the outgoing base first, so the lane must be idle for
+  ``base_write`` (13) cycles before it (from cycle 0 for the first);
+- no two receptions overlap on one receive port, where a short receive run (consecutive receptions from one
+  source, back to back and contiguous in memory, at most ``short_words`` (51) words in all) keeps the port
+  ``short_hold`` (5) cycles past its payload;
+- control events: a tile issues at most one per cycle: its send cycles and its receive-control cycles (a
+  receiver selects its source at the sender's send cycle, ``rx − latency``) are all distinct;
 - for every pair ``i < j`` (listed order) touching overlapping bytes of one tile, at least one writing:
   RAW: ``j`` reads what ``i`` wrote there → ``tx[j] >= rx_i + words[i]``;
   WAW: both write → ``rx_j >= rx_i + words[i]``; WAR: ``i`` reads, ``j`` writes → ``rx_j >= tx[i] + words[i]``;
@@ -27,7 +34,8 @@ from placer.machine import Machine
 
 
 def check_schedule(phase: Phase, tx_start: Any, rx_start: Any, horizon: int, machine: Machine,
-                   *, limit: int = 20) -> list[str]:
+                   *, limit: int = 20, base_write: int = 13, short_words: int = 51,
+                   short_hold: int = 5) -> list[str]:
     """Violations found (at most ``limit`` messages); an empty list means the schedule is valid."""
     out: list[str] = []
     n = phase.n
@@ -49,8 +57,13 @@ def check_schedule(phase: Phase, tx_start: Any, rx_start: Any, horizon: int, mac
         out.append(f"transfer {owner[e]} lands on tile {phase.dst_tile[e]} at {rx[e]}, expected "
                    f"{tx[owner[e]] + lat[e]} (latency {lat[e]})")
 
-    out += _overlaps("lane", phase.source.astype(np.int64), tx, words, np.arange(n), limit)
-    out += _overlaps("receive port", phase.dst_tile.astype(np.int64), rx, words[owner], owner, limit)
+    lead = _base_writes(phase, tx) * base_write
+    out += _overlaps("lane", phase.source.astype(np.int64), tx - lead, words + lead, np.arange(n), limit)
+    for i in np.flatnonzero(tx - lead < 0)[:limit].tolist():
+        out.append(f"transfer {i}: its base write would start at cycle {tx[i] - lead[i]}")
+    hold = _holds(phase, rx, owner, words, short_words, short_hold)
+    out += _overlaps("receive port", phase.dst_tile.astype(np.int64), rx, words[owner] + hold, owner, limit)
+    out += _controls(phase, tx, rx - lat, owner, limit)
     out += _dependencies(phase, tx, rx, owner, limit)
 
     last = int(max((rx + words[owner]).max(initial=0), (tx + words).max(initial=0)))
@@ -66,6 +79,62 @@ def _latency(machine: Machine, tiles: np.ndarray) -> np.ndarray:
     row = pair % g.rows
     row = np.where(block % 2 == 1, g.rows - 1 - row, row)
     return g.latency_base + g.latency_per_row * row
+
+
+def _base_writes(phase: Phase, tx: np.ndarray) -> np.ndarray:
+    """1 where a send must write its lane's outgoing base (its sources do not continue the previous send's)."""
+    out = np.ones(phase.n, np.int64)
+    prev: dict[int, int] = {}
+    for i in np.lexsort((tx, phase.source)).tolist():
+        s = int(phase.source[i])
+        j = prev.get(s)
+        if j is not None:
+            mine = phase.src_addr[phase.src_ptr[i]:phase.src_ptr[i + 1]]
+            theirs = phase.src_addr[phase.src_ptr[j]:phase.src_ptr[j + 1]] + 4 * int(phase.words[j])
+            if len(mine) == len(theirs) and bool(np.all(mine == theirs)):
+                out[i] = 0
+        prev[s] = i
+    return out
+
+
+def _holds(phase: Phase, rx: np.ndarray, owner: np.ndarray, words: np.ndarray, short_words: int,
+           short_hold: int) -> np.ndarray:
+    """Per destination entry: the cycles its port stays busy past its payload (the end of a short run)."""
+    hold = np.zeros(len(rx), np.int64)
+    run: list[int] = []
+    run_words = 0
+    last_tile = -1
+
+    def close() -> None:
+        if run and run_words <= short_words:
+            hold[run[-1]] = short_hold
+
+    for e in np.lexsort((rx, phase.dst_tile)).tolist():
+        t = int(phase.dst_tile[e])
+        if run and t == last_tile:
+            p = run[-1]
+            wp = int(words[owner[p]])
+            if (phase.source[owner[e]] == phase.source[owner[p]] and rx[e] == rx[p] + wp
+                    and phase.dst_addr[e] == phase.dst_addr[p] + 4 * wp):
+                run.append(e)
+                run_words += int(words[owner[e]])
+                continue
+        close()
+        run, run_words, last_tile = [e], int(words[owner[e]]), t
+    close()
+    return hold
+
+
+def _controls(phase: Phase, tx: np.ndarray, select: np.ndarray, owner: np.ndarray, limit: int) -> list[str]:
+    """Two control events of one tile on one cycle (a transfer's own send and receive on one tile are one)."""
+    tile = np.concatenate([phase.source.astype(np.int64), phase.dst_tile.astype(np.int64)])
+    cyc = np.concatenate([tx, select])
+    who = np.concatenate([np.arange(phase.n), owner])
+    o = np.lexsort((cyc, tile))
+    t, c, w = tile[o], cyc[o], who[o]
+    clash = np.flatnonzero((t[1:] == t[:-1]) & (c[1:] == c[:-1]) & (w[1:] != w[:-1]))
+    return [f"tile {t[k]}: control events of transfers {w[k]} and {w[k + 1]} both at cycle {c[k]}"
+            for k in clash[:limit].tolist()]
 
 
 def _overlaps(what: str, tile: np.ndarray, start: np.ndarray, length: np.ndarray, transfer: np.ndarray,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from enum import StrEnum
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from placer.errors import InputError
 from placer.machine import load_machine
 from placer.ordering.check import check_schedule
 from placer.ordering.schedule import OrderingParams, PhaseSchedule, schedule_capture
+from placer.progress import install, task, track
 from placer.report.table import render
 from placer.solver import SolverParams
 
@@ -37,6 +37,9 @@ def schedule(
     json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     check: bool = typer.Option(True, "--check/--no-check", help="Verify every schedule with the independent "
                                                                "checker (exit 1 if one is invalid)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
+    ray: str = typer.Option(None, "--ray", help="Schedule the phases as Ray tasks: auto (a local instance sized to "
+                            "this machine, or RAY_ADDRESS) or a cluster address. Same results as without."),
 ) -> None:
     """Schedule each phase's streams; print transfers, chunks, horizons, lower bound, gap and time per phase.
 
@@ -44,6 +47,7 @@ def schedule(
     analytical cycles (also without sync); table bytes are the worst tile's, timed (delay rows included) vs
     estimated.
     """
+    install(quiet)
     if wave_words < 1:
         raise InputError(f"--wave-words must be at least 1, got {wave_words}")
     params = SolverParams(time_limit=10.0, workers=2).with_overrides(time_limit=time_limit, workers=workers,
@@ -52,29 +56,24 @@ def schedule(
     cap = read_capture(capture)
     if phase is not None and phase not in cap.phase_ids():
         raise InputError(f"no phase {phase} (phases: {_ids(cap.phase_ids())})", path=str(capture))
-    show = not json
-    started = time.perf_counter()
-
-    def progress(pid: int, elapsed: float, objective: float | None, bound: float | None) -> None:
-        if show and objective is not None:
-            typer.echo(f"\r  phase {pid}: {elapsed:6.1f} s  horizon {objective:,.0f}  bound {bound or 0:,.0f}   ",
-                       err=True, nl=False)
-
     results: list[PhaseSchedule] = []
     phases = [phase] if phase is not None else cap.phase_ids()
-    for k, pid in enumerate(phases):
-        if show:
-            typer.echo(f"\rphase {pid} ({k + 1}/{len(phases)}), {cap.phase_by_id(pid).n:,} transfers ... ",
-                       err=True, nl=False)
-        results += schedule_capture(cap, mach, mode.value, params, phases=[pid],
-                                    ordering=OrderingParams(wave_words=wave_words), progress=progress)
-    if show:
-        typer.echo(f"\rscheduled {len(results)} phase(s) in {time.perf_counter() - started:.1f} s" + " " * 30,
-                   err=True)
+    if ray is not None:
+        from placer.sweep.fanout import schedule_phases
+
+        with task(f"schedule {len(phases)} phase(s) as Ray tasks"):
+            results = schedule_phases(cap, mach, mode.value, params, phases, OrderingParams(wave_words=wave_words),
+                                      ray)
+    for k, pid in enumerate(phases if ray is None else []):
+        with task(f"schedule phase {pid} ({k + 1}/{len(phases)}, {cap.phase_by_id(pid).n:,} transfers)") as shown:
+            results += schedule_capture(cap, mach, mode.value, params, phases=[pid],
+                                        ordering=OrderingParams(wave_words=wave_words),
+                                        progress=lambda _pid, elapsed, obj, bound, t=shown: t.solver(elapsed, obj,
+                                                                                                     bound))
 
     invalid: dict[int, list[str]] = {}
     if check:
-        for ps in results:
+        for ps in track(results, "check schedules", unit="phases"):
             p = cap.phase_by_id(ps.phase)
             problems = check_schedule(p, ps.schedule.tx_start, ps.schedule.rx_start, ps.schedule.horizon, mach)
             if problems:

@@ -75,22 +75,23 @@ def _graph(chunks: Chunks) -> _Graph:
     sa, sb = chunks.stream_edges()
     pred = np.concatenate([chunks.dep_pred, sa])
     succ = np.concatenate([chunks.dep_succ, sb])
-    lag = np.concatenate([chunks.words[chunks.dep_pred] + chunks.tail[chunks.dep_pred], chunks.words[sa]])
+    lag = np.concatenate([chunks.words[chunks.dep_pred] + chunks.tail[chunks.dep_pred], chunks.lane_words[sa]])
     return _Graph(chunk, res, res_ptr, chunk[order], chunk_res, pred, succ, lag)
 
 
-def _resource_groups(chunks: Chunks, graph: _Graph) -> list[list[int]]:
-    """Distinct chunk sets sharing a resource (replica ports of one multicast set collapse to one)."""
+def _resource_groups(chunks: Chunks, graph: _Graph) -> list[tuple[bool, list[int]]]:
+    """Distinct (is a lane, chunk set) sharing a resource (replica ports of one multicast set collapse to one)."""
     seen: set[tuple[int, ...]] = set()
     out = []
     for r in range(len(graph.res_ptr) - 1):
         a, b = graph.res_ptr[r], graph.res_ptr[r + 1]
         if b - a < 2:
             continue
-        key = tuple(sorted(graph.res_chunks[a:b].tolist()))
+        lane = r < chunks.tiles
+        key = (int(lane), *sorted(graph.res_chunks[a:b].tolist()))
         if key not in seen:
             seen.add(key)
-            out.append(list(key))
+            out.append((lane, list(key[1:])))
     return out
 
 
@@ -102,10 +103,17 @@ def _disjunctive_edges(chunks: Chunks, graph: _Graph, starts: np.ndarray) -> tup
     same = r[1:] == r[:-1]
     a = c[:-1][same]
     b = c[1:][same]
-    key = np.unique(np.concatenate([a * chunks.count + b]))
+    on_lane = r[:-1][same] < chunks.tiles  # a lane is held lead cycles longer than a port
+    g = np.where(on_lane, chunks.lane_words[a], chunks.words[a])
+    key = a * chunks.count + b
+    o = np.lexsort((-g, key))
+    key, g = key[o], g[o]
+    first = np.ones(len(key), bool)
+    first[1:] = key[1:] != key[:-1]
+    key, g = key[first], g[first]  # the largest lag of a pair sharing several resources
     pred = np.concatenate([key // chunks.count, graph.prec_pred])
     succ = np.concatenate([key % chunks.count, graph.prec_succ])
-    lag = np.concatenate([chunks.words[key // chunks.count], graph.prec_lag])
+    lag = np.concatenate([g, graph.prec_lag])
     return pred, succ, lag
 
 
@@ -159,9 +167,11 @@ def solve_exact(
     tail = chunks.tail.tolist()
     s = [model.new_int_var(0, max(0, upper - w - t), f"s{c}") for c, (w, t) in enumerate(zip(words, tail,
                                                                                               strict=True))]
+    lane_words = chunks.lane_words.tolist()
     iv = [model.new_fixed_size_interval_var(s[c], words[c], f"i{c}") for c in range(chunks.count)]
-    for group in _resource_groups(chunks, graph):
-        model.add_no_overlap([iv[c] for c in group])
+    lane_iv = [model.new_fixed_size_interval_var(s[c], lane_words[c], f"l{c}") for c in range(chunks.count)]
+    for lane, group in _resource_groups(chunks, graph):
+        model.add_no_overlap([(lane_iv if lane else iv)[c] for c in group])
     _add_precedences(model, s, graph.prec_pred, graph.prec_succ, graph.prec_lag)
     makespan = model.new_int_var(min(lower, upper), upper, "makespan")
     for c in range(chunks.count):
@@ -187,6 +197,9 @@ def _add_precedences(model: cp_model.CpModel, s: list, pred: np.ndarray, succ: n
 
 
 _KINDS = ("ports", "sets", "window")
+# work charges (in CP-SAT deterministic-time units, about a second each) of one neighbourhood step's Python passes
+_WORK_PER_EDGE = 2e-6
+_WORK_PER_FREED = 5e-4
 
 
 @dataclass
@@ -207,12 +220,16 @@ def improve_lns(
     step_time: float = 1.5,
     progress: Progress | None = None,
 ) -> tuple[np.ndarray, LnsStats]:
-    """Improve ``incumbent`` within ``params.time_limit`` wall-clock seconds; never returns a longer schedule.
+    """Improve ``incumbent`` within ``params.time_limit``; never returns a longer schedule.
 
-    The search is bounded by the clock (CP-SAT's deterministic time tracks the wall badly on these small models,
-    where model building dominates), so unlike the greedy and the exact model its result can vary between runs."""
+    With ``params.deterministic`` the search is bounded by a work budget, not the clock: each step costs CP-SAT's
+    deterministic time plus a charge for the Python passes proportional to the phase's edges and the freed chunks,
+    and each neighbourhood is solved to a deterministic-time limit, so the same input and seed give the same
+    schedule (the wall clock, at three times the limit, is only a backstop). Otherwise the wall clock bounds it."""
     start_clock = time.perf_counter()
-    deadline = start_clock + params.time_limit
+    deterministic = bool(getattr(params, "deterministic", False))
+    deadline = start_clock + (3.0 * params.time_limit + 5.0 if deterministic else params.time_limit)
+    work = 0.0
     graph = _graph(chunks)
     rng = np.random.default_rng(params.seed)
     best = compact(chunks, graph, incumbent)
@@ -223,10 +240,15 @@ def improve_lns(
     size = neighbourhood
     stall = 0
     step_cost = 0.0  # Python work of one step (graph passes, model building), measured
+    edges = len(graph.prec_pred) + len(graph.inc_chunk)
     while best_h > lower:
         began = time.perf_counter()
         left = deadline - began - step_cost
-        if left < 0.1:
+        if deterministic:
+            if work >= params.time_limit - 0.1 or left < 0.1:
+                break
+            left = params.time_limit - work
+        elif left < 0.1:
             break
         length = _lengths(chunks, graph, best)
         free = _neighbourhood(chunks, graph, best, length, best_h, size, rng,
@@ -234,9 +256,10 @@ def improve_lns(
         if len(free) == 0:
             break
         solve_clock = time.perf_counter()
-        cand, status, _ = _solve_window(chunks, graph, best, length, free, best_h,
+        cand, status, dtime = _solve_window(chunks, graph, best, length, free, best_h,
                                             replace(params, time_limit=min(step_time, left)))
         solve_time = time.perf_counter() - solve_clock
+        work += dtime + _WORK_PER_EDGE * edges + _WORK_PER_FREED * len(free)
         stats.steps += 1
         if status is Status.OPTIMAL:
             stats.solved_optimal += 1
@@ -344,26 +367,31 @@ def _solve_window(
     model = cp_model.CpModel()
     var = {}
     ivs: dict[int, object] = {}
+    lane_ivs: dict[int, object] = {}
+    lane_words = chunks.lane_words
     for c in free.tolist():
         var[c] = model.new_int_var(int(lo[c]), int(hi[c]), f"s{c}")
         ivs[c] = model.new_fixed_size_interval_var(var[c], int(words[c]), f"i{c}")
+        lane_ivs[c] = model.new_fixed_size_interval_var(var[c], int(lane_words[c]), f"l{c}")
     t_lo = int(lo[free].min())
-    t_hi = int((hi[free] + words[free]).max())
+    t_hi = int((hi[free] + lane_words[free]).max())
     touched = sorted({r for c in free.tolist() for r in graph.chunk_res[c]})
     seen: set[tuple[int, ...]] = set()
     for r in touched:
+        lane = r < chunks.tiles
+        size = lane_words if lane else words
+        pool = lane_ivs if lane else ivs
         members = graph.res_chunks[graph.res_ptr[r]:graph.res_ptr[r + 1]]
         fixed = members[~is_free[members]]
-        fixed = fixed[(starts[fixed] + words[fixed] > t_lo) & (starts[fixed] < t_hi)]
+        fixed = fixed[(starts[fixed] + size[fixed] > t_lo) & (starts[fixed] < t_hi)]
         mine = members[is_free[members]]
-        key = (*mine.tolist(), -1, *fixed.tolist())
+        key = (int(lane), *mine.tolist(), -1, *fixed.tolist())
         if key in seen or len(mine) + len(fixed) < 2:
             continue
         seen.add(key)
-        for f in fixed.tolist():
-            if f not in ivs:
-                ivs[f] = model.new_fixed_size_interval_var(int(starts[f]), int(words[f]), f"f{f}")
-        model.add_no_overlap([ivs[c] for c in (*mine.tolist(), *fixed.tolist())])
+        fixed_ivs = [model.new_fixed_size_interval_var(int(starts[f]), int(size[f]), f"f{f}")
+                     for f in fixed.tolist()]
+        model.add_no_overlap([pool[c] for c in mine.tolist()] + fixed_ivs)
     m = is_free[p] & is_free[q]
     for a, b, lag in zip(p[m].tolist(), q[m].tolist(), g[m].tolist(), strict=True):
         model.add(var[b] >= var[a] + lag)
@@ -375,8 +403,6 @@ def _solve_window(
         model.add_hint(var[c], int(starts[c]))
     # neighbourhood models are small: one worker (deterministic, no interleaving overhead) solves them fastest
     sub = replace(_solver_params(params, params.time_limit), workers=1)
-    if hasattr(sub, "deterministic"):  # the step's limit is wall time (see improve_lns)
-        sub = replace(sub, deterministic=False)
     solver, result = run(model, sub)
     dtime = float(solver.deterministic_time)
     if result.status not in (Status.OPTIMAL, Status.FEASIBLE):

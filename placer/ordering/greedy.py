@@ -1,15 +1,21 @@
-"""The production scheduler mirrored (BRIEF §7, "B1024"): wave-by-wave list scheduling over endpoint slots.
+"""The production scheduler mirrored (BRIEF §7, "B1024"): a balanced order, then the row builder times it.
 
-Endpoints are transmit lanes and receive ports (both in the transmit-time frame, see ``streams``). Within a wave
-(the k-th chunk of every stream, plus chunks held back by dependencies), the endpoint that becomes available
-earliest is served first; among the chunks waiting on it, the one with the largest remaining endpoint work (the
-most words still to move on its busiest endpoint) is tried. It starts if every other endpoint it needs and its
-dependencies are free at that time; otherwise it moves to wait on the endpoint that blocks it, and the next chunk
-is tried. Availability carries over from wave to wave and is never back-filled.
+Order. Each chunk (one stream's transfers of one wave, see ``streams``) is ranked by (wave, larger stream total
+first, stream id, position); wave by wave, the chunks are taken from a heap keyed by (the latest ready time among
+the chunk's endpoints, then the larger remaining endpoint work, then the stream id). Every endpoint the chunk uses
+(its source's transmit lane, each receiver's port) then becomes ready at the pick time + the chunk's cycles;
+remaining work counts the chunks of every wave not yet taken, and a chunk's work is its busiest endpoint's. The
+final order sorts by dependency depth (a relay's gathers, depth 0, before its forwards, depth 1), then wave, then
+pick order; a chunk's transfers keep their stream positions.
 
-Why slots and not a heap of chunks keyed by their earliest start: a placed multicast chunk delays every other
-chunk of its destination set, and re-keying all of them at every placement is quadratic (a 586k-transfer phase
-took a minute that way). Parking a chunk on the one endpoint that blocks it means a placement wakes one chunk.
+Row builder. The chunks are timed in that order, each as early as its lane, its ports and its predecessors allow
+(a predecessor's payload must have landed at all its receivers; no fixed lag): a later chunk may start earlier in
+time than an earlier one whose endpoints are busy. A chunk's send and receive controls may not fall on a cycle
+where one of its tiles already has a control event (a tile issues one control per cycle): a conflicting chunk is
+pushed one cycle at a time. Availability is never back-filled, as in the production rule.
+
+Keys only get worse as chunks are taken (ready times grow, remaining work shrinks), so the heap is lazy: a popped
+chunk whose key changed is pushed back with its new key, and a popped chunk whose key is current is the minimum.
 """
 
 from __future__ import annotations
@@ -21,123 +27,257 @@ import numpy as np
 from placer.ordering.streams import Chunks
 
 RULES = ("b1024", "nowave")
-"""``b1024`` is the production rule; ``nowave`` drops the wave barrier (stream order and dependencies remain) and
-is used only as an extra incumbent for CP-SAT."""
+"""``b1024`` is the production rule; ``nowave`` balances all chunks in one wave (stream order and dependencies
+remain) and is used only as an extra incumbent for CP-SAT."""
 
 
-def greedy_starts(chunks: Chunks, rule: str = "b1024") -> np.ndarray:
-    """Start cycle (transmit-time frame) of every chunk under the mirrored B1024 rule (or ``nowave``)."""
+def balanced_order(chunks: Chunks, rule: str = "b1024") -> list[int]:
+    """The B1024 final order of the chunks (see the module docstring).
+
+    Picks happen in non-decreasing time (a pick makes its endpoints ready later; keys only grow), so the heap is
+    run as a time-ordered simulation: a chunk waits ("parks") on its blocker, the endpoint that is ready last; when
+    an endpoint becomes ready, only its best parked chunk competes at that time (every other chunk parked there
+    needs the same endpoint, so at most one of them can be taken then). The competitors at one time are taken by
+    (larger remaining endpoint work, stream id); one that lost an endpoint meanwhile parks on it and lets the next
+    chunk of its endpoint compete. Same picks as :func:`balanced_order_heap`, without re-keying every waiting
+    chunk at each pick."""
     count = chunks.count
     if count == 0:
-        return np.zeros(0, np.int64)
+        return []
     tiles = chunks.tiles
     words = chunks.words.tolist()
-    tail = chunks.tail.tolist()
+    stream = chunks.stream.tolist()
     wave = chunks.wave.tolist() if rule == "b1024" else [0] * count
     set_res = [(t + tiles).tolist() for t in chunks.set_tiles]
     res = [[s, *set_res[d]] for s, d in zip(chunks.source.tolist(), chunks.dset.tolist(), strict=True)]
+    ready = [0] * (2 * tiles)
+    chunk, inc = chunks.resources()
+    work = np.bincount(inc, weights=chunks.words[chunk], minlength=2 * tiles).astype(np.int64).tolist()
+    parked: list[list[tuple[int, int, int]]] = [[] for _ in range(2 * tiles)]  # (-work, stream, chunk)
+    queued = [False] * (2 * tiles)
+    events: list[tuple[int, int]] = []
 
-    succs: list[list[tuple[int, int]]] = [[] for _ in range(count)]  # (successor, lag after the chunk's end)
-    npred = [0] * count
-    for a, b in zip(chunks.dep_pred.tolist(), chunks.dep_succ.tolist(), strict=True):
-        succs[a].append((b, tail[a]))
-        npred[b] += 1
-    sa, sb = chunks.stream_edges()
-    for a, b in zip(sa.tolist(), sb.tolist(), strict=True):
-        succs[a].append((b, 0))
-        npred[b] += 1
-
-    nres = 2 * tiles
-    avail = [0] * nres
-    remaining = [0] * nres
-    for c in range(count):
+    def blocker(c: int) -> tuple[int, int, int]:
+        """(latest ready, its endpoint (the first one on ties), largest remaining work) of chunk c."""
+        t = -1
+        b = 0
+        w = 0
         for r in res[c]:
-            remaining[r] += words[c]
+            if ready[r] > t:
+                t = ready[r]
+                b = r
+            if work[r] > w:
+                w = work[r]
+        return t, b, w
+
+    def park(c: int) -> None:
+        _, b, w = blocker(c)
+        heapq.heappush(parked[b], (-w, stream[c], c))
+        if not queued[b]:
+            queued[b] = True
+            heapq.heappush(events, (ready[b], b))
+
+    def best_of(e: int, now: int, compete: list[tuple[int, int, int, int]]) -> None:
+        """Move endpoint e's best chunk that can start at ``now`` into ``compete``; re-park the others met."""
+        queue = parked[e]
+        while queue:
+            neg_w, st, c = heapq.heappop(queue)
+            t, b, w = blocker(c)
+            if t > now:  # blocked elsewhere (or here, later)
+                heapq.heappush(parked[b], (-w, st, c))
+                if not queued[b]:
+                    queued[b] = True
+                    heapq.heappush(events, (ready[b], b))
+                continue
+            if -w != neg_w:  # its work went down: back in line with the current value
+                heapq.heappush(queue, (-w, st, c))
+                continue
+            heapq.heappush(compete, (-w, st, c, e))
+            return
+
+    rank = np.lexsort((chunks.wave, chunks.stream, -chunks.stream_total, np.asarray(wave)))
+    by_wave: dict[int, list[int]] = {}
+    for c in rank.tolist():
+        by_wave.setdefault(wave[c], []).append(c)
+    picked = [0] * count
+    n_picked = 0
+    for k in sorted(by_wave):
+        for c in by_wave[k]:
+            park(c)
+        while events:
+            now = events[0][0]
+            compete: list[tuple[int, int, int, int]] = []
+            while events and events[0][0] == now:
+                _, e = heapq.heappop(events)
+                queued[e] = False
+                if ready[e] > now:  # used meanwhile: wait for its new time
+                    if parked[e]:
+                        queued[e] = True
+                        heapq.heappush(events, (ready[e], e))
+                    continue
+                best_of(e, now, compete)
+            while compete:
+                neg_w, st, c, e = heapq.heappop(compete)
+                t, b, w = blocker(c)
+                if t > now:  # lost an endpoint to a better chunk at this time
+                    heapq.heappush(parked[b], (-w, st, c))
+                    if not queued[b]:
+                        queued[b] = True
+                        heapq.heappush(events, (ready[b], b))
+                    if ready[e] <= now:
+                        best_of(e, now, compete)
+                    continue
+                if -w != neg_w:
+                    heapq.heappush(compete, (-w, st, c, e))
+                    continue
+                end = now + words[c]
+                for r in res[c]:
+                    ready[r] = end
+                    work[r] -= words[c]
+                    if parked[r] and not queued[r]:
+                        queued[r] = True
+                        heapq.heappush(events, (end, r))
+                picked[c] = n_picked
+                n_picked += 1
+    if n_picked != count:  # unreachable: every parked chunk's endpoint has an event
+        raise RuntimeError(f"balanced order took {n_picked} of {count} chunks")
+    return np.lexsort((np.asarray(picked), np.asarray(wave), chunks.level)).tolist()
+
+
+def balanced_order_heap(chunks: Chunks, rule: str = "b1024") -> list[int]:
+    """The same order as :func:`balanced_order`, with one lazy heap over every chunk of a wave: the literal
+    reading of the rule, quadratic where many chunks share a port; kept to test the fast version against."""
+    count = chunks.count
+    if count == 0:
+        return []
+    tiles = chunks.tiles
+    words = chunks.words.tolist()
+    stream = chunks.stream.tolist()
+    source = chunks.source.tolist()
+    dset = chunks.dset.tolist()
+    wave = chunks.wave.tolist() if rule == "b1024" else [0] * count
+    set_ports = [t.tolist() for t in chunks.set_tiles]
+    lane_ready = [0] * tiles
+    port_ready = [0] * tiles
+    lane_work = np.bincount(chunks.source, weights=chunks.words, minlength=tiles).astype(np.int64).tolist()
+    chunk, res = chunks.resources()
+    on_port = res >= tiles
+    port_work = np.bincount(res[on_port] - tiles, weights=chunks.words[chunk[on_port]],
+                            minlength=tiles).astype(np.int64).tolist()
+    # a destination set's (latest ready, largest remaining work) over its ports, recomputed only when one of its
+    # ports changed: multicast chunks share their set's ports, so this is most of the key
+    sets_of_port: list[list[int]] = [[] for _ in range(tiles)]
+    for sid, ports in enumerate(set_ports):
+        for d in ports:
+            sets_of_port[d].append(sid)
+    nsets = len(set_ports)
+    set_ready = [0] * nsets
+    set_work = [0] * nsets
+    dirty = [True] * nsets
+
+    def key(c: int) -> tuple[int, int, int, int]:
+        sid = dset[c]
+        if dirty[sid]:
+            t = w = 0
+            for d in set_ports[sid]:
+                if port_ready[d] > t:
+                    t = port_ready[d]
+                if port_work[d] > w:
+                    w = port_work[d]
+            set_ready[sid], set_work[sid], dirty[sid] = t, w, False
+        s = source[c]
+        return max(lane_ready[s], set_ready[sid]), -max(lane_work[s], set_work[sid]), stream[c], c
+
+    # rank: (wave, larger stream total first, stream id, position); the heap is filled in rank order
+    rank = np.lexsort((chunks.wave, chunks.stream, -chunks.stream_total, np.asarray(wave)))
+    by_wave: dict[int, list[int]] = {}
+    for c in rank.tolist():
+        by_wave.setdefault(wave[c], []).append(c)
+    picked = [0] * count
+    n_picked = 0
+    for k in sorted(by_wave):
+        heap = [key(c) for c in by_wave[k]]
+        heapq.heapify(heap)
+        entry = heapq.heappop(heap) if heap else None
+        while entry is not None:
+            c = entry[3]
+            now = key(c)
+            if now != entry:  # stale: re-enter with the current key (taken at once if still the smallest)
+                entry = heapq.heappushpop(heap, now)
+                continue
+            end = now[0] + words[c]
+            s = source[c]
+            lane_ready[s] = end
+            lane_work[s] -= words[c]
+            for d in set_ports[dset[c]]:
+                port_ready[d] = end
+                port_work[d] -= words[c]
+                for sid in sets_of_port[d]:
+                    dirty[sid] = True
+            picked[c] = n_picked
+            n_picked += 1
+            entry = heapq.heappop(heap) if heap else None
+    return np.lexsort((np.asarray(picked), np.asarray(wave), chunks.level)).tolist()
+
+
+def row_builder(chunks: Chunks, order: list[int]) -> np.ndarray:
+    """Time the chunks in ``order`` (predecessors first): each at the earliest cycle its lane, ports and
+    dependencies allow, then pushed one cycle at a time past control-event conflicts on its tiles."""
+    count = chunks.count
+    tiles = chunks.tiles
+    words = chunks.words.tolist()
+    lane_words = chunks.lane_words.tolist()
+    tail = chunks.tail.tolist()
+    source = chunks.source.tolist()
+    set_tiles = [t.tolist() for t in chunks.set_tiles]
+    dset = chunks.dset.tolist()
+    ptr = chunks.ptr.tolist()
+    offsets = chunks.offset.tolist()
+    succs: list[list[int]] = [[] for _ in range(count)]
+    for a, b in zip(chunks.dep_pred.tolist(), chunks.dep_succ.tolist(), strict=True):
+        succs[a].append(b)
+    lane = [0] * tiles
+    port = [0] * tiles
+    used: list[set[int]] = [set() for _ in range(tiles)]  # control-event cycles per tile
     ready = [0] * count
     start = [-1] * count
-    nwaves = max(wave) + 1
-    bucket: list[list[int]] = [[] for _ in range(nwaves)]
-    for c in range(count):
-        if npred[c] == 0:
-            bucket[wave[c]].append(c)
-
-    parked: list[list[tuple[int, int]]] = [[] for _ in range(nres)]  # per endpoint: (-work, chunk)
-    queued = [False] * nres  # endpoint has an entry in `events`
-    events: list[tuple[int, int]] = []  # (time, endpoint >= 0) or (time, -1 - chunk) for a dependency wait
-
-    def blocker(c: int) -> tuple[int, int]:
-        """Earliest start, and the endpoint that sets it (or ``-1 - c`` when its dependencies do)."""
-        est = ready[c]
-        who = -1 - c
-        for r in res[c]:
-            a = avail[r]
-            if a > est:
-                est = a
-                who = r
-        return est, who
-
-    def enter(c: int, now: int) -> None:
-        est, who = blocker(c)
-        park(c, est, who, now)
-
-    def park(c: int, est: int, who: int, now: int) -> None:
-        if who < 0:  # waiting for a predecessor's data, not for an endpoint
-            if est > now:
-                heapq.heappush(events, (est, who))
-                return
-            who = res[c][0]
-        w = 0  # largest remaining endpoint work, as of now
-        for r in res[c]:
-            if remaining[r] > w:
-                w = remaining[r]
-        heapq.heappush(parked[who], (-w, c))
-        if not queued[who]:
-            queued[who] = True
-            heapq.heappush(events, (avail[who] if avail[who] > now else now, who))
-
-    placed = 0
-    for current in range(nwaves):
-        for c in bucket[current]:
-            enter(c, 0)
-        while events:
-            t, who = heapq.heappop(events)
-            if who < 0:  # a dependency wait is over
-                c = -1 - who
-                est, blk = blocker(c)
-                park(c, est, blk, t)
-                continue
-            r = who
-            if avail[r] > t:  # stale: the endpoint was taken meanwhile
-                heapq.heappush(events, (avail[r], r))
-                continue
-            queue = parked[r]
-            while queue:
-                _, c = queue[0]
-                est, blk = blocker(c)
-                if est <= t:
-                    heapq.heappop(queue)
-                    start[c] = t
-                    end = t + words[c]
-                    for x in res[c]:
-                        avail[x] = end
-                        remaining[x] -= words[c]
-                    placed += 1
-                    for b, lag in succs[c]:
-                        if end + lag > ready[b]:
-                            ready[b] = end + lag
-                        npred[b] -= 1
-                        if npred[b] == 0:
-                            if wave[b] <= current:
-                                enter(b, t)
-                            else:
-                                bucket[wave[b]].append(b)
-                    break
-                heapq.heappop(queue)  # blocked elsewhere: wait there
-                park(c, est, blk, t)
-            if queue:
-                heapq.heappush(events, (avail[r], r))
-            else:
-                queued[r] = False
-    if placed != count:  # unreachable for an acyclic chunk graph (levels guarantee it)
-        raise RuntimeError(f"greedy placed {placed} of {count} chunks: dependency cycle")
+    for c in order:
+        s = source[c]
+        dests = set_tiles[dset[c]]
+        t = max(ready[c], lane[s])
+        for d in dests:
+            if port[d] > t:
+                t = port[d]
+        offs = offsets[ptr[c]:ptr[c + 1]]
+        who = [used[s], *(used[d] for d in dests)]
+        while any(t + o in u for u in who for o in offs):
+            t += 1
+        start[c] = t
+        events = [t + o for o in offs]
+        for u in who:
+            u.update(events)
+        lane[s] = t + lane_words[c]
+        for d in dests:
+            port[d] = t + words[c]
+        landed = t + words[c] + tail[c]
+        for b in succs[c]:
+            if landed > ready[b]:
+                ready[b] = landed
+    if min(start, default=0) < 0:  # unreachable when ``order`` lists every chunk once
+        raise RuntimeError("row builder: a chunk was not placed")
     return np.asarray(start, np.int64)
+
+
+def retime(chunks: Chunks, starts: np.ndarray) -> np.ndarray:
+    """Re-run the row builder in the order of an existing schedule: compacts it and resolves control-event
+    conflicts (the CP-SAT models do not see control cycles). Start order is a topological order of every
+    dependency and stream edge (each has a positive lag), so the result is valid."""
+    order = np.lexsort((np.arange(chunks.count), starts)).tolist()
+    return row_builder(chunks, order)
+
+
+def greedy_starts(chunks: Chunks, rule: str = "b1024") -> np.ndarray:
+    """Start cycle (transmit frame) of every chunk under the mirrored B1024 rule (or ``nowave``)."""
+    if chunks.count == 0:
+        return np.zeros(0, np.int64)
+    return row_builder(chunks, balanced_order(chunks, rule))

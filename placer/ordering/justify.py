@@ -22,7 +22,7 @@ def _edges(chunks: Chunks) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     sa, sb = chunks.stream_edges()
     pred = np.concatenate([chunks.dep_pred, sa])
     succ = np.concatenate([chunks.dep_succ, sb])
-    lag = np.concatenate([chunks.words[chunks.dep_pred] + chunks.tail[chunks.dep_pred], chunks.words[sa]])
+    lag = np.concatenate([chunks.words[chunks.dep_pred] + chunks.tail[chunks.dep_pred], chunks.lane_words[sa]])
     return pred, succ, lag
 
 
@@ -33,9 +33,12 @@ def serial_sgs(
     res: list[list[int]],
     preds: list[list[tuple[int, int]]],
     nres: int,
+    lane_words: list[int] | None = None,
 ) -> list[int]:
     """Place chunks in ``order`` (predecessors first), each at the earliest start >= its release and its
-    predecessors' lags where all its resources have a free gap of its length."""
+    predecessors' lags where all its resources have a free gap of its length (``lane_words`` on a chunk's first
+    resource, its lane; ``words`` on its ports)."""
+    lane_words = lane_words or words
     starts_of: list[list[int]] = [[] for _ in range(nres)]
     ends_of: list[list[int]] = [[] for _ in range(nres)]
     start = [0] * len(words)
@@ -45,12 +48,12 @@ def serial_sgs(
             v = start[a] + g
             if v > t:
                 t = v
-        w = words[c]
         rs = res[c]
         moved = True
         while moved:
             moved = False
-            for r in rs:
+            for j, r in enumerate(rs):
+                w = lane_words[c] if j == 0 else words[c]
                 bs, be = starts_of[r], ends_of[r]
                 k = bisect.bisect_right(bs, t) - 1
                 if k >= 0 and be[k] > t:
@@ -64,10 +67,10 @@ def serial_sgs(
                     moved = True
                     k += 1
         start[c] = t
-        for r in rs:
+        for j, r in enumerate(rs):
             k = bisect.bisect_right(starts_of[r], t)
             starts_of[r].insert(k, t)
-            ends_of[r].insert(k, t + w)
+            ends_of[r].insert(k, t + (lane_words[c] if j == 0 else words[c]))
     return start
 
 
@@ -83,7 +86,11 @@ def forward_backward(chunks: Chunks, starts: np.ndarray, *, time_limit: float = 
     clock = time.perf_counter()
     count = chunks.count
     words = chunks.words.tolist()
-    tail = chunks.tail.tolist()
+    # the mirror is taken over words + lead, which keeps every port window at one offset from the mirrored start;
+    # lanes are held that long too (their last hold included): conservative, hence still valid
+    full_arr = chunks.words + chunks.lead
+    full = full_arr.tolist()
+    release = (chunks.tail - chunks.lead).tolist()  # in the mirror, the latency after the chunk's end
     res = [[s, *(t + chunks.tiles).tolist()] for s, t in
            zip(chunks.source.tolist(), (chunks.set_tiles[d] for d in chunks.dset.tolist()), strict=True)]
     pred, succ, lag = _edges(chunks)
@@ -91,7 +98,7 @@ def forward_backward(chunks: Chunks, starts: np.ndarray, *, time_limit: float = 
     bwd: list[list[tuple[int, int]]] = [[] for _ in range(count)]
     for a, b, g in zip(pred.tolist(), succ.tolist(), lag.tolist(), strict=True):
         fwd[b].append((a, g))
-        bwd[a].append((b, g + words[b] - words[a]))  # mirrored time: t = H - s - words
+        bwd[a].append((b, g + full[b] - full[a]))  # mirrored time: t = H - s - lane length
     incidences = sum(len(r) for r in res)
     if deterministic:
         rounds = min(rounds, int(time_limit * _WORK_PER_SECOND) // max(1, 2 * incidences))
@@ -104,14 +111,14 @@ def forward_backward(chunks: Chunks, starts: np.ndarray, *, time_limit: float = 
         began = time.perf_counter()
         if not deterministic and began - clock + round_time > time_limit:  # the next round would overrun
             break
-        ends = cur + chunks.words
+        ends = cur + full_arr
         order = np.argsort(-ends, kind="stable").tolist()
-        mirrored = serial_sgs(order, words, tail, res, bwd, 2 * chunks.tiles)
+        mirrored = serial_sgs(order, words, release, res, bwd, 2 * chunks.tiles, full)
         m = np.asarray(mirrored, np.int64)
-        horizon = int((m + chunks.words).max(initial=0))
-        late = horizon - m - chunks.words
+        horizon = int((m + full_arr).max(initial=0))
+        late = horizon - m - full_arr
         order = np.argsort(late, kind="stable").tolist()
-        cur = np.asarray(serial_sgs(order, words, zero, res, fwd, 2 * chunks.tiles), np.int64)
+        cur = np.asarray(serial_sgs(order, words, zero, res, fwd, 2 * chunks.tiles, full), np.int64)
         h = int((cur + chunks.words + chunks.tail).max(initial=0))
         round_time = time.perf_counter() - began
         if h < best_h:

@@ -3,14 +3,16 @@
 Times are exchange cycles from the start of the phase's exchange, sync excluded (a phase costs horizon + the
 machine's ``sync_cycles``). The horizon is the last cycle any payload lands.
 
-Timed rows (what a scheduled phase costs in exchange-table bytes, to compare with the cost model's estimate):
-- entry/return, send rows and receive rows as in the cost model (BRIEF §3), except that a receive's pointer reset
-  is decided in the tile's *scheduled* receive order, not the listed order;
-- plus one delay row (``delay_row_bytes``, 8) for every idle gap of at least ``delay_threshold`` cycles on a tile's
-  transmit timeline (from cycle 0 to its first send, and between sends) and on its receive timeline (from its own
-  latency, the first cycle anything could land, to its first receive, and between receives). Shorter gaps are
-  absorbed by the instruction-issue slots of the surrounding rows (2 control cycles per fragment), so they cost no
-  row. Timelines end at the tile's last activity: waiting for the sync costs nothing extra.
+Timed rows (the table bytes of a scheduled phase, BRIEF §7), per tile, from its events in time order:
+- instructions are 4-byte words; a send is one word for up to 64 words plus one per further 4,096, preceded by an
+  outgoing base write (one word) when its source does not continue the lane's previous send;
+- a receive is one receive control (two words: source select and count), plus one incoming base word when its
+  address is not the end of the tile's previous receive *in scheduled order* (the pointer reset);
+- an idle gap before a send or a base write costs one DELAY word per 2^19 cycles (no minimum gap); a lone receive
+  control (no base write) absorbs gaps up to ``receive_gap_absorb`` cycles (128, PIC; 4,096 on XPIC);
+- each active tile's row ends with a delay to the horizon and a RETURN (two words); the total is rounded to 8 bytes.
+A tile's activity: a send from its base write to its last word; a receive from its control (the sender's send
+cycle) to its payload's end plus the short-receive hold.
 """
 
 from __future__ import annotations
@@ -25,9 +27,9 @@ from placer.capture.model import Capture, Phase
 from placer.machine import Machine
 from placer.ordering.bounds import LowerBound, lower_bound
 from placer.ordering.cpsat import compact, horizon_of, improve_lns, solve_exact
-from placer.ordering.greedy import greedy_starts
+from placer.ordering.greedy import greedy_starts, retime
 from placer.ordering.justify import forward_backward
-from placer.ordering.streams import Chunks, build_chunks
+from placer.ordering.streams import Chunks, Timing, build_chunks, continues_previous
 from placer.problem.cost import tile_counters
 from placer.solver import Progress, SolveResult, SolverParams, Status
 
@@ -43,8 +45,9 @@ class OrderingParams:
     exact_chunks: int = 160  # up to this many chunks: one exact model; above: neighbourhood search
     neighbourhood: int = 120  # initial chunks freed per neighbourhood step (adapts to how fast steps solve)
     step_time: float = 1.5  # seconds per neighbourhood step at most
-    delay_threshold: int = 8  # idle cycles that cost one delay row
-    delay_row_bytes: int = 8
+    timing: Timing = field(default_factory=Timing)
+    receive_gap_absorb: int = 128  # idle cycles a lone receive control absorbs (PIC; XPIC: 4,096)
+    delay_max: int = 1 << 19  # cycles one DELAY word covers
 
 
 @dataclass(eq=False)
@@ -73,58 +76,85 @@ def expand(phase: Phase, chunks: Chunks, starts: np.ndarray) -> Schedule:
 
 @dataclass(eq=False)
 class TimedRows:
-    table_bytes: np.ndarray  # per tile, rounded, delay rows included
-    delay_rows: np.ndarray  # per tile
+    table_bytes: np.ndarray  # per tile, rounded
+    delay_words: np.ndarray  # per tile
     resets: np.ndarray  # per tile, in scheduled receive order
+    base_writes: np.ndarray  # per tile, outgoing
 
 
 def timed_rows(phase: Phase, schedule: Schedule, machine: Machine, tiles: int,
                params: OrderingParams = OrderingParams()) -> TimedRows:
-    c = machine.cost
+    n = phase.n
     words = phase.words.astype(np.int64)
-    sends = np.bincount(phase.source, minlength=tiles)
-    long_sends = np.bincount(phase.source, weights=words > machine.exchange.send_count_words, minlength=tiles)
+    nbytes = 4 * words
     dt = phase.dst_transfer()
-    receives = np.bincount(phase.dst_tile, minlength=tiles)
+    tim = params.timing
+    send_words_limit = machine.exchange.send_count_words
 
-    # pointer resets in scheduled receive order
-    order = np.lexsort((schedule.rx_start, phase.dst_tile))
-    t = phase.dst_tile[order]
-    a = phase.dst_addr[order]
-    end = a + 4 * words[dt][order]
-    reset = np.ones(len(order), np.int64)
-    if len(order) > 1:
-        reset[1:] = ~((t[1:] == t[:-1]) & (a[1:] == end[:-1]))
-    resets = np.bincount(t, weights=reset, minlength=tiles).astype(np.int64)
+    # sends in lane order: a base write unless the source continues the previous send's (every Repeat address)
+    s_order = np.lexsort((schedule.tx_start, phase.source))
+    s_tile = phase.source[s_order].astype(np.int64)
+    same = np.zeros(n, bool)
+    same[1:] = s_tile[1:] == s_tile[:-1]
+    base = ~continues_previous(phase.src_ptr, phase.src_addr, s_order, nbytes, same)
+    s_start = schedule.tx_start[s_order] - np.where(base, tim.base_write, 0)
+    s_end = schedule.tx_start[s_order] + words[s_order]
+    extra = np.maximum(0, words[s_order] - send_words_limit)
+    s_words = base + 1 + (extra + 4095) // 4096
 
-    latency = machine.latency(np.arange(tiles)).astype(np.int64)
-    gaps_tx = _gaps(phase.source.astype(np.int64), schedule.tx_start, words, np.zeros(tiles, np.int64),
-                    params.delay_threshold, tiles)
-    gaps_rx = _gaps(phase.dst_tile.astype(np.int64), schedule.rx_start, words[dt], latency,
-                    params.delay_threshold, tiles)
-    delays = gaps_tx + gaps_rx
-    active = (sends + receives) > 0
-    raw = (c.phase_entry_bytes * active + c.send_bytes * sends + c.long_send_extra_bytes * long_sends
-           + c.receive_bytes * receives + c.pointer_reset_extra_bytes * resets + params.delay_row_bytes * delays)
-    rounding = c.table_rounding
-    table = (-(-raw.astype(np.int64) // rounding) * rounding).astype(np.int64)
-    return TimedRows(table, delays.astype(np.int64), resets)
+    # receives in port order: pointer resets, receive runs and their short-receive holds
+    r_order = np.lexsort((schedule.rx_start, phase.dst_tile))
+    r_tile = phase.dst_tile[r_order].astype(np.int64)
+    r_tr = dt[r_order]
+    rx = schedule.rx_start[r_order]
+    a = phase.dst_addr[r_order]
+    w = words[r_tr]
+    m = len(r_order)
+    prev_same = np.zeros(m, bool)
+    prev_same[1:] = r_tile[1:] == r_tile[:-1]
+    contiguous = np.zeros(m, bool)
+    contiguous[1:] = prev_same[1:] & (a[1:] == a[:-1] + 4 * w[:-1])
+    reset = ~contiguous
+    cont_run = np.zeros(m, bool)
+    cont_run[1:] = contiguous[1:] & (phase.source[r_tr][1:] == phase.source[r_tr][:-1]) & (rx[1:] == rx[:-1] + w[:-1])
+    run_id = np.cumsum(~cont_run) - 1
+    run_words = np.bincount(run_id, weights=w).astype(np.int64) if m else np.zeros(0, np.int64)
+    run_end = np.ones(m, bool)
+    run_end[:-1] = ~cont_run[1:]
+    hold = np.where(run_end & (run_words[run_id] <= tim.short_receive_words), tim.short_receive_hold, 0)
+    lat = machine.latency(r_tile).astype(np.int64)
+    r_start = rx - lat
+    r_end = r_start + w + hold
+    r_words = 2 + reset
 
-
-def _gaps(tile: np.ndarray, start: np.ndarray, length: np.ndarray, origin: np.ndarray, threshold: int,
-          tiles: int) -> np.ndarray:
-    """Idle gaps of at least ``threshold`` cycles per tile, including the lead-in from ``origin[tile]``."""
-    if len(tile) == 0:
-        return np.zeros(tiles, np.int64)
-    order = np.lexsort((start, tile))
-    t, s, e = tile[order], start[order], start[order] + length[order]
-    prev_end = np.empty_like(e)
-    prev_end[1:] = e[:-1]
-    first = np.ones(len(t), bool)
-    first[1:] = t[1:] != t[:-1]
-    prev_end[first] = origin[t[first]]
-    gap = (s - prev_end) >= threshold
-    return np.bincount(t, weights=gap, minlength=tiles).astype(np.int64)
+    # every event of a tile in time order; the gap before it is from the latest end of the events before it
+    tile = np.concatenate([s_tile, r_tile])
+    start = np.concatenate([s_start, r_start])
+    end = np.concatenate([s_end, r_end])
+    absorbs = np.concatenate([np.zeros(n, np.int64), np.where(reset, 0, params.receive_gap_absorb)])
+    ev_words = np.concatenate([s_words, r_words])
+    o = np.lexsort((start, tile))
+    tile, start, end, absorbs, ev_words = tile[o], start[o], end[o], absorbs[o], ev_words[o]
+    k = len(o)
+    first = np.ones(k, bool)
+    first[1:] = tile[1:] != tile[:-1]
+    group = np.cumsum(first) - 1
+    offset = (group * (int(end.max(initial=0)) + 1)) if k else group
+    running = np.maximum.accumulate(end + offset) - offset  # latest end so far within the tile
+    prev_end = np.zeros(k, np.int64)
+    prev_end[1:] = running[:-1]
+    prev_end[first] = 0
+    gap = start - prev_end
+    delays = np.where(gap > absorbs, -(-gap // params.delay_max), 0)
+    total = np.bincount(tile, weights=ev_words + delays, minlength=tiles).astype(np.int64)
+    delay_words = np.bincount(tile, weights=delays, minlength=tiles).astype(np.int64)
+    active = np.bincount(tile, minlength=tiles) > 0
+    total += 2 * active  # delay to the horizon and RETURN
+    rounding = machine.cost.table_rounding
+    table = -(-(4 * total) // rounding) * rounding
+    return TimedRows(table.astype(np.int64), delay_words,
+                     np.bincount(r_tile, weights=reset, minlength=tiles).astype(np.int64),
+                     np.bincount(s_tile, weights=base, minlength=tiles).astype(np.int64))
 
 
 @dataclass(eq=False)
@@ -173,7 +203,8 @@ class PhaseSchedule:
             "horizon": self.horizon,
             "lower_bound": self.lower,
             "lower_bound_kind": self.lower_kind,
-            "bounds": {"port": self.bound.port, "clique": self.bound.clique, "chain": self.bound.chain},
+            "bounds": {"port": self.bound.port, "clique": self.bound.clique, "chain": self.bound.chain,
+                       "head_tail": self.bound.head_tail},
             "gap": round(self.gap, 6),
             "method": self.method,
             "cpsat": None if self.cpsat is None else self.cpsat.to_json(),
@@ -198,16 +229,26 @@ def schedule_phase(
     params = params or SolverParams(time_limit=10.0, workers=2)
     ordering = ordering or OrderingParams()
     clock = time.perf_counter()
-    chunks = build_chunks(phase, machine, wave_words=ordering.wave_words, tiles=tiles)
-    starts = greedy_starts(chunks)
-    greedy_h = horizon_of(chunks, starts)
+    chunks = build_chunks(phase, machine, wave_words=ordering.wave_words, tiles=tiles, timing=ordering.timing)
+    greedy = greedy_starts(chunks)
+    greedy_schedule = expand(phase, chunks, greedy)
+    greedy_h = greedy_schedule.horizon
     greedy_s = time.perf_counter() - clock
     bound = lower_bound(chunks)
     result: SolveResult | None = None
     method = "greedy"
+    starts, schedule = greedy, greedy_schedule
     if mode == "cpsat" and chunks.count:
-        starts, result, method = _improve(chunks, starts, bound, params, ordering, progress)
-    schedule = expand(phase, chunks, starts)
+        improved, result, method = _improve(chunks, greedy, bound, params, ordering, progress)
+        improved = retime(chunks, improved)  # the models do not see control-event cycles; this resolves them
+        candidate = expand(phase, chunks, improved)
+        if candidate.horizon < greedy_h:
+            starts, schedule = improved, candidate
+        # optimal only if a bound (ours, or the exact model's) is reached after control conflicts were resolved
+        proved = max(float(bound.best), result.bound if result.bound is not None else 0.0)
+        h = schedule.horizon
+        status = Status.OPTIMAL if h <= proved else Status.FEASIBLE
+        result = SolveResult(status, float(h), float(h) if status is Status.OPTIMAL else proved, result.runtime)
     horizon = schedule.horizon
     rows = timed_rows(phase, schedule, machine, chunks.tiles, ordering)
     cost = tile_counters(phase, machine, chunks.tiles)

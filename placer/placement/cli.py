@@ -7,7 +7,6 @@ malformed input raises :class:`InputError`, which the top-level CLI turns into o
 from __future__ import annotations
 
 import json as jsonlib
-import sys
 from pathlib import Path
 
 import typer
@@ -17,6 +16,7 @@ from placer.fileio import check_output
 from placer.placement.api import solve_placement
 from placer.placement.checker import check_placement
 from placer.placement.formats import read_problem, solution_json, write_solution
+from placer.progress import install, task
 from placer.solver import SolverParams, Status
 from placer.units import size_option
 
@@ -27,23 +27,10 @@ EXIT_INFEASIBLE = 3
 EXIT_UNKNOWN = 4
 
 
-def _progress(enabled: bool):  # type: ignore[no-untyped-def]
-    if not enabled:
-        return None
-    state = {"last": -1.0}
-
-    def show(engine: str, elapsed: float, status: str) -> None:
-        if elapsed - state["last"] < 0.5:
-            return
-        state["last"] = elapsed
-        sys.stderr.write(f"\r  {engine} {elapsed:6.1f}s  {status}        ")
-        sys.stderr.flush()
-
-    return show
-
-
 def place(
     file: Path = typer.Argument(..., help="A placement dump (.json, 'version 1') or a MiniMalloc CSV."),
+    more: list[Path] | None = typer.Argument(None, help="More files, each one tile's buffers, placed independently "
+                                             "(one line or JSON object per file)."),
     capacity: str | None = typer.Option(None, "--capacity", help="MiniMalloc capacity (default: from the file "
                                         "name, e.g. A.1048576.csv); bytes or KiB/MiB."),
     time_limit: float = typer.Option(60.0, "--time-limit", help="Seconds for the exact engines."),
@@ -51,21 +38,30 @@ def place(
     seed: int = typer.Option(0, "--seed", help="CP-SAT random seed."),
     mode: str = typer.Option("exact", "--mode", help="greedy (production allocator only) or exact."),
     json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout (no progress)."),
+    ray: str | None = typer.Option(None, "--ray", help="Place the files as Ray tasks: auto (a local instance sized "
+                                   "to this machine, or RAY_ADDRESS) or a cluster address. Same results as without."),
     output: Path | None = typer.Option(None, "-o", "--output", help="Write the placement: .json, or .csv "
                                        "(MiniMalloc's columns plus offset)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
 ) -> None:
     """Place one tile's buffers, or prove that they cannot be placed."""
+    install(quiet)
     if mode not in ("greedy", "exact"):
         raise InputError(f"--mode must be greedy or exact, got {mode!r}")
     if output is not None:
         output = check_output(output, "-o", inputs=(file,))
     cap = size_option(capacity, "--capacity", maximum=MAX_ADDRESS) if capacity is not None else None
     params = SolverParams().with_overrides(time_limit=time_limit, workers=workers, seed=seed)
+    if more or ray is not None:
+        if output is not None:
+            raise InputError("-o takes one input file; with several (or --ray) use --json", where="--output")
+        from placer.sweep.fanout import place_many
+
+        raise typer.Exit(place_many([file, *(more or [])], cap, params, mode, json, ray))
     problem = read_problem(file, capacity=cap)
-    show = _progress(not json)
-    result = solve_placement(problem, params, mode=mode, progress=show)  # type: ignore[arg-type]
-    if show is not None:
-        sys.stderr.write("\r" + " " * 60 + "\r")
+    with task(f"place {problem.n:,} buffers ({mode})") as shown:
+        result = solve_placement(problem, params, mode=mode,
+                                 progress=lambda engine, elapsed, status: shown.advance(0, f"{engine}: {status}"))
     verified = None
     if result.addresses is not None:
         errors = check_placement(problem, result.addresses)

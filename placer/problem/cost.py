@@ -12,7 +12,8 @@ Per tile and phase:
 
 Tiles idle in a phase (no send, no receive) pay nothing for it: their table holds no entry for that phase.
 Whole program: table bytes and fragments sum over stored phases (a Repeat body is stored once); cycles multiply
-each phase's estimate by the times it executes.
+each phase's estimate by the times it executes. Two whole-program table figures: the per-tile worst (what the budget
+is checked against) and the reference's row estimate, Σ over stored phases of each phase's maximum.
 """
 
 from __future__ import annotations
@@ -145,6 +146,13 @@ class ProgramCost:
 
     def worst_fragments(self) -> int:
         return int(self.fragments.max(initial=0))
+
+    @property
+    def row_estimate(self) -> int:
+        """The reference's "detailed whole-program row estimate" (BRIEF §3): Σ over stored phases of each phase's
+        maximum per-tile table bytes. A coarse upper bound on the worst tile (phases peak on different tiles); the
+        budget is checked against ``worst_table``, not against this."""
+        return sum(p.worst_table() for p in self.phases)
 
     def fits(self, table_budget: int | None = None, fragment_limit: int | None = None) -> bool:
         table_budget = self.machine.budget.table_bytes if table_budget is None else table_budget

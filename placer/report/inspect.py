@@ -15,6 +15,7 @@ from placer.capture.model import Capture, Phase
 from placer.errors import EXIT_OVER_BUDGET
 from placer.machine import load_machine
 from placer.problem.cost import program_cost
+from placer.progress import install, task, track
 from placer.report.table import render
 from placer.units import format_size, size_option
 
@@ -37,10 +38,12 @@ def describe_groups(groups: Counter[int]) -> str:
 
 def inspect_summary(capture: Capture, machine_name: str, budget: int | None) -> dict[str, Any]:
     machine = load_machine(machine_name)
-    cost = program_cost(capture, machine)
+    with task("cost model"):
+        cost = program_cost(capture, machine)
     table_budget = machine.budget.table_bytes if budget is None else budget
     phases = []
-    for phase, pc, iters in zip(capture.phases, cost.phases, cost.iterations, strict=True):
+    for phase, pc, iters in track(zip(capture.phases, cost.phases, cost.iterations, strict=True), "multicast groups",
+                                  len(capture.phases), "phases"):
         groups = multicast_groups(phase)
         phases.append({
             "phase": phase.phase,
@@ -64,6 +67,7 @@ def inspect_summary(capture: Capture, machine_name: str, budget: int | None) -> 
             "transfers": capture.transfer_count(),
             "worst_tile": worst,
             "worst_table_bytes": cost.worst_table(),
+            "row_estimate_bytes": cost.row_estimate,
             "table_budget": table_budget,
             "worst_fragment_tile": int(np.argmax(cost.fragments)),
             "worst_fragments": cost.worst_fragments(),
@@ -80,11 +84,13 @@ def inspect(
     machine: str = typer.Option("ipu21", help="Bundled machine name (ipu21, mk1) or a machine TOML file."),
     budget: str = typer.Option(None, help="Table budget per tile, e.g. 80KiB (default: the machine's)."),
     json: bool = typer.Option(False, "--json", help="Print the same summary as JSON."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
 ) -> None:
     """Per phase: transfers, words, multicast groups, worst-tile table bytes, fragments, cycles; then the program.
 
     Exit codes: 0 fits; 4 DOES NOT FIT (table budget or fragment limit).
     """
+    install(quiet)
     table_budget = size_option(budget, "--budget") if budget is not None else None
     summary = inspect_summary(read_capture(capture), machine, table_budget)
     if json:
@@ -104,9 +110,10 @@ def inspect(
     verdict = "fits" if prog["fits"] else "DOES NOT FIT"
     typer.echo(
         f"\nprogram: {prog['transfers']:,} transfers; worst tile {prog['worst_tile']}: "
-        f"{prog['worst_table_bytes']:,} table bytes / {format_size(prog['table_budget'])} budget; "
-        f"worst fragments {prog['worst_fragments']:,} / {prog['fragment_limit']:,} (tile {prog['worst_fragment_tile']})"
-        f"; {prog['cycles']:,} cycles ({prog['ms']:.3f} ms) -> {verdict}"
+        f"{prog['worst_table_bytes']:,} table bytes / {format_size(prog['table_budget'])} budget (per-tile worst, "
+        f"what the budget is checked against); row estimate (Σ of phase maxima) {prog['row_estimate_bytes']:,} B; "
+        f"fragment maximum {prog['worst_fragments']:,} / {prog['fragment_limit']:,} "
+        f"(tile {prog['worst_fragment_tile']}); {prog['cycles']:,} cycles ({prog['ms']:.3f} ms) -> {verdict}"
     )
     if not prog["fits"]:
         raise typer.Exit(EXIT_OVER_BUDGET)

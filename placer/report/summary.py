@@ -24,6 +24,8 @@ def plan_summary(capture: Capture, scans: list[GroupScan], plan: Plan,
     phases = []
     for p, scan, pb in zip(capture.phases, scans, before.phases, strict=True):
         chosen = [r for r in plan.relays if r.group.phase == p.phase]
+        # the production rule also relays groups the optimiser's scan prunes (nothing to gain): count them too
+        groups = len({g.index for g in scan.groups} | {r.group.index for r in chosen})
         pa = after_by_id[p.phase]
         cycles_after = pa.cycles
         if p.phase in extra_of:
@@ -31,11 +33,11 @@ def plan_summary(capture: Capture, scans: list[GroupScan], plan: Plan,
         phases.append({
             "phase": p.phase,
             "label": capture.label(p.phase),
-            "groups": len(scan.groups),
+            "groups": groups,
             "ineligible": len(scan.rejected),
             "ineligible_reasons": dict(Counter(r.reason for r in scan.rejected)),
             "relayed": len(chosen),
-            "kept": len(scan.groups) - len(chosen),
+            "kept": groups - len(chosen),
             "relays": sum(r.segmentation.count for r in chosen),
             "segments": sorted({r.segmentation.count for r in chosen}),
             "variants": sorted({r.variant for r in chosen}),
@@ -58,6 +60,8 @@ def plan_summary(capture: Capture, scans: list[GroupScan], plan: Plan,
             "worst_table_before": before.worst_table(),
             "worst_tile_after": after.worst_tile(),
             "worst_table_after": after.worst_table(),
+            "row_estimate_before": before.row_estimate,
+            "row_estimate_after": after.row_estimate,
             "worst_fragments_before": before.worst_fragments(),
             "worst_fragments_after": after.worst_fragments(),
             "cycles_before": before.cycles,
@@ -71,7 +75,26 @@ def plan_summary(capture: Capture, scans: list[GroupScan], plan: Plan,
     }
 
 
-def render_summary(summary: dict[str, Any], *, all_phases: bool = False) -> str:
+def render_decisions(decisions: list[dict[str, Any]], labels: dict[int, str]) -> str:
+    """The production rule's decision for every phase with a multicast: the candidate, its figures, the verdict."""
+    def arrow(a: int, b: int | None) -> str:
+        return f"{a:,} → {b:,}" if b is not None else f"{a:,}"
+
+    rows = [[d["phase"], labels.get(d["phase"], "")[:28], "relay" if d["accepted"] else "direct", d["reason"],
+             len(d["groups"]), d["direct_groups"], d["relays"], arrow(d["cycles_before"], d["cycles_after"]),
+             arrow(d["rows_before"], d["rows_after"]), "" if d["table_after"] is None else d["table_after"],
+             d["scratch_bytes"]]
+            for d in decisions if d["reason"] != "no multicast"]
+    text = render(["phase", "label", "decision", "reason", "groups", "direct groups", "relays", "est. cycles",
+                   "max rows (+scratch)", "rows alone", "scratch B"], rows,
+                  title="production rule (BRIEF §5), per phase; phases with no multicast are not listed:")
+    notes = [f"  phase {d['phase']}: {d['detail']}" for d in decisions if d["detail"]]
+    notes += [f"  phase {d['phase']}: {d['direct_groups']:,} groups stay direct, e.g. {d['direct_reasons'][0]}"
+              for d in decisions if d["direct_groups"]]
+    return text + ("\n" + "\n".join(notes) if notes else "")
+
+
+def render_summary(summary: dict[str, Any], *, all_phases: bool = False, phase_table: bool = True) -> str:
     rows = []
     for p in summary["phases"]:
         if not all_phases and not p["groups"]:
@@ -82,13 +105,14 @@ def render_summary(summary: dict[str, Any], *, all_phases: bool = False) -> str:
             f"{p['table_before']:,} → {p['table_after']:,}", f"{p['cycles_before']:,} → {p['cycles_after']:,}",
         ])
     text = render(["phase", "label", "relayed/groups", "relays", "segs", "max buffer B", "worst table B",
-                   "cycles"], rows)
+                   "cycles"], rows) + "\n\n" if phase_table else ""
     g = summary["program"]
     verdict = "fits" if g["fits"] else "DOES NOT FIT"
     text += (
-        f"\n\nprogram ({summary['mode']}): worst tile table {g['worst_table_before']:,} (tile "
+        f"program ({summary['mode']}): worst tile table {g['worst_table_before']:,} (tile "
         f"{g['worst_tile_before']}) → {g['worst_table_after']:,} (tile {g['worst_tile_after']}) / budget "
-        f"{format_size(g['table_budget'])}; fragments {g['worst_fragments_before']:,} → "
+        f"{format_size(g['table_budget'])}; row estimate (Σ of phase maxima) {g['row_estimate_before']:,} → "
+        f"{g['row_estimate_after']:,}; fragment maximum {g['worst_fragments_before']:,} → "
         f"{g['worst_fragments_after']:,} / {g['fragment_limit']:,}; cycles {g['cycles_before']:,} → "
         f"{g['cycles_after']:,}; {g['relayed_groups']} groups relayed over {g['relays']} relays, scratch "
         f"{format_size(g['scratch_bytes'])} -> {verdict}"

@@ -27,11 +27,13 @@ cycles), ``extra_phase`` (local-pack), ``budgets`` (the program-wide hard limits
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 from ortools.sat.python import cp_model
 
+from placer.progress import solver_detail, task
 from placer.selection.options import Option
 from placer.selection.problem import PhaseData, SelectionProblem
 from placer.solver import Progress, SolveResult, SolverParams, Status, run
@@ -71,10 +73,12 @@ ANY: Signature = ()  # the single host class of the coarse host model
 EXACT_HOST_LIMIT = 40_000  # above this many (class, tile) pairs the coarse host model is used
 
 
-def exact_host_pairs(problem: SelectionProblem) -> int:
+def exact_host_pairs(problem: SelectionProblem, active: set[int] | None = None) -> int:
     pairs = 0
-    for pd in problem.phases:
-        sigs = {sig for opts in pd.options for op in opts[1:] for sig in op.signatures()}
+    for pi, pd in enumerate(problem.phases):
+        if active is not None and pi not in active:
+            continue
+        sigs = {sig for opts in pd.options for op in opts[1:] for sig in pd.classes(op)}
         pairs += len(sigs) * int(problem.explicit.sum())
     return pairs
 
@@ -187,7 +191,7 @@ class _Builder:
             for oi, (op, v) in enumerate(zip(opts, gx, strict=True)):
                 if op.variant == "direct":
                     continue
-                sigs = op.signatures()
+                sigs = pd.classes(op)
                 for sig in set(sigs):
                     classes.setdefault(sig, []).append((gi, oi, sigs.count(sig)))
                 self.scratch_terms.append(op.scratch * v)
@@ -435,7 +439,7 @@ def _barred_everywhere(pd: PhaseData, key: Signature, members: list[tuple[int, i
     barred: np.ndarray | None = None
     for g, o, _ in members:
         op = pd.options[g][o]
-        for s, sig in enumerate(op.signatures()):
+        for s, sig in enumerate(pd.classes(op)):
             if sig == key:
                 barred = op.banned[s] if barred is None else np.intersect1d(barred, op.banned[s])
     return np.zeros(0, np.int64) if barred is None else barred
@@ -452,7 +456,7 @@ def build_model(problem: SelectionProblem, *, tighten: dict[int, int] | None = N
     With ``active``, only those selection phases are free; the others are held at ``fixed``.
     """
     if coarse is None:
-        coarse = exact_host_pairs(problem) > EXACT_HOST_LIMIT
+        coarse = exact_host_pairs(problem, active) > EXACT_HOST_LIMIT
     builder = _Builder(problem, tighten or {}, coarse)
     for pi, pd in enumerate(problem.phases):
         if active is not None and pi not in active:
@@ -579,6 +583,14 @@ class StagedResult:
     values: dict[str, float]
 
     @property
+    def work(self) -> float:
+        return sum(r.work for _, r in self.stages)
+
+    @property
+    def backstop(self) -> bool:
+        return any(r.backstop for _, r in self.stages)
+
+    @property
     def status(self) -> Status:
         if not self.stages:
             return Status.UNKNOWN
@@ -591,39 +603,107 @@ class StagedResult:
 def solve_staged(problem: SelectionProblem, params: SolverParams, order: Sequence[str], *,
                  start: Selection | None = None, progress: Progress | None = None,
                  tighten: dict[int, int] | None = None, active: set[int] | None = None,
-                 fixed: list[PhaseFixed] | None = None) -> StagedResult:
+                 fixed: list[PhaseFixed] | None = None, combine: bool = False,
+                 lower: dict[str, int] | None = None, wall: Callable[[], float] | None = None,
+                 tuning: dict[str, Any] | None = None) -> StagedResult:
     """Lexicographic optimisation: one CP-SAT solve per objective, each fixing the ones before it.
 
+    ``params.time_limit`` is the work of the whole call (deterministic seconds in deterministic mode), shared by
+    the stages in fixed proportions; ``wall`` (seconds left on the command's clock) is each solve's backstop.
+    ``combine`` minimises the first two objectives in one solve (weighted so the order stays lexicographic), which
+    saves a presolve where the model is rebuilt often (neighbourhoods). ``lower`` gives proved lower bounds per
+    objective: added as constraints, they let CP-SAT stop as soon as a solution meets them.
     With ``active``, only those selection phases are free; the others are held at ``start`` (whose exact
     contributions are ``fixed``)."""
     handle = build_model(problem, tighten=tighten, active=active, fixed=fixed)
+    for name, value in (lower or {}).items():
+        if name in handle.objectives:
+            handle.model.add(handle.objectives[name] >= int(value))
     if start is not None:
         hint(handle, start)
     stages: list[tuple[str, SolveResult]] = []
     values: dict[str, float] = {}
     selection = start
-    # fixed shares of the budget (not "what is left on the clock"), so deterministic runs stay deterministic
-    shares = [0.45, 0.35, 0.15, 0.05][: len(order)]
-    for i, name in enumerate(order):
+    names, exprs = _stages(problem, handle, list(order), combine, tighten)
+    scope = "" if active is None else f"neighbourhood phase {_phase_names(problem, active)}, "
+    # fixed shares of the work (not "what is left on the clock"), so deterministic runs stay deterministic
+    shares = ([0.45, 0.35, 0.15, 0.05] if len(names) > 2 else [0.8, 0.2])[: len(names)]
+    for i, name in enumerate(names):
         budget = params.time_limit * shares[i] / sum(shares)
-        handle.model.minimize(handle.objectives[name])
+        handle.model.minimize(exprs[name])
+        left = wall() if wall is not None else None
+        if left is not None and left <= 0.05:
+            stages.append((name, SolveResult(Status.UNKNOWN, None, None, 0.0, backstop=True)))
+            if i == 0:
+                return StagedResult(None, stages, values)
+            break
         # full probing costs seconds on this model's many tile constraints; level 0 trips a CP-SAT check (9.15)
         # with interleaved search
-        solver, res = run(handle.model, params.with_overrides(time_limit=max(0.1, budget)), progress=progress,
-                          tuning={"cp_model_probing_level": 1})
+        with task(f"cp-sat {scope}stage {i + 1}/{len(names)} ({name})") as shown:
+            solver, res = run(handle.model, replace(params, time_limit=max(0.05, budget), backstop=left),
+                              progress=_both(shown.solver, progress),
+                              tuning={"cp_model_probing_level": 1, **(tuning or {})})
+            shown.update(f"{res.status.value}, {solver_detail(res.objective, res.bound)}")
         stages.append((name, res))
         if res.status in (Status.INFEASIBLE, Status.UNKNOWN):
             if i == 0:
                 return StagedResult(None, stages, values)
             break
         selection = _read(handle, solver, start)
+        for n in order:
+            values[n] = round(solver.value(handle.objectives[n]))
         value = round(res.objective or 0)
-        values[name] = value
-        handle.model.add(handle.objectives[name] <= value)
+        handle.model.add(exprs[name] <= value)
         # carry the solution into the next stage
         handle.model.clear_hints()
         hint(handle, selection)
     return StagedResult(selection, stages, values)
+
+
+def _phase_names(problem: SelectionProblem, active: set[int]) -> str:
+    return ",".join(str(problem.phases[pi].phase.phase) for pi in sorted(active))
+
+
+def _both(shown: Progress, extra: Progress | None) -> Progress:
+    """The display's callback, and the caller's own if it gave one."""
+    if extra is None:
+        return shown
+
+    def both(elapsed: float, objective: float | None, bound: float | None) -> None:
+        shown(elapsed, objective, bound)
+        extra(elapsed, objective, bound)
+
+    return both
+
+
+def _stages(problem: SelectionProblem, handle: ModelHandle, order: list[str], combine: bool,
+            tighten: dict[int, int] | None) -> tuple[list[str], dict[str, cp_model.LinearExprT]]:
+    """The solves of a lexicographic order: one per objective, or (``combine``) one per pair whose second member
+    has a known upper bound U, minimising first·(U + 1) + second -- the same order, half the presolves."""
+    upper: dict[str, int] = {
+        "table": problem.table_budget + max([0, *(-v for v in (tighten or {}).values())]),
+        "scratch": sum(max(op.scratch for op in opts) for pd in problem.phases for opts in pd.options),
+        "relays": sum(max(op.count for op in opts) for pd in problem.phases for opts in pd.options),
+    }
+    obj = handle.objectives
+    names: list[str] = []
+    exprs: dict[str, cp_model.LinearExprT] = {}
+    i = 0
+    while i < len(order):
+        first = order[i]
+        second = order[i + 1] if i + 1 < len(order) else None
+        if combine and second in upper:
+            # the bound is a constraint, so the weight orders every feasible solution lexicographically
+            handle.model.add(obj[second] <= upper[second])
+            name = f"{first}+{second}"
+            exprs[name] = obj[first] * (upper[second] + 1) + obj[second]
+            i += 2
+        else:
+            name = first
+            exprs[name] = obj[first]
+            i += 1
+        names.append(name)
+    return names, exprs
 
 
 def _read(handle: ModelHandle, solver: cp_model.CpSolver, start: Selection | None) -> Selection:

@@ -1,55 +1,289 @@
-"""The production relay rule (BRIEF §5), mirrored exactly.
+"""The production relay rule (BRIEF §5), mirrored exactly: one all-or-nothing candidate per exchange phase.
 
-Per phase (in program order), per eligible group in order of first appearance in the listing: build the
-native-segment direct-receive alternative; each segment's relay is the highest-numbered tile not yet used as a relay
-in the phase that is neither a sender nor a receiver of the group; accept it only if the phase's modelled cycles do
-not increase and the worst tile's table bytes plus relay scratch becomes smaller than the previous worst.
-Otherwise the group stays direct. There is no search over the relay count, and a rejected group is not revisited.
+Phases are decided one at a time, in program order, each on its own (no whole-program state):
 
-How this reads BRIEF §5 where it is terse: "unused" means not already hosting a relay segment in the phase (a
-relay hosts at most one segment per phase, §4); "the worst tile" is the program's worst tile, table bytes summed
-over the stored phases plus the relay scratch it hosts summed over phases, since the budget applies to that tile.
-One addition the production rule leaves to a later pass: a tile whose free memory in the phase cannot hold the
-segment's buffer is skipped (the next lower tile is tried), so that every accepted relay has a placed buffer.
+1. Skip a phase with no multicast, and a phase in which some destination byte is also read in the phase (on the
+   same tile, at any Repeat source address): an existing receive-then-forward or alias ordering must be kept.
+2. Group the multicasts by their sorted destination set. A group is kept when it is coordinate-preserving with
+   non-overlapping fragments (so every destination buffer has the same extent) and splits into its native panels
+   (no fragment crosses a panel boundary). Other groups stay direct; every kept group joins the candidate.
+3. The candidate relays every kept group at its native segmentation, direct-receive. Groups are taken in the order
+   of their sorted destination lists, panels in offset order; each panel's host is the highest-numbered tile not
+   already a relay in this candidate and neither a destination nor a sender of its group. placer passes over a
+   tile whose free memory in the phase cannot hold the panel's buffer (the reference does no memory check) and
+   counts those tiles in the decision. If the panels outnumber the tiles, a panel finds no host, or a panel is
+   incomplete (covered bytes ≠ panel bytes), the whole phase stays direct.
+4. Scratch of a relay is its panel's bytes. The candidate is accepted iff the phase's estimated cycles (BRIEF §3)
+   do not rise and max over tiles of (phase rows + relay scratch on the tile) < the phase's previous max rows.
+
+A rejected phase is left exactly as it was. Nothing is searched: no relay counts, no host choices.
+
+``budget_plan`` at the end of this module is not the production rule: it is placer's own budget-aware
+construction ("budget-greedy"), a feasible start for CP-SAT when the production rule breaks the budget.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from placer.alternatives.groups import GroupScan, ReplicaGroup
+from placer.alternatives.groups import GroupScan, ReplicaGroup, panel_index, scan_phase
 from placer.alternatives.memory import PhaseMemory
 from placer.alternatives.relay import RelayRewrite, direct_receive
 from placer.alternatives.segments import Segmentation, native
 from placer.capture.model import Capture, Phase
 from placer.machine import Machine
-from placer.problem.cost import program_cost, program_tiles
+from placer.problem.cost import PhaseCost, program_cost, program_tiles, tile_counters
 from placer.problem.state import PhaseState, TileCounters
+from placer.progress import track
 from placer.selection.plan import Plan, RelayChoice
+
+RULE_NAME = "production-rule"
+MAX_REASONS = 5  # reasons listed per phase for the groups that stay direct
+
+ACCEPTED = "accepted"
+NO_MULTICAST = "no multicast"
+RECEIVE_THEN_FORWARD = "receive-then-forward phase"
+NO_ELIGIBLE_GROUP = "no eligible group"
+INCOMPLETE_PANEL = "incomplete panel"
+PANELS_OUTNUMBER_TILES = "panels outnumber tiles"
+NO_HOST = "no host"
+CYCLES_ROSE = "cycles rose"
+ROWS_NOT_LOWER = "rows not lower"
 
 
 @dataclass(frozen=True)
 class Decision:
-    """Why the rule took or left a group (for the report)."""
+    """What the rule did with one phase, and the figures it decided on."""
 
     phase: int
-    group: int
-    accepted: bool
-    reason: str
-    cycles_before: int
-    cycles_after: int
-    worst_before: int
-    worst_after: int
+    reason: str  # ACCEPTED or why the phase stays direct (one or two of the constants above)
+    groups: tuple[int, ...] = ()  # the candidate's groups (indices in the phase's scan)
+    direct_groups: int = 0  # multicast groups that failed eligibility and stay direct whatever happens
+    direct_reasons: tuple[str, ...] = ()  # why, for the first few of them
+    relays: int = 0  # panels of the candidate (one relay each)
+    scratch: int = 0  # bytes of relay buffers, summed over the candidate's relays
+    cycles_before: int = 0
+    cycles_after: int | None = None  # the candidate's estimate (None: the rule never built one)
+    rows_before: int = 0  # the phase's max per-tile rows
+    rows_after: int | None = None  # max over tiles of the candidate's rows + relay scratch (the tested figure)
+    table_after: int | None = None  # max over tiles of the candidate's rows alone
+    skipped_hosts: int = 0  # tiles passed over because their free memory could not hold the buffer
+    detail: str = ""
 
+    @property
+    def accepted(self) -> bool:
+        return self.reason == ACCEPTED
+
+    @property
+    def has_candidate(self) -> bool:
+        """True when the phase had groups to relay (whether or not a candidate could be completed)."""
+        return bool(self.groups)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"phase": self.phase, "accepted": self.accepted, "reason": self.reason, "groups": list(self.groups),
+                "direct_groups": self.direct_groups, "direct_reasons": list(self.direct_reasons),
+                "relays": self.relays, "scratch_bytes": self.scratch,
+                "cycles_before": self.cycles_before, "cycles_after": self.cycles_after,
+                "rows_before": self.rows_before, "rows_after": self.rows_after, "table_after": self.table_after,
+                "skipped_hosts": self.skipped_hosts, "detail": self.detail}
+
+
+def reads_a_destination(phase: Phase) -> tuple[int, int] | None:
+    """A (tile, address) written by some transfer of the phase and read by some transfer of it, if any."""
+    if phase.n == 0:
+        return None
+    band = np.int64(1) << 40  # addresses stay far below 2^40: one band per tile keeps tiles apart
+    nb = phase.nbytes
+    w_start = phase.dst_tile.astype(np.int64) * band + phase.dst_addr
+    w_end = w_start + nb[phase.dst_transfer()]
+    src_rows = np.repeat(np.arange(phase.n), np.diff(phase.src_ptr))
+    r_start = phase.source[src_rows].astype(np.int64) * band + phase.src_addr
+    r_end = r_start + nb[src_rows]
+    order = np.argsort(w_start, kind="stable")
+    w_start, reach = w_start[order], np.maximum.accumulate(w_end[order])
+    # the last write starting before each read ends overlaps it iff the writes so far reach past the read's start
+    last = np.searchsorted(w_start, r_end, side="left") - 1
+    hit = np.flatnonzero((last >= 0) & (reach[np.maximum(last, 0)] > r_start) & (r_end > r_start))
+    if hit.size == 0:
+        return None
+    i = int(hit[0])
+    return int(r_start[i] // band), int(r_start[i] % band)
+
+
+def native_panels(group: ReplicaGroup) -> Segmentation | str:
+    """The group's native panels (the capture's panel hint, else inferred), or why the operand does not split."""
+    bounds = np.asarray(group.hint.boundaries, np.int64) if group.hint is not None else native(group).bounds
+    ends = group.offsets + group.nbytes
+    inner = bounds[1:-1]
+    cut = np.searchsorted(group.offsets, inner, side="left")  # first fragment starting at or after each bound
+    straddle = (cut > 0) & (ends[np.maximum(cut - 1, 0)] > inner)
+    if straddle.any():
+        return f"a fragment crosses the panel boundary at offset {int(inner[np.argmax(straddle)])}"
+    frag_start = np.searchsorted(group.offsets, bounds, side="left").astype(np.int64)
+    frag_start[-1] = group.fragments
+    return Segmentation(bounds, frag_start)
+
+
+def incomplete_panel(group: ReplicaGroup, seg: Segmentation) -> str | None:
+    """The first panel whose fragments do not cover it exactly (a hole, or no fragment at all), described."""
+    panel_of = np.repeat(np.arange(seg.count), np.diff(seg.frag_start))
+    covered = np.bincount(panel_of, weights=group.nbytes, minlength=seg.count).astype(np.int64)
+    short = np.flatnonzero(covered != seg.segment_bytes())
+    if short.size == 0:
+        return None
+    s = int(short[0])
+    return (f"group {group.index} panel {s}: [{int(seg.bounds[s])}, {int(seg.bounds[s + 1])}) has "
+            f"{int(covered[s]):,} of {int(seg.segment_bytes()[s]):,} bytes covered")
+
+
+@dataclass
+class Candidate:
+    """The phase's kept groups in host-assignment order, their native panels, and why the other groups stay
+    direct (one line per group)."""
+
+    groups: list[ReplicaGroup]
+    panels: list[Segmentation]
+    direct: list[str]
+
+
+def candidate_groups(phase: Phase, hints: dict) -> Candidate:
+    """The phase's kept groups and their native panels (BRIEF §5's eligibility and grouping)."""
+    scan = scan_phase(phase, hints, gainful_only=False)
+    direct = [f"group {r.index}: {r.reason}" for r in scan.rejected]
+    kept, panels = [], []
+    for g in scan.groups:
+        seg = native_panels(g)
+        if isinstance(seg, str):
+            direct.append(f"group {g.index}: {seg}")
+            continue
+        kept.append(g)
+        panels.append(seg)
+    # groups keyed by their sorted destination set, visited in that key's order
+    order = sorted(range(len(kept)), key=lambda i: kept[i].replicas.tolist())
+    return Candidate([kept[i] for i in order], [panels[i] for i in order], direct)
+
+
+def assign_hosts(groups: list[ReplicaGroup], panels: list[Segmentation], memory: PhaseMemory,
+                 tiles: int) -> tuple[list[tuple[np.ndarray, np.ndarray]] | str, list[int]]:
+    """Per group, (hosts, buffer addresses) of its panels, or which panel found no host; and the tiles passed over
+    because no free gap of theirs could hold the buffer."""
+    room = memory.largest_gaps(tiles)  # a host is never revisited in its phase, so its reservation never matters
+    hosting = np.zeros(tiles, bool)
+    out = []
+    skipped: set[int] = set()
+    for g, seg in zip(groups, panels, strict=True):
+        eligible = ~hosting
+        eligible[g.replicas[g.replicas < tiles]] = False
+        eligible[g.sources[g.sources < tiles]] = False
+        walk = np.flatnonzero(eligible)[::-1]
+        hosts, buffers = [], []
+        for s, nbytes in enumerate(seg.segment_bytes().tolist()):
+            found = None
+            for t in walk[room[walk] >= nbytes].tolist():
+                addr = memory.first_fit(t, nbytes)
+                if addr is not None:
+                    found = (t, addr)
+                    break
+            if found is None:
+                skipped.update(walk.tolist())
+                return f"group {g.index} panel {s} ({nbytes:,} B)", sorted(skipped)
+            t, addr = found
+            skipped.update(walk[: np.searchsorted(-walk, -t)].tolist())  # the eligible tiles above t: too full
+            hosting[t] = True
+            memory.reserve(t, addr, nbytes)
+            walk = walk[walk != t]
+            hosts.append(t)
+            buffers.append(addr)
+        out.append((np.asarray(hosts, np.int64), np.asarray(buffers, np.int64)))
+    return out, sorted(skipped)
+
+
+def decide_phase(phase: Phase, before: PhaseCost, capture: Capture, machine: Machine, tiles: int,
+                 hints: dict) -> tuple[list[RelayChoice], Decision]:
+    """Apply the rule to one phase: the relays it takes (all of the candidate's or none) and why."""
+    figures = {"cycles_before": before.cycles, "rows_before": before.worst_table()}
+    if phase.n == 0 or not (phase.fanout >= 2).any():
+        return [], Decision(phase.phase, NO_MULTICAST, **figures)
+    alias = reads_a_destination(phase)
+    if alias is not None:
+        return [], Decision(phase.phase, RECEIVE_THEN_FORWARD, detail=f"tile {alias[0]} reads {alias[1]:#x}, "
+                            "which the phase also writes", **figures)
+    cand = candidate_groups(phase, hints)
+    direct = {"direct_groups": len(cand.direct), "direct_reasons": tuple(cand.direct[:MAX_REASONS])}
+    if not cand.groups:
+        return [], Decision(phase.phase, NO_ELIGIBLE_GROUP, **direct, **figures)
+    ids = tuple(g.index for g in cand.groups)
+    base = {"groups": ids, "relays": sum(s.count for s in cand.panels), **direct, **figures}
+    for g, seg in zip(cand.groups, cand.panels, strict=True):
+        hole = incomplete_panel(g, seg)
+        if hole is not None:
+            return [], Decision(phase.phase, INCOMPLETE_PANEL, detail=hole, **base)
+    if base["relays"] > tiles:
+        return [], Decision(phase.phase, PANELS_OUTNUMBER_TILES, detail=f"{base['relays']:,} panels, "
+                            f"{tiles:,} tiles", **base)
+    placed, skipped = assign_hosts(cand.groups, cand.panels, PhaseMemory(capture, phase, machine), tiles)
+    if isinstance(placed, str):
+        return [], Decision(phase.phase, NO_HOST, skipped_hosts=len(skipped), detail=f"{placed} found no tile "
+                            f"with room ({len(skipped):,} eligible tiles too full)", **base)
+    max_bytes = machine.exchange.max_transfer_words * 4
+    choices = [RelayChoice(g, "direct-receive", seg, hosts, buffers,
+                           direct_receive(g, seg, hosts, buffers, phase, max_bytes))
+               for g, seg, (hosts, buffers) in zip(cand.groups, cand.panels, placed, strict=True)]
+    trial = Plan(RULE_NAME, machine, 0, 0, choices)
+    after = tile_counters(trial.phase_rewrite(phase)[0], machine, tiles)
+    scratch = np.zeros(tiles, np.int64)
+    for r in choices:
+        np.add.at(scratch, r.hosts, r.scratch_bytes)
+    rows_after = int((after.table_bytes + scratch).max(initial=0))
+    failed = [why for why, bad in ((CYCLES_ROSE, after.cycles > before.cycles),
+                                   (ROWS_NOT_LOWER, rows_after >= before.worst_table())) if bad]
+    decision = Decision(phase.phase, " and ".join(failed) or ACCEPTED, cycles_after=after.cycles,
+                        rows_after=rows_after, table_after=after.worst_table(), scratch=int(scratch.sum()),
+                        skipped_hosts=len(skipped), detail=_skipped_note(skipped), **base)
+    return (choices if decision.accepted else []), decision
+
+
+def _skipped_note(skipped: list[int]) -> str:
+    if not skipped:
+        return ""
+    shown = ", ".join(map(str, skipped[::-1][:8])) + (" …" if len(skipped) > 8 else "")
+    return f"passed over {len(skipped):,} tiles whose free memory cannot hold the buffer ({shown})"
+
+
+def production_plan(capture: Capture, machine: Machine, table_budget: int,
+                    fragment_limit: int) -> tuple[Plan, list[Decision]]:
+    """The production rule over the whole program: its plan and one decision per phase, in phase order."""
+    tiles = program_tiles(capture, machine)
+    direct = program_cost(capture, machine)
+    hints = panel_index(capture)
+    plan = Plan(RULE_NAME, machine, table_budget, fragment_limit)
+    decisions = []
+    for phase, before in track(zip(capture.phases, direct.phases, strict=True), "production rule",
+                               len(capture.phases), "phases"):
+        choices, decision = decide_phase(phase, before, capture, machine, tiles, hints)
+        plan.relays.extend(choices)
+        decisions.append(decision)
+    return plan, decisions
+
+
+def greedy_plan(capture: Capture, scans: list[GroupScan], machine: Machine, table_budget: int,
+                fragment_limit: int) -> tuple[Plan, list[Decision]]:
+    """The entry point select.py calls: the production rule (``scans`` is not needed: the rule scans each phase
+    itself, keeping groups the optimiser prunes)."""
+    return production_plan(capture, machine, table_budget, fragment_limit)
+
+
+# -- placer's budget-aware construction ("budget-greedy"): NOT the production rule ----------------------------------
 
 def pick_hosts(
     group: ReplicaGroup, seg_count: int, seg_bytes: np.ndarray, hosting: np.ndarray, memory: PhaseMemory, tiles: int,
     order: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """Eligible tiles not yet hosting, one per segment, each with room for its buffer: the highest-numbered first
-    (the production rule) or in the given ``order``."""
+    or in the given ``order``."""
     banned = hosting[:tiles].copy()
     banned[group.replicas] = True
     banned[group.sources] = True
@@ -93,46 +327,6 @@ def try_relay(state: PhaseState, group: ReplicaGroup, seg: Segmentation, hosts: 
     return Trial(rewrite, appended, counters, changed, delta)
 
 
-def greedy_phase(phase: Phase, scan: GroupScan, capture: Capture, machine: Machine, tiles: int,
-                 program: np.ndarray) -> tuple[list[RelayChoice], list[Decision], PhaseState]:
-    """Apply the rule to one phase; ``program`` (table + scratch per tile, whole program) is updated in place."""
-    state = PhaseState(phase, machine, tiles)
-    memory = PhaseMemory(capture, phase, machine)
-    choices: list[RelayChoice] = []
-    decisions: list[Decision] = []
-    hosting = np.zeros(tiles + 1, bool)
-    for group in scan.groups:
-        seg = native(group)
-        cycles = state.cycles()
-        worst = int(program.max(initial=0))
-        picked = pick_hosts(group, seg.count, seg.segment_bytes(), hosting, memory, tiles)
-        if picked is None:
-            decisions.append(Decision(phase.phase, group.index, False, "not enough unused relay tiles", cycles,
-                                      cycles, worst, worst))
-            continue
-        hosts, buffers = picked
-        trial = try_relay(state, group, seg, hosts, buffers, tiles)
-        new_program = program.copy()
-        new_program[trial.changed] += trial.table_delta
-        np.add.at(new_program, hosts, seg.segment_bytes())
-        _, cyc = state.with_counters(trial.counters)
-        new_cycles = int(cyc[:tiles].max(initial=0)) + machine.exchange.sync_cycles
-        new_worst = int(new_program.max(initial=0))
-        ok = new_cycles <= cycles and new_worst < worst
-        reason = "accepted" if ok else ("cycles would rise" if new_cycles > cycles else "worst tile not reduced")
-        decisions.append(Decision(phase.phase, group.index, ok, reason, cycles, new_cycles, worst, new_worst))
-        if not ok:
-            continue
-        state.commit(trial.rewrite.remove, trial.appended, trial.counters,
-                     {int(h): int(b) for h, b in zip(hosts, seg.segment_bytes(), strict=True)})
-        program[:] = new_program
-        hosting[hosts] = True
-        for h, b, nbytes in zip(hosts.tolist(), buffers.tolist(), seg.segment_bytes().tolist(), strict=True):
-            memory.reserve(h, b, nbytes)
-        choices.append(RelayChoice(group, "direct-receive", seg, hosts, buffers, trial.rewrite))
-    return choices, decisions, state
-
-
 def budget_plan(capture: Capture, scans: list[GroupScan], machine: Machine, table_budget: int,
                 fragment_limit: int, max_passes: int = 3) -> Plan:
     """placer's own budget-aware construction (not the production rule): a feasible start for CP-SAT.
@@ -150,7 +344,7 @@ def budget_plan(capture: Capture, scans: list[GroupScan], machine: Machine, tabl
     states: dict[int, tuple[PhaseState, PhaseMemory, np.ndarray]] = {}
     groups = sorted((g for s in scans for g in s.groups), key=lambda g: (-g.fragments * g.replica_count, g.key()))
     done: set[tuple[int, int]] = set()
-    for _ in range(max_passes):
+    for _ in track(range(max_passes), f"budget-greedy construction ({table_budget:,} B)", unit="passes"):
         progress = False
         for group in groups:
             if (table <= table_budget).all() and (frags <= fragment_limit).all():
@@ -190,18 +384,3 @@ def budget_plan(capture: Capture, scans: list[GroupScan], machine: Machine, tabl
         if not progress:
             break
     return plan
-
-
-def greedy_plan(capture: Capture, scans: list[GroupScan], machine: Machine, table_budget: int,
-                fragment_limit: int) -> tuple[Plan, list[Decision]]:
-    tiles = program_tiles(capture, machine)
-    plan = Plan("greedy", machine, table_budget, fragment_limit)
-    decisions: list[Decision] = []
-    program = program_cost(capture, machine).table_bytes[:tiles].copy()
-    for phase, scan in zip(capture.phases, scans, strict=True):
-        if not scan.groups:
-            continue
-        choices, dec, _ = greedy_phase(phase, scan, capture, machine, tiles, program)
-        plan.relays.extend(choices)
-        decisions.extend(dec)
-    return plan, decisions

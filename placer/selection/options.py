@@ -19,7 +19,7 @@ import numpy as np
 from placer.alternatives.groups import ReplicaGroup
 from placer.alternatives.relay import Variant, forward_intervals, source_runs
 from placer.alternatives.segments import Segmentation, candidates, native
-from placer.capture.model import PAIRED64, Phase
+from placer.capture.model import PAIRED64, Phase, csr_gather
 from placer.machine import Machine
 from placer.problem.state import PhaseState
 
@@ -108,14 +108,7 @@ def group_options(state: PhaseState, group: ReplicaGroup, machine: Machine, *, l
     sends_r = state.sends[replicas]
     longs_r = state.long_sends[replicas]
     raw0 = state.raw_table()[replicas]
-    rec1 = np.empty_like(rec0)
-    res1 = np.empty_like(res0)
-    last_end = np.full(len(replicas), -1, np.int64)
-    for i, d in enumerate(replicas.tolist()):
-        a, e = state._receive_sequence(d, removed)
-        rec1[i] = a.shape[0]
-        res1[i] = (1 + int((a[1:] != e[:-1]).sum())) if a.shape[0] else 0
-        last_end[i] = e[-1] if e.shape[0] else -1
+    rec1, res1, last_end = _remaining_receives(state, replicas, removed)
     covered = int(group.nbytes.sum())
 
     segs = candidates(group)
@@ -194,6 +187,36 @@ def group_options(state: PhaseState, group: ReplicaGroup, machine: Machine, *, l
         out.append(Option(group, "local-pack", seg, tiles, delta, host, replicas, ext, ext_host, kernel,
                           seg.segment_bytes() + seg_cov, banned))
     return out
+
+
+def _remaining_receives(state: PhaseState, tiles: np.ndarray, removed: np.ndarray) -> tuple[
+        np.ndarray, np.ndarray, np.ndarray]:
+    """Per tile: receives left once ``removed`` transfers go, their pointer resets, and the end address of the last
+    one (-1 if none) -- every tile's receive sequence at once, in listed order."""
+    n = len(tiles)
+    if any(int(t) in state._app_recv for t in tiles.tolist()):  # a state with appended receives: tile by tile
+        rec, res, last = np.zeros(n, np.int64), np.zeros(n, np.int64), np.full(n, -1, np.int64)
+        for i, t in enumerate(tiles.tolist()):
+            a, e = state._receive_sequence(t, removed)
+            rec[i] = a.shape[0]
+            res[i] = (1 + int((a[1:] != e[:-1]).sum())) if a.shape[0] else 0
+            last[i] = e[-1] if e.shape[0] else -1
+        return rec, res, last
+    pos = csr_gather(state._entry_ptr, tiles)
+    owner = np.repeat(np.arange(n), state._entry_ptr[tiles + 1] - state._entry_ptr[tiles])
+    ent = state._entries[pos]
+    keep = ~removed[state._dst_transfer[ent]]
+    ent, owner = ent[keep], owner[keep]
+    a = state.phase.dst_addr[ent].astype(np.int64)
+    e = a + state._dst_bytes[ent]
+    rec = np.bincount(owner, minlength=n).astype(np.int64)
+    brk = np.ones(len(a), bool)
+    brk[1:] = (owner[1:] != owner[:-1]) | (a[1:] != e[:-1])
+    res = np.bincount(owner, weights=brk, minlength=n).astype(np.int64)
+    last = np.full(n, -1, np.int64)
+    tail = np.flatnonzero(np.r_[owner[1:] != owner[:-1], True]) if len(owner) else np.zeros(0, np.int64)
+    last[owner[tail]] = e[tail]
+    return rec, res, last
 
 
 def _zero(n: int) -> Load:

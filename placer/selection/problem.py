@@ -15,6 +15,7 @@ from placer.capture.model import Capture, Phase
 from placer.machine import Machine
 from placer.problem.cost import ProgramCost, program_cost, program_tiles
 from placer.problem.state import PhaseState
+from placer.progress import track
 from placer.selection.options import Option, group_options
 
 
@@ -28,6 +29,13 @@ class PhaseData:
     raw: np.ndarray  # direct raw table bytes per tile
     largest_gap: np.ndarray  # per tile: largest free aligned gap in the phase
     extra_phase: int  # id a local-pack extra phase of this phase would get
+    # host classes by load level (large programs): exact signature -> the bucket's signature; None: exact classes
+    buckets: dict[tuple[int, ...], tuple[int, ...]] | None = None
+
+    def classes(self, op: Option) -> list[tuple[int, ...]]:
+        """The host class of each of the option's segments (exact signatures, or their load buckets)."""
+        sigs = op.signatures()
+        return sigs if self.buckets is None else [self.buckets[s] for s in sigs]
 
 
 @dataclass(eq=False)
@@ -56,6 +64,8 @@ class SelectionProblem:
     phases: list[PhaseData] = field(default_factory=list)
     tile_classes: list[TileClass] = field(default_factory=list)
     explicit: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # tiles the model names one by one
+    # budget-independent results shared by every budget of a sweep (the dict survives dataclasses.replace)
+    shared: dict[str, int] = field(default_factory=dict)
 
     @property
     def group_count(self) -> int:
@@ -70,7 +80,7 @@ def build_problem(capture: Capture, machine: Machine, table_budget: int, fragmen
     direct = program_cost(capture, machine)
     problem = SelectionProblem(capture, machine, tiles, table_budget, fragment_limit, scans, direct)
     next_id = max(capture.phase_ids(), default=0) + 1
-    for phase, scan in zip(capture.phases, scans, strict=True):
+    for phase, scan in track(zip(capture.phases, scans, strict=True), "option effects", len(scans), "phases"):
         if not scan.groups:
             continue
         state = PhaseState(phase, machine, tiles)
@@ -115,3 +125,27 @@ def _aggregate_tiles(problem: SelectionProblem) -> None:
             continue
         problem.tile_classes.append(TileClass(np.asarray(members, np.int64), table, frags, list(per_phase)))
     problem.explicit = explicit
+
+
+LOAD_STEP = 1.5  # segments whose host rows are within this factor of each other share a load bucket
+
+
+def bucket_hosts(problem: SelectionProblem) -> None:
+    """Give every phase load-bucketed host classes: segments of one variant whose host rows lie within LOAD_STEP of
+    each other share a class charged the bucket's heaviest figures field by field (conservative, never
+    optimistic), and the tiles barred from each segment are left to the host matching (``realise``), whose result
+    is re-costed exactly. A handful of classes per phase instead of one per segment, without the coarse model's
+    charging of every host with the heaviest segment of the whole phase."""
+    for pd in problem.phases:
+        sigs = sorted({sig for opts in pd.options for op in opts[1:] for sig in op.signatures()})
+        level: dict[tuple[int, int], list[tuple[int, ...]]] = {}
+        for sig in sigs:
+            kind, raw = sig[0], sig[2]
+            step = int(np.floor(np.log(max(raw, 1)) / np.log(LOAD_STEP)))
+            level.setdefault((kind, step), []).append(sig)
+        buckets: dict[tuple[int, ...], tuple[int, ...]] = {}
+        for members in level.values():
+            top = (*(max(m[i] for m in members) for i in range(len(members[0]) - 1)), 0)
+            for m in members:
+                buckets[m] = top
+        pd.buckets = buckets

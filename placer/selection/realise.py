@@ -5,11 +5,14 @@ the tile may host the segment: not one of the group's replicas or the segment's 
 when it is perfect, the model's loads are realised as modelled (each host carries at most its class's load). A
 segment left unmatched takes any other free eligible tile; the exact re-costing that follows catches any budget
 effect, and the caller tightens the model if needed.
+
+The matching is our own augmenting-path search over tiles in list order, not networkx's: networkx keeps the two
+sides in sets, whose iteration order follows the per-process string hash, so the same model gave different hosts
+(and different plan files) from run to run.
 """
 
 from __future__ import annotations
 
-import networkx as nx
 import numpy as np
 
 from placer.alternatives.relay import direct_receive, local_pack
@@ -44,7 +47,7 @@ def realise(problem: SelectionProblem, selection: Selection, mode: str, *, only:
         by_class: dict[tuple[int, ...], list[tuple[int, Option, int]]] = {}
         coarse = ANY in hosts_by_class
         for gi, op in chosen:
-            for s, sig in enumerate(op.signatures()):
+            for s, sig in enumerate(pd.classes(op)):
                 by_class.setdefault(ANY if coarse else sig, []).append((gi, op, s))
         counts = selection.counts[pi] if pi < len(selection.counts) else {}
         for key, members in by_class.items():
@@ -55,21 +58,13 @@ def realise(problem: SelectionProblem, selection: Selection, mode: str, *, only:
                 pool = [t for t in problem.tile_classes[ei].tiles.tolist() if t not in used and t not in slots]
                 pool.sort(key=lambda t: (hosted[t], -t))
                 slots += pool[:n]
-            graph = nx.Graph()
-            seg_nodes = []
-            for gi, op, s in members:
-                node = ("s", gi, s)
-                seg_nodes.append(node)
-                graph.add_node(node)
+            edges = []
+            for _gi, op, s in members:
                 banned = set(op.banned[s].tolist())
-                for t in slots:
-                    if t not in banned and pd.largest_gap[t] >= op.buffer_bytes[s]:
-                        graph.add_edge(node, ("t", t))
-            match = nx.bipartite.hopcroft_karp_matching(graph, top_nodes=seg_nodes) if graph.number_of_edges() else {}
-            for node in seg_nodes:
-                if node in match:
-                    t = match[node][1]
-                    assignment[(node[1], node[2])] = t
+                edges.append([t for t in slots if t not in banned and pd.largest_gap[t] >= op.buffer_bytes[s]])
+            for (gi, _op, s), t in zip(members, match_segments(edges), strict=True):
+                if t is not None:
+                    assignment[(gi, s)] = t
                     used.add(t)
                     hosted[t] += 1
         # unmatched segments: any other eligible tile with room, highest-numbered first (the production order)
@@ -104,3 +99,44 @@ def realise(problem: SelectionProblem, selection: Selection, mode: str, *, only:
                 rw = local_pack(op.group, op.seg, hosts, buf, pd.phase, max_bytes, pd.extra_phase)
                 plan.relays.append(RelayChoice(op.group, op.variant, op.seg, hosts, buf, rw, pd.extra_phase))
     return plan
+
+
+def match_segments(edges: list[list[int]]) -> list[int | None]:
+    """A maximum matching of segments (``edges[i]``: the tiles segment i may use, in preference order) to distinct
+    tiles; deterministic: a greedy pass in order, then augmenting paths searched depth-first, tiles in list order."""
+    owner: dict[int, int] = {}  # tile -> segment
+    match: list[int | None] = [None] * len(edges)
+    for i, ts in enumerate(edges):
+        for t in ts:
+            if t not in owner:
+                owner[t] = i
+                match[i] = t
+                break
+    for i in range(len(edges)):
+        if match[i] is not None:
+            continue
+        # iterative DFS over alternating paths: stack of (segment, next edge index)
+        seen: set[int] = set()
+        stack = [(i, 0)]
+        via: list[int] = []  # tile taken at each stack level
+        while stack:
+            seg, k = stack[-1]
+            if k >= len(edges[seg]):
+                stack.pop()
+                if via:
+                    via.pop()
+                continue
+            stack[-1] = (seg, k + 1)
+            t = edges[seg][k]
+            if t in seen:
+                continue
+            seen.add(t)
+            via.append(t)
+            if t not in owner:
+                # flip the path: each segment on the stack takes the tile chosen at its level
+                for (sg, _), tt in zip(stack, via, strict=True):
+                    owner[tt] = sg
+                    match[sg] = tt
+                break
+            stack.append((owner[t], 0))
+    return match

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -12,6 +13,8 @@ from placer.alternatives.groups import GroupScan, scan_capture
 from placer.capture.model import Capture
 from placer.machine import Machine
 from placer.problem.cost import program_cost, tile_counters
+from placer.progress import track
+from placer.selection.bounds import table_lp_bound
 from placer.selection.cpsat import (
     EXACT_HOST_LIMIT,
     OBJECTIVES,
@@ -23,9 +26,9 @@ from placer.selection.cpsat import (
 )
 from placer.selection.greedy import Decision, budget_plan, greedy_plan
 from placer.selection.plan import Plan
-from placer.selection.problem import SelectionProblem, build_problem
+from placer.selection.problem import SelectionProblem, bucket_hosts, build_problem
 from placer.selection.realise import realise
-from placer.solver import Progress, SolveResult, SolverParams, Status
+from placer.solver import Deadline, Progress, SolveResult, SolverParams, Status
 
 
 @dataclass(frozen=True)
@@ -93,7 +96,7 @@ def selection_from_plan(problem: SelectionProblem, plan: Plan) -> Selection:
                 for i, op in enumerate(opts):
                     if op.variant == r.variant and op.count == r.segmentation.count:
                         idx = i
-                        for sig, t in zip(op.signatures(), r.hosts.tolist(), strict=True):
+                        for sig, t in zip(pd.classes(op), r.hosts.tolist(), strict=True):
                             if t in class_of:
                                 ph_counts[(sig, class_of[t])] = ph_counts.get((sig, class_of[t]), 0) + 1
                             else:
@@ -115,52 +118,144 @@ class Outcome:
     decisions: list[Decision]
     status: Status  # the CP-SAT status of the selection model (greedy mode: no solve, UNKNOWN)
     staged: StagedResult | None
-    source: str  # "cp-sat" or "greedy" (the incumbent kept)
+    source: str  # "cp-sat" or which incumbent was kept ("greedy", "budget-greedy", "smaller budget")
     note: str = ""
     rounds: int = 0
     runtime: float = 0.0
     problem: SelectionProblem | None = field(default=None, repr=False)
     scans: list[GroupScan] = field(default_factory=list, repr=False)
     irreducible: list[tuple[int, int]] = field(default_factory=list)  # (tile, bytes over) when proved infeasible
+    work: float = 0.0  # CP-SAT deterministic seconds spent
+    work_budget: float = 0.0  # what the search was granted
+    backstop: bool = False  # the wall clock cut the search: this run is not reproducible
+
+
+@dataclass(eq=False)
+class Prepared:
+    """What does not depend on the budget: the group scan and every option's effect, computed once per capture and
+    shared by every budget of a sweep."""
+
+    scans: list[GroupScan]
+    problem: SelectionProblem
+
+    def for_budget(self, table_budget: int) -> SelectionProblem:
+        return replace(self.problem, table_budget=table_budget)
+
+
+def prepare(capture: Capture, machine: Machine, table_budget: int, fragment_limit: int, *,
+            local_pack: bool = True, scans: list[GroupScan] | None = None) -> Prepared:
+    scans = scans if scans is not None else scan_capture(capture)
+    return Prepared(scans, build_problem(capture, machine, table_budget, fragment_limit, scans=scans,
+                                         local_pack=local_pack))
+
+
+TIGHTER_TARGETS = (0.8, 0.7)  # large programs: the budget-aware construction also aimed at these shares
+SEARCH_END = 0.85  # share of the command's limit by which the search stops: the rest is re-costing and output
+
+
+@dataclass(eq=False)
+class SearchClock:
+    """The search's allowance: deterministic work (reproducible) and the command's wall clock (a backstop)."""
+
+    deadline: Deadline
+    work: float  # deterministic seconds
+    end: float  # the search stops at this many seconds after the command started, whatever work is left
+    spent: float = 0.0
+    backstop: bool = False
+
+    def wall_left(self) -> float:
+        return self.end - self.deadline.elapsed()
+
+    def charge(self, staged: StagedResult) -> None:
+        self.spent += staged.work
+        self.backstop |= staged.backstop
 
 
 def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit: int, *, mode: str = "cpsat",
            params: SolverParams | None = None, order: tuple[str, ...] = OBJECTIVES, local_pack: bool = True,
-           progress: Progress | None = None, max_rounds: int = 3) -> Outcome:
+           progress: Progress | None = None, max_rounds: int = 3, deadline: Deadline | None = None,
+           prepared: Prepared | None = None, work: float | None = None, search_end: float | None = None,
+           hints: Sequence[Plan] = ()) -> Outcome:
+    """Choose relays for one budget. ``deadline`` is the command's clock (started before loading); ``work`` the
+    deterministic work granted to CP-SAT (default: params.work_per_second × params.time_limit); the search stops
+    at ``search_end`` seconds on that clock whatever work is left (and says so). ``hints`` are plans found for
+    other budgets of a sweep: any that fits is a candidate incumbent."""
     start = time.perf_counter()
     params = params or SolverParams()
-    scans = scan_capture(capture)
+    deadline = deadline or Deadline(params.time_limit, start)
+    t = start
+    scans = prepared.scans if prepared is not None else scan_capture(capture)
     greedy, decisions = greedy_plan(capture, scans, machine, table_budget, fragment_limit)
     g_obj = plan_objectives(capture, greedy)
+    t = deadline.mark("production rule", t)
     if mode == "greedy":
         return Outcome(greedy, g_obj, greedy, g_obj, decisions, Status.UNKNOWN, None, "greedy",
                        runtime=time.perf_counter() - start, scans=scans)
-    problem = build_problem(capture, machine, table_budget, fragment_limit, scans=scans, local_pack=local_pack)
+    if prepared is not None:
+        problem = prepared.for_budget(table_budget)
+    else:
+        problem = build_problem(capture, machine, table_budget, fragment_limit, scans=scans, local_pack=local_pack)
+    t = deadline.mark("options", t)
 
-    # the incumbent: the production greedy, or placer's budget-aware construction when that one does better
+    # the incumbent: the production rule, placer's budget-aware construction, or a plan of another budget
     best_plan, best_obj, source = greedy, g_obj, "greedy"
-    if not g_obj.fits:
-        constructed = budget_plan(capture, scans, machine, table_budget, fragment_limit)
-        c_obj = plan_objectives(capture, constructed)
-        if c_obj.key(order) < g_obj.key(order):
-            best_plan, best_obj, source = constructed, c_obj, "budget-greedy"
+    candidates: list[tuple[Plan, str]] = []
+    large = not monolithic(problem)
+    if not g_obj.fits or large:
+        candidates.append((budget_plan(capture, scans, machine, table_budget, fragment_limit), "budget-greedy"))
+    if large:
+        # the construction aimed below the budget: it relays more, which often lowers the worst tile at the same
+        # cycles (what a tighter budget of a sweep used to find); fixed targets, so the choice is deterministic
+        for share in TIGHTER_TARGETS:
+            target = int(share * table_budget)
+            plan = budget_plan(capture, scans, machine, target, fragment_limit)
+            candidates.append((Plan(plan.mode, machine, table_budget, fragment_limit, plan.relays),
+                               f"budget-greedy aimed at {target:,} B"))
+    for h in hints:
+        candidates.append((Plan("cpsat", machine, table_budget, fragment_limit, list(h.relays)), "other budget"))
+    for plan, name in track(candidates, "cost incumbent candidates", unit="plans"):
+        obj = plan_objectives(capture, plan)
+        if obj.key(order) < best_obj.key(order):
+            best_plan, best_obj, source = plan, obj, name
     incumbent = selection_from_plan(problem, best_plan)
+    t = deadline.mark("incumbent", t)
     proof = irreducible_tiles(problem)
     if proof:
         # some tile stays over budget whatever is chosen: proved without search
         return Outcome(best_plan, best_obj, greedy, g_obj, decisions, Status.INFEASIBLE, None, source,
                        "proved infeasible by a per-tile lower bound (every group touching the tile at its best "
                        "option, no relay hosted)", 0, time.perf_counter() - start, problem, scans, proof)
+    clock = SearchClock(deadline, params.work_per_second * params.time_limit if work is None else work,
+                        SEARCH_END * deadline.seconds if search_end is None else search_end)
     if not monolithic(problem):
-        return _lns(capture, problem, params, order, best_plan, best_obj, source, greedy, g_obj, decisions,
-                    progress, start, scans)
+        out = _lns(capture, problem, params, order, best_plan, best_obj, source, greedy, g_obj, decisions,
+                   progress, start, scans, clock)
+        deadline.mark("search", t)
+        return out
+    out = _monolithic(capture, problem, params, order, best_plan, best_obj, source, greedy, g_obj, decisions,
+                      progress, start, scans, clock, incumbent, max_rounds, local_pack)
+    deadline.mark("search", t)
+    return out
+
+
+def _monolithic(capture: Capture, problem: SelectionProblem, params: SolverParams, order: tuple[str, ...],
+                best_plan: Plan, best_obj: Objectives, source: str, greedy: Plan, g_obj: Objectives,
+                decisions: list[Decision], progress: Progress | None, start: float, scans: list[GroupScan],
+                clock: SearchClock, incumbent: Selection, max_rounds: int, local_pack: bool) -> Outcome:
+    machine, table_budget, fragment_limit = problem.machine, problem.table_budget, problem.fragment_limit
     staged: StagedResult | None = None
     tighten: dict[int, int] = {}
     note = ""
     rounds = 0
-    for rounds in range(1, max_rounds + 1):  # noqa: B007 -- rounds is reported
-        # a further round only follows a realised plan that broke the budget (seam effects, rare)
-        staged = solve_staged(problem, params, order, start=incumbent, progress=progress, tighten=tighten)
+    bounds = lower_bounds(problem)
+    for rounds in range(1, max_rounds + 1):
+        # a further round only follows a realised plan that broke the budget (seam effects, rare); it gets half
+        # the work of the one before (fixed shares: deterministic)
+        share = clock.work / (2 ** (rounds - 1)) / (2 - 2 ** (1 - max_rounds))
+        staged = solve_staged(problem, replace(params, time_limit=share), order, start=incumbent,
+                              progress=progress, tighten=tighten, lower=bounds if not tighten else None,
+                              wall=clock.wall_left)
+        clock.charge(staged)
         if staged.selection is None:
             break
         plan = realise(problem, staged.selection, "cpsat")
@@ -185,7 +280,9 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
                                  local_pack=local_pack, aggregate=False)
         if exact_host_pairs(explicit) <= EXACT_HOST_LIMIT:
             relaxed = {t: -s for t, s in model_slack(explicit).items()}
-            proof = solve_staged(explicit, params, order[:1], tighten=relaxed)
+            proof = solve_staged(explicit, replace(params, time_limit=clock.work), order[:1], tighten=relaxed,
+                                 wall=clock.wall_left)
+            clock.charge(proof)
             status = proof.status if proof.status is Status.INFEASIBLE else Status.UNKNOWN
             problem = explicit
         else:
@@ -206,7 +303,8 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     if staged is not None and staged.selection is None and status is Status.UNKNOWN:
         note = f"CP-SAT found no solution in time; the {source} plan is kept"
     return Outcome(best_plan, best_obj, greedy, g_obj, decisions, status, staged, source, note, rounds,
-                   time.perf_counter() - start, problem, scans, irreducible)
+                   time.perf_counter() - start, problem, scans, irreducible, clock.spent, clock.work,
+                   clock.backstop)
 
 
 MONOLITHIC_OPTIONS = 1_500  # above this many relay options, CP-SAT works on one phase at a time (LNS)
@@ -249,8 +347,8 @@ def phase_fixed(problem: SelectionProblem, plan: Plan, only: set[int] | None = N
     return out
 
 
-def objectives_from_fixed(problem: SelectionProblem, fixed: list[PhaseFixed]) -> Objectives:
-    """The exact objectives of a plan from its per-phase contributions (equal to plan_objectives)."""
+def program_tables(problem: SelectionProblem, fixed: list[PhaseFixed]) -> tuple[np.ndarray, np.ndarray, int]:
+    """Per tile, the program's table bytes and fragments, and the program's cycles, from per-phase contributions."""
     tiles = problem.tiles
     index = {p.phase: i for i, p in enumerate(problem.capture.phases)}
     table = problem.direct.table_bytes[:tiles].copy()
@@ -263,9 +361,15 @@ def objectives_from_fixed(problem: SelectionProblem, fixed: list[PhaseFixed]) ->
         table += fx.table[:tiles] - dp.table_bytes[:tiles]
         frags += fx.fragments[:tiles] - dp.fragments[:tiles]
         cycles += fx.cycles
+    return table, frags, int(cycles)
+
+
+def objectives_from_fixed(problem: SelectionProblem, fixed: list[PhaseFixed]) -> Objectives:
+    """The exact objectives of a plan from its per-phase contributions (equal to plan_objectives)."""
+    table, frags, cycles = program_tables(problem, fixed)
     return Objectives(
         fits=bool((table <= problem.table_budget).all() and (frags <= problem.fragment_limit).all()),
-        cycles=int(cycles), table=int(table.max(initial=0)), fragments=int(frags.max(initial=0)),
+        cycles=cycles, table=int(table.max(initial=0)), fragments=int(frags.max(initial=0)),
         scratch=sum(fx.scratch for fx in fixed), relays=sum(fx.relays for fx in fixed),
         worst_tile=int(np.argmax(table)),
         excess=_excess(table, frags, problem.table_budget, problem.fragment_limit),
@@ -279,8 +383,8 @@ def lower_bounds(problem: SelectionProblem) -> dict[str, int]:
     (a direct-receive forward carries the bytes the multicast did; local-pack moves them into the extra phase, run
     after), so each selection phase costs at least its sync plus max over tiles of ⌈max(tx, rx)/4⌉.
     Table: the worst tile is at least (a) any tile's direct table plus, for each group touching it, the most
-    favourable option's change, and (b) the average over tiles of the least total table mass any choice leaves
-    (rounding only adds).
+    favourable option's change, (b) the average over tiles of the least total table mass any choice leaves
+    (rounding only adds), and (c) the linear relaxation of ``bounds.table_lp_bound`` once it has been computed.
     """
     machine = problem.machine
     bpc = machine.exchange.bytes_per_cycle
@@ -296,7 +400,8 @@ def lower_bounds(problem: SelectionProblem) -> dict[str, int]:
             mass += min(0, *(int(op.delta.raw.sum()) + (int(op.host.raw.sum()) if op.host is not None else 0)
                              + (int(op.ext.raw.sum()) if op.ext is not None else 0) for op in opts[1:]))
     best = _best_tables(problem)
-    return {"cycles": cycles, "table": max(int(best.max(initial=0)), -(-mass // problem.tiles))}
+    table = max(int(best.max(initial=0)), -(-mass // problem.tiles), problem.shared.get("table_lp", 0))
+    return {"cycles": cycles, "table": table}
 
 
 def model_slack(problem: SelectionProblem) -> dict[int, int]:
@@ -335,41 +440,101 @@ def _best_tables(problem: SelectionProblem) -> np.ndarray:
     return best
 
 
+# CP-SAT's presolve of a neighbourhood model (20k variables) spends its whole work budget before the search starts;
+# without it the hint is a solution at once and the search has the budget
+WINDOW_TUNING = {"cp_model_presolve": False}
+MIN_WINDOWS = 6  # the search's work is split into at least this many neighbourhood solves
+LP_MIN_WALL = 3.0  # seconds the clock must still allow for the table relaxation to be tried
+WINDOW_PHASES = 2  # at most this many phases are free in one neighbourhood
+
+
+def _windows(problem: SelectionProblem, fixed: list[PhaseFixed]) -> list[tuple[int, ...]]:
+    """Neighbourhoods worth solving next for this incumbent, best first (deterministic: a function of ``fixed``).
+
+    1. The phases whose cycles the incumbent's relays raised (the first objective), together.
+    2. The phases that carry most of the worst tiles' tables (ties at the top count: the worst tile only falls if
+       all of them fall), three, then two together, then one at a time.
+    3. Every phase alone, the heaviest first.
+    """
+    index = {p.phase: i for i, p in enumerate(problem.capture.phases)}
+    out: list[tuple[int, ...]] = []
+    raised = []
+    for pi, (pd, fx) in enumerate(zip(problem.phases, fixed, strict=True)):
+        base = problem.direct.phases[index[pd.phase.phase]].cycles * pd.iterations
+        if fx.cycles > base:
+            raised.append((fx.cycles - base, pi))
+    raised.sort(key=lambda r: (-r[0], r[1]))
+    if raised:
+        out.append(tuple(sorted(pi for _, pi in raised[:WINDOW_PHASES])))
+    table, _, _ = program_tables(problem, fixed)
+    top = int(table.max(initial=0))
+    worst = np.flatnonzero(table >= top - problem.machine.cost.table_rounding)
+    share = np.array([int(fx.table[worst].max(initial=0)) for fx in fixed])
+    heavy = [pi for pi in np.argsort(-share, kind="stable").tolist() if share[pi] > 0]
+    for size in range(min(WINDOW_PHASES, len(heavy)), 1, -1):
+        out.append(tuple(sorted(heavy[:size])))
+    out += [(pi,) for pi in heavy]
+    load = [int(pd.state.table()[: problem.tiles].max(initial=0)) for pd in problem.phases]
+    out += [(pi,) for pi in sorted(range(len(problem.phases)), key=lambda pi: (-load[pi], pi))]
+    seen: set[tuple[int, ...]] = set()
+    return [w for w in out if not (w in seen or seen.add(w))]  # type: ignore[func-returns-value]
+
+
 def _lns(capture: Capture, problem: SelectionProblem, params: SolverParams, order: tuple[str, ...],
          best_plan: Plan, best_obj: Objectives, source: str, greedy: Plan, g_obj: Objectives,
-         decisions: list[Decision], progress: Progress | None, start: float, scans: list[GroupScan]) -> Outcome:
-    """CP-SAT over neighbourhoods of one phase each, the rest held at the incumbent, never losing it.
+         decisions: list[Decision], progress: Progress | None, start: float, scans: list[GroupScan],
+         clock: SearchClock) -> Outcome:
+    """CP-SAT over neighbourhoods of a few phases each, the rest held at the incumbent, never losing it.
 
-    The neighbourhoods are the phases whose worst tile carries at least 2 % of the budget (at least three), the
-    heaviest first: the others cannot move a tile's table by more than that. Each neighbourhood optimises the first
-    two objectives; scratch and relay count are compared only between whole plans.
+    Each neighbourhood minimises (cycles, worst table) in one weighted solve with a fixed share of the work; the
+    next neighbourhood is chosen from the current incumbent (``_windows``), so the sequence is a function of the
+    solves' results only. The search ends when the work is spent, no untried neighbourhood is left, or the wall
+    clock's backstop fires (reported: such a run is not reproducible).
     """
-    heavy = sorted(range(len(problem.phases)),
-                   key=lambda pi: -int(problem.phases[pi].state.table()[: problem.tiles].max()))
-    windows = [pi for i, pi in enumerate(heavy)
-               if i < 3 or problem.phases[pi].state.table()[: problem.tiles].max() >= problem.table_budget // 50]
-    share = params.time_limit / max(1, len(windows))
+    if any(pd.buckets is None for pd in problem.phases):
+        bucket_hosts(problem)
     incumbent = selection_from_plan(problem, best_plan)
     fixed = phase_fixed(problem, best_plan)
+    bounds = lower_bounds(problem)
+    step = clock.work / MIN_WINDOWS
+    tried: set[tuple[int, ...]] = set()
     solved = improved = 0
-    for pi in windows:
-        staged = solve_staged(problem, params.with_overrides(time_limit=max(0.5, share)), order[:2],
-                              start=incumbent, progress=progress, active={pi}, fixed=fixed)
+    log: list[str] = []
+    while clock.spent < clock.work - 1e-6:
+        window = next((w for w in _windows(problem, fixed) if w not in tried), None)
+        if window is None:
+            break
+        if clock.wall_left() <= 0.5:
+            clock.backstop = True
+            break
+        tried.add(window)
+        staged = solve_staged(problem, replace(params, time_limit=min(step, clock.work - clock.spent)),
+                              order[:2], start=incumbent, progress=progress, active=set(window), fixed=fixed,
+                              combine=True, lower=bounds, wall=clock.wall_left, tuning=WINDOW_TUNING)
+        clock.charge(staged)
         solved += 1
         if staged.selection is None:
             continue
         try:
-            plan = realise(problem, staged.selection, "cpsat", only={pi}, keep=best_plan)
+            plan = realise(problem, staged.selection, "cpsat", only=set(window), keep=best_plan)
         except RuntimeError:
             continue
-        new_fixed = phase_fixed(problem, plan, only={pi}, previous=fixed)
+        new_fixed = phase_fixed(problem, plan, only=set(window), previous=fixed)
         obj = objectives_from_fixed(problem, new_fixed)
         if obj.key(order) < best_obj.key(order):
             best_plan, best_obj, source = plan, obj, "cp-sat"
             incumbent = staged.selection
             fixed = new_fixed
             improved += 1
-    bounds = lower_bounds(problem)
+            log.append(f"{'+'.join(str(problem.phases[pi].phase.phase) for pi in window)}")
+            tried.clear()  # a new incumbent: every neighbourhood is worth another look
+    if "table_lp" not in problem.shared and clock.wall_left() > LP_MIN_WALL:
+        # the relaxation's bound (budget-independent, computed once per capture) if the clock allows: it changes
+        # the reported bound only, never the plan
+        lp = table_lp_bound(problem, model_slack(problem), time_limit=clock.wall_left() - 1.0)
+        if lp is not None:
+            problem.shared["table_lp"] = lp
+        bounds = lower_bounds(problem)
     runtime = time.perf_counter() - start
     stages = []
     for name in order[:2]:
@@ -377,15 +542,16 @@ def _lns(capture: Capture, problem: SelectionProblem, params: SolverParams, orde
         bound = bounds.get(name)
         status = Status.OPTIMAL if bound is not None and value <= bound else Status.FEASIBLE
         stages.append((name, SolveResult(status, float(value), float(bound) if bound is not None else None, runtime,
-                                         solver="cp-sat lns")))
+                                         solver="cp-sat lns", work=clock.spent, backstop=clock.backstop)))
     status = Status.OPTIMAL if all(r.status is Status.OPTIMAL for _, r in stages) else Status.FEASIBLE
     if not best_obj.fits:
         status = Status.UNKNOWN
     staged_all = StagedResult(incumbent, stages, {n: getattr(best_obj, n) for n in order})
-    note = (f"large program: CP-SAT over {solved} one-phase neighbourhoods ({len(problem.phases)} phases have "
-            f"groups), {improved} improved the incumbent; bounds are valid lower bounds, not CP-SAT's")
+    note = (f"large program: CP-SAT over {solved} neighbourhoods ({len(problem.phases)} phases have groups), "
+            f"{improved} improved the incumbent" + (f" (phases {', '.join(log)})" if log else "")
+            + "; bounds are valid lower bounds, not CP-SAT's")
     return Outcome(best_plan, best_obj, greedy, g_obj, decisions, status, staged_all, source, note, solved,
-                   runtime, problem, scans, [])
+                   runtime, problem, scans, [], clock.spent, clock.work, clock.backstop)
 
 
 def irreducible_tiles(problem: SelectionProblem) -> list[tuple[int, int]]:

@@ -14,6 +14,7 @@ from placer.capture.model import Capture
 from placer.errors import EXIT_INVALID, EXIT_OVER_BUDGET, InputError
 from placer.fileio import read_json
 from placer.machine import Machine, load_machine
+from placer.progress import install
 from placer.units import count_option, size_option
 from placer.validation.plan import bind_plan, parse_plan
 from placer.validation.validator import validate
@@ -50,12 +51,14 @@ def validate_command(
                                                       "machine's, not the budget the plan records)."),
     fragments: int = typer.Option(None, "--fragments", help="Fragment limit per tile (default: the machine's)."),
     json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
 ) -> None:
     """Check a plan against the original capture and the machine, independently of the code that produced it.
 
     The budget checked is --budget/--fragments or the machine's; the plan's own record is not trusted. Exit codes:
     0 valid; 1 invalid; 2 malformed, or made for another capture or machine; 4 valid but over the budget.
     """
+    install(quiet)
     mach = load_machine(machine)
     table = size_option(budget, "--budget") if budget is not None else mach.budget.table_bytes
     frag = count_option(fragments, "--fragments") if fragments is not None else mach.budget.fragments

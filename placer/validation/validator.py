@@ -17,6 +17,7 @@ import numpy as np
 from placer.capture.model import Capture, Phase
 from placer.errors import InputError
 from placer.machine import Machine
+from placer.progress import task, track
 from placer.validation import intervals as iv
 from placer.validation.plan import Kernel, Plan, Relay, Segment, bind_plan, parse_plan
 from placer.validation.replay import Patterns, ReadIssue, Seq, Writes, replay
@@ -158,7 +159,7 @@ def validate(capture: Capture, plan: dict[str, Any] | Plan, machine: Machine) ->
 
     program: list[Phase] = []
     max_words = machine.exchange.max_transfer_words
-    for orig in capture.phases:
+    for orig in track(capture.phases, "validate phases", unit="phases"):
         p = orig.phase
         d = delta.get(p)
         if d is None:
@@ -184,8 +185,9 @@ def validate(capture: Capture, plan: dict[str, Any] | Plan, machine: Machine) ->
             )
         errors.extend(_check_window(win, plan, kernels.get(p, [])))
 
-    errors.extend(_check_relays(capture, plan, machine, kernels))
-    stats, budget_errors = _check_budget(capture, program, plan, machine)
+    with task("validate relays and budget"):
+        errors.extend(_check_relays(capture, plan, machine, kernels))
+        stats, budget_errors = _check_budget(capture, program, plan, machine)
     errors.extend(budget_errors)
     return ValidationReport(not errors, errors, stats)
 

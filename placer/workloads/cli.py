@@ -10,6 +10,7 @@ import typer
 from placer.capture.writer import write_capture_fast
 from placer.errors import InputError
 from placer.fileio import check_output
+from placer.progress import install, task
 from placer.units import MAX_COUNT, count_option, format_size
 from placer.workloads.generate import DEFAULT_BATCH
 from placer.workloads.generate import generate as generate_capture
@@ -53,8 +54,10 @@ def generate(
                                                              "(default 1; the capture stores one body either way)."),
     seed: int = typer.Option(0, "--seed", help="Seed for weight holders and per-tile code/scratch sizes."),
     machine: str = typer.Option("ipu21", "--machine", help="Machine: ipu21, mk1 or a machine .toml."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
 ) -> None:
     """Lower a model to a whole-program synthetic capture (one layer body in a Repeat, plus bookends)."""
+    install(quiet)
     count_option(batch, "--batch", maximum=MAX_BATCH)
     if layers is not None:
         count_option(layers, "--layers", maximum=MAX_COUNT)
@@ -62,7 +65,8 @@ def generate(
     output = check_output(output, "-o", inputs=(model,))
     _check_memory(batch)
     t0 = time.perf_counter()
-    capture = generate_capture(model, batch=batch, layers=layers, machine=machine, seed=seed)
+    with task(f"lower {model} batch {batch}"):
+        capture = generate_capture(model, batch=batch, layers=layers, machine=machine, seed=seed)
     t1 = time.perf_counter()
     size = write_capture_fast(capture, output)
     t2 = time.perf_counter()

@@ -75,9 +75,14 @@ def phase_steps(spec: ModelSpec) -> tuple[list[tuple[str, str]], int, int]:
     end = len(steps)
     steps += [
         ("post.ln", "post-norm parameters -> owners"),
-        ("head.pool", "head: token rows -> pooling tiles"),
-        ("head.gather", "head: pooled rows -> head tiles"),
-        ("head.w", "head: projection weights -> head tiles"),
+        ("map_kv.prep", "MAP head: FP8 scale + bias -> grid"),
+        ("map_kv.in", "MAP head: FP16 rows -> key/value projection (replicated) + weights"),
+        ("map_kv.red", "MAP head: key/value partial-sum reduction"),
+        ("map_kv.out", "MAP head: key/value rows -> owners"),
+        ("map.heads", "MAP head: key/value head rows -> probe-attention tiles"),
+        ("map.reduce", "MAP head: probe-attention partials -> head roots"),
+        ("map.pool", "MAP head: pooled head outputs -> projection tiles"),
+        ("map.w", "MAP head: output projection weights -> projection tiles"),
         ("head.out", "head: embedding -> output rows"),
         ("output", "output: embedding -> IO tiles"),
     ]
@@ -141,6 +146,7 @@ class Lowering:
         self.out16 = owner_buf("out16", max(h, mlp) * PARTIAL_BYTES, i["embed.out"], self.last)
         self.pos = owner_buf("pos", h * 2, i["embed.pos"], i["embed.pos"])
         self.ln = owner_buf("ln", 2 * h * 2, self.body, self.last)
+        self.xln16 = owner_buf("xln16", h * 2, i["post.ln"], i["map_kv.in"])
         all_tiles = np.arange(self.tiles)
         rng = prog.rng
         code = CODE_BYTES + rng.integers(0, CODE_JITTER // GRAIN, self.tiles) * GRAIN
@@ -194,7 +200,6 @@ class Lowering:
         kblocks = np.array_split(np.arange(cols), k_blocks)
         nblocks = _split_cols(nd, n_blocks)
         col_bytes = np.minimum(GRAIN, kd - GRAIN * np.arange(cols))
-        kbytes = np.array([int(col_bytes[c].sum()) for c in kblocks], np.int64)
         nsize = np.array([b.shape[0] for b in nblocks], np.int64)
         n0 = np.array([int(b[0]) for b in nblocks], np.int64)
         mm_, nn_, kk_ = np.meshgrid(np.arange(m_blocks), np.arange(n_blocks), np.arange(k_blocks), indexing="ij")
@@ -203,7 +208,7 @@ class Lowering:
         n_tiles = m_blocks * n_blocks * k_blocks
         p_prep, p_in, p_red, p_out = i[f"{name}.prep"], i[f"{name}.in"], i[f"{name}.red"], i[f"{name}.out"]
         p_w = i.get(f"{name}.w", p_in)
-        wspace = self.w_static if name == "embed" else self.w_layer
+        wspace = self.w_static if name in ("embed", "map_kv") else self.w_layer
         tm_max = max(b.shape[0] for b in tblocks)
         batch = self.batch
 
@@ -268,7 +273,11 @@ class Lowering:
         s = low.weight_slice
         gk, gn = np.meshgrid(np.arange(k_blocks), np.arange(n_blocks), indexing="ij")
         gk, gn = gk.reshape(-1), gn.reshape(-1)
-        gsize = kbytes[gk] * nsize[gn]
+        # every K block of the weight holds the same padded row count (a multiple of 8): MLP-down's 4,304 rows are
+        # stored as 12 x 360, which is what the reference's 94.92 MiB for its weight phase implies
+        k_elems = kd // spec.input_element_bytes(name)
+        w_rows = -(-k_elems // (8 * k_blocks)) * 8
+        gsize = w_rows * spec.weight_bytes * nsize[gn]
         pieces = -(-gsize // s)
         g = np.repeat(np.arange(gk.shape[0]), pieces)
         idx = np.arange(g.shape[0]) - np.repeat(np.cumsum(pieces) - pieces, pieces)
@@ -453,34 +462,53 @@ class Lowering:
                  rows.slot[row] * self.attn.stride + hh * hd2)
 
     def head(self) -> None:
-        """Post-norm, mean pooling over tokens, a hidden x hidden projection, the embedding out to the host."""
+        """The MAP head (multi-head attention pooling with one learned probe query): post-norm, the key/value
+        projection of every token row (an FP16 matmul on its own grid), each (head, image) pair's keys and values
+        spread over a block of probe-attention tiles, the partial softmax-weighted sums reduced on the pair's root,
+        the pooled rows to the projection tiles, the output projection, the embedding out through the IO tiles."""
         prog, spec, rows, i = self.prog, self.spec, self.rows, self.id
         batch, h2 = self.batch, spec.hidden * 2
         holder, off = prog.place(self.w_static, [h2, h2])
         own = rows.owners
         prog.add(i["post.ln"], holder, h2, self.w_static.kind, off, own.shape[0], np.tile(own, 2), self.ln.kind,
                  np.repeat([0, h2], own.shape[0]))
-        # pooling: pooling tile (b, c) sums column chunk c of image b over its tokens
-        cb = 64
-        while batch * -(-h2 // cb) > self.tiles:
-            cb *= 2
-        n_c = -(-h2 // cb)
-        chunk_bytes = np.minimum(cb, h2 - cb * np.arange(n_c))
-        pool = self.tiles - batch * n_c + np.arange(batch * n_c)
+        self.matmul("map_kv", 5, self.xln16, None, self.out16, 0)
+        # keys and values of head h, image b: token block j of the pair goes to the pair's j-th tile
+        hd2 = spec.head_dim * spec.attn_bytes
+        pairs = spec.heads * batch
+        per_pair = max(1, self.tiles // pairs)
         t_count = spec.tokens
-        pool_kind = prog.kind("head.pool", pool, t_count * cb, i["head.pool"], i["head.gather"])
-        rr = np.repeat(np.arange(batch * t_count), n_c)
-        cc = np.tile(np.arange(n_c), batch * t_count)
-        b_of = rr // t_count
-        prog.add(i["head.pool"], rows.owner[rr], chunk_bytes[cc], self.out16.kind,
-                 rows.slot[rr] * self.out16.stride + cc * cb, 1, pool[b_of * n_c + cc], pool_kind,
-                 (rr % t_count) * cb)
-        # pooled chunks to every head tile; head tile n computes output columns block n for every image
+        blocks = np.array_split(np.arange(t_count), min(per_pair, t_count))
+        blk_of = np.concatenate([np.full(b.shape[0], j) for j, b in enumerate(blocks)])
+        pos_in = np.concatenate([np.arange(b.shape[0]) for b in blocks])
+        tmax = max(b.shape[0] for b in blocks)
+        n_blk = len(blocks)
+        pair_tiles = np.arange(pairs)[:, None] * per_pair + np.arange(n_blk)[None, :]
+        first, last = i["map.heads"], i["map.reduce"]
+        kv_kind = prog.kind("map.kv", pair_tiles.reshape(-1), 2 * tmax * hd2, first, first)
+        part_kind = prog.kind("map.partial", pair_tiles.reshape(-1), hd2 + 8, first, last)
+        roots = pair_tiles[:, 0]
+        acc_kind = prog.kind("map.acc", roots, n_blk * (hd2 + 8), last, i["map.pool"])
+        p_ = np.repeat(np.arange(pairs), t_count)
+        t_ = np.tile(np.arange(t_count), pairs)
+        head, img = p_ // batch, p_ % batch
+        rr = rows.row(img, t_)
+        dst = pair_tiles[p_, blk_of[t_]]
+        for which in (0, 1):  # keys, then values (the projection's output columns [0, h) and [h, 2h))
+            src_off = rows.slot[rr] * self.out16.stride + (which * spec.hidden + head * spec.head_dim) * 2
+            prog.add(i["map.heads"], rows.owner[rr], hd2, self.out16.kind, src_off, 1, dst, kv_kind,
+                     (which * tmax + pos_in[t_]) * hd2)
+        src = pair_tiles[:, 1:].reshape(-1)
+        j = np.tile(np.arange(1, n_blk), pairs)
+        prog.add(i["map.reduce"], src, hd2 + 8, part_kind, 0, 1, np.repeat(roots, n_blk - 1), acc_kind,
+                 j * (hd2 + 8))
+        # pooled rows: each root sends its head's 72-wide slice of image b to every projection tile
         n_head = min(36, self.tiles)
         head_tiles = np.arange(n_head)
-        hx = prog.kind("head.x", head_tiles, batch * n_c * cb, i["head.gather"], i["head.out"])
-        prog.add(i["head.gather"], pool, chunk_bytes[np.tile(np.arange(n_c), batch)], pool_kind, 0, n_head,
-                 np.tile(head_tiles, pool.shape[0]), hx, np.repeat(np.arange(pool.shape[0]) * cb, n_head))
+        hx = prog.kind("head.x", head_tiles, batch * h2, i["map.pool"], i["head.out"])
+        pr = np.arange(pairs)
+        prog.add(i["map.pool"], roots, hd2, acc_kind, 0, n_head, np.tile(head_tiles, pairs), hx,
+                 np.repeat((pr % batch) * h2 + (pr // batch) * hd2, n_head))
         nblocks = _split_cols(spec.hidden, n_head)
         nsz = np.array([b.shape[0] for b in nblocks], np.int64)
         s = 2048
@@ -489,10 +517,10 @@ class Lowering:
         g = np.repeat(np.arange(n_head), pieces)
         idx = np.arange(g.shape[0]) - np.repeat(np.cumsum(pieces) - pieces, pieces)
         holder, off = prog.place(self.w_static, np.minimum(s, gsize[g] - idx * s))
-        hw = prog.kind("head.w", head_tiles, gsize, i["head.w"], i["head.w"], R1)
-        prog.add(i["head.w"], holder, np.minimum(s, gsize[g] - idx * s), self.w_static.kind, off, 1, g, hw, idx * s)
+        hw = prog.kind("head.w", head_tiles, gsize, i["map.w"], i["map.w"], R1)
+        prog.add(i["map.w"], holder, np.minimum(s, gsize[g] - idx * s), self.w_static.kind, off, 1, g, hw, idx * s)
         # output rows live on the owner of token 0 of each image, then stream out through the IO tiles
-        hy = prog.kind("head.y", head_tiles, batch * nsz * 2, i["head.w"], i["head.out"])
+        hy = prog.kind("head.y", head_tiles, batch * nsz * 2, i["map.w"], i["head.out"])
         out_owner = rows.owner[rows.row(np.arange(batch), np.zeros(batch, np.int64))]
         out_slot = rows.slot[rows.row(np.arange(batch), np.zeros(batch, np.int64))]
         n_col0 = np.array([b[0] for b in nblocks], np.int64)

@@ -16,7 +16,7 @@ from typing import Any
 
 from placer.errors import InputError
 
-MATMULS = ("embed", "qkv", "proj", "mlp_up", "mlp_down")
+MATMULS = ("embed", "qkv", "proj", "mlp_up", "mlp_down", "map_kv")
 BUNDLED_MODELS = ("siglip-so400m", "pe-core-l14")
 GRAIN = 32  # bytes: the FP8 column grain of activation fragments
 
@@ -72,6 +72,10 @@ class ModelSpec:
     def patch_bytes(self) -> int:
         return self.patch_size * self.patch_size * self.channels * self.act_bytes
 
+    def input_element_bytes(self, name: str) -> int:
+        """Bytes per element of a matmul's activation input (its weights are ``weight_bytes`` per element)."""
+        return self.attn_bytes if name == "map_kv" else self.act_bytes
+
     def matmul_shape(self, name: str) -> tuple[int, int]:
         """(contraction bytes of one activation row, output columns) of a matmul."""
         shapes = {
@@ -80,30 +84,30 @@ class ModelSpec:
             "proj": (self.hidden * self.act_bytes, self.hidden),
             "mlp_up": (self.hidden * self.act_bytes, self.mlp),
             "mlp_down": (self.mlp * self.act_bytes, self.hidden),
+            # the MAP head's key/value projection reads the post-norm rows in FP16
+            "map_kv": (self.hidden * self.attn_bytes, 2 * self.hidden),
         }
         return shapes[name]
 
 
 def resolve_model_path(name: str | Path) -> tuple[str, str]:
-    """Find a model description: a path to a .toml, ``models/NAME.toml`` under the current directory, or the
-    copy bundled with the package. Returns (text, where) for error messages."""
+    """Find a model description: a path to a ``.toml`` file, or the name of a bundled model (``models/NAME.toml``
+    in the repository, installed as the package ``placer.models``: the only copy). A bare name never looks in the
+    working directory, so the description a name means does not depend on where placer runs.
+    Returns (text, where) for error messages."""
     spec = str(name)
-    candidates: list[Path] = []
     if spec.endswith(".toml") or "/" in spec or Path(spec).suffix:
-        candidates.append(Path(spec))
-    else:
-        candidates.append(Path.cwd() / "models" / f"{spec}.toml")
-    for p in candidates:
-        if p.is_file():
-            try:
-                return p.read_text(), str(p)
-            except OSError as exc:
-                raise InputError(f"cannot read model description ({exc.strerror})", path=str(p)) from None
+        p = Path(spec)
+        if not p.is_file():
+            raise InputError(f"no such model description (bundled models: {', '.join(BUNDLED_MODELS)})", path=spec)
+        try:
+            return p.read_text(), str(p)
+        except OSError as exc:
+            raise InputError(f"cannot read model description ({exc.strerror})", path=str(p)) from None
     if spec in BUNDLED_MODELS:
-        where = f"placer/workloads/{spec}.toml"
-        return resources.files("placer.workloads").joinpath(f"{spec}.toml").read_text(), where
-    raise InputError(f"no model description found (looked for {', '.join(str(c) for c in candidates)}); "
-                     f"bundled: {', '.join(BUNDLED_MODELS)}", path=spec)
+        res = resources.files("placer.models").joinpath(f"{spec}.toml")
+        return res.read_text(), f"models/{spec}.toml"
+    raise InputError(f"unknown model (bundled: {', '.join(BUNDLED_MODELS)}; or give a path to a .toml)", path=spec)
 
 
 def load_model(name: str | Path) -> ModelSpec:

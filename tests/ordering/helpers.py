@@ -37,12 +37,14 @@ def small_phases(draw: st.DrawFn, max_transfers: int = 8, max_words: int = 200) 
 def brute_force_horizon(chunks: Chunks) -> int:
     """Optimum over every order: place each chunk at its earliest conflict-free time (active schedules)."""
     count = chunks.count
-    res = [{int(chunks.source[c])} | {chunks.tiles + int(t) for t in chunks.set_tiles[chunks.dset[c]]}
+    # (resource, cycles held): the lane for lane_words, each port for words
+    res = [{(int(chunks.source[c]), int(chunks.lane_words[c]))}
+           | {(chunks.tiles + int(t), int(chunks.words[c])) for t in chunks.set_tiles[chunks.dset[c]]}
            for c in range(count)]
     edges = [(int(a), int(b), int(chunks.words[a] + chunks.tail[a]))
              for a, b in zip(chunks.dep_pred, chunks.dep_succ, strict=True)]
     same = chunks.stream[1:] == chunks.stream[:-1]
-    edges += [(int(a), int(a) + 1, int(chunks.words[a])) for a in np.flatnonzero(same)]
+    edges += [(int(a), int(a) + 1, int(chunks.lane_words[a])) for a in np.flatnonzero(same)]
     best = None
     for perm in itertools.permutations(range(count)):
         pos = {c: k for k, c in enumerate(perm)}
@@ -51,11 +53,10 @@ def brute_force_horizon(chunks: Chunks) -> int:
         start: dict[int, int] = {}
         for c in perm:
             lo = max([start[a] + g for a, b, g in edges if b == c] + [0])
-            w = int(chunks.words[c])
-            cands = sorted({lo} | {start[p] + int(chunks.words[p]) for p in start if start[p] + chunks.words[p] > lo})
+            cands = sorted({lo} | {start[p] + w for p in start for _, w in res[p] if start[p] + w > lo})
             for t in cands:
-                if all(not (res[c] & res[p]) or t + w <= start[p] or start[p] + chunks.words[p] <= t
-                       for p in start):
+                if all(t + wc <= start[p] or start[p] + wp <= t
+                       for p in start for rc, wc in res[c] for rp, wp in res[p] if rc == rp):
                     start[c] = t
                     break
         h = max(start[c] + int(chunks.words[c] + chunks.tail[c]) for c in range(count))

@@ -17,7 +17,7 @@ def test_allocations_inside_sram(siglip2: Capture, machine: Machine) -> None:
     assert (a.end > a.start).all()
     assert (a.last >= a.first).all()
     per_tile = np.bincount(a.tile, minlength=siglip2.tile_count)
-    assert per_tile.max() <= 64  # tens per tile, not hundreds
+    assert per_tile.max() <= 80  # tens per tile, not hundreds
     # no kind crosses the region boundary
     r0 = machine.memory.region0_end
     assert not ((a.start < r0) & (a.end > r0)).any()

@@ -24,7 +24,7 @@ def near(value: float, target: float, rel: float) -> bool:
 
 
 def test_phase_list(siglip2: Capture) -> None:
-    assert siglip2.phase_ids() == list(range(64))
+    assert siglip2.phase_ids() == list(range(69))
     assert siglip2.repeat is not None and siglip2.repeat.iterations == 1
     body = siglip2.repeat.phases
     assert body == tuple(range(14, 58))
@@ -90,7 +90,7 @@ def test_transfer_words_in_range(siglip2: Capture) -> None:
         assert (p.dst_tile >= 0).all() and (p.dst_tile < siglip2.tile_count).all()
 
 
-@pytest.mark.parametrize(("phase", "target"), [(16, 12_100), (50, 17_900), (54, 11_300)])
+@pytest.mark.parametrize(("phase", "target"), [(16, 12_056), (50, 17_908), (54, 9_684)])
 def test_worst_tile_tables(siglip2_cost: ProgramCost, phase: int, target: int) -> None:
     worst = siglip2_cost.phases[phase].worst_table()
     assert near(worst, target, 0.10), worst

@@ -1,0 +1,1 @@
+"""The bundled model descriptions (``models/*.toml`` in the repository, installed as ``placer.models``)."""

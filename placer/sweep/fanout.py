@@ -1,0 +1,90 @@
+"""Embarrassingly parallel pieces of single commands, as Ray tasks: every phase of `placer schedule --ray` and every
+file (one tile's buffers each) of `placer place A.json B.json ... --ray`.
+
+Each task runs exactly the function the serial command runs on the same inputs, so the results are the serial ones;
+only the order of execution changes (the largest pieces are submitted first, results come back in input order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from placer.sweep.cluster import ray_map
+
+# placement exit codes, as `placer place` documents them
+_PLACED, _INFEASIBLE, _UNKNOWN = 0, 3, 4
+
+
+def schedule_phases(capture: Any, machine: Any, mode: str, params: Any, phase_ids: Sequence[int], ordering: Any,
+                    address: str | None) -> list[Any]:
+    """``schedule_capture(..., phases=[p])`` for every ``p`` in ``phase_ids``, one Ray task each; the capture is put
+    in the object store once. Returns the PhaseSchedules in ``phase_ids`` order."""
+    sizes = {p.phase: p.n for p in capture.phases}
+    biggest_first = sorted(phase_ids, key=lambda pid: (-sizes[pid], pid))
+    cpus = params.workers if mode == "cpsat" else 1
+    done = ray_map(_schedule_one, biggest_first, shared=(capture, machine, mode, params, ordering), cpus=cpus,
+                   address=address)
+    by_phase = dict(zip(biggest_first, done, strict=True))
+    return [by_phase[pid] for pid in phase_ids]
+
+
+def _schedule_one(capture: Any, machine: Any, mode: str, params: Any, ordering: Any, phase_id: int) -> Any:
+    from placer.ordering.schedule import schedule_capture
+
+    return schedule_capture(capture, machine, mode, params, phases=[phase_id], ordering=ordering)[0]
+
+
+def place_files(files: Sequence[Path], capacity: int | None, params: Any, mode: str, address: str | None,
+                use_ray: bool = True) -> list[Any]:
+    """Read every file here (a bad one is an InputError naming it), place each (as a Ray task with ``use_ray``);
+    (problem, result) pairs in ``files`` order."""
+    from placer.placement.formats import read_problem
+
+    problems = [read_problem(f, capacity=capacity) for f in files]
+    if not use_ray:
+        return [(p, _place_one(params, mode, p)) for p in problems]
+    order = sorted(range(len(problems)), key=lambda i: (-problems[i].n, i))
+    done = ray_map(_place_one, [problems[i] for i in order], shared=(params, mode), cpus=params.workers,
+                   address=address)
+    results: list[Any] = [None] * len(problems)
+    for i, result in zip(order, done, strict=True):
+        results[i] = result
+    return list(zip(problems, results, strict=True))
+
+
+def _place_one(params: Any, mode: str, problem: Any) -> Any:
+    from placer.placement.api import solve_placement
+
+    return solve_placement(problem, params, mode=mode)
+
+
+def place_many(files: Sequence[Path], capacity: int | None, params: Any, mode: str, json: bool,
+               ray: str | None) -> int:
+    """`placer place` over several files (each one tile's buffers), in turn or (``ray`` given) as Ray tasks: one
+    line (or one JSON object) per file, every placement re-checked here by the independent checker. Returns the
+    command's exit code: 0 when every file was placed, else 4 if any is unknown, else 3."""
+    import orjson
+
+    from placer.placement.checker import check_placement
+    from placer.solver import Status
+
+    pairs = place_files(files, capacity, params, mode, ray, use_ray=ray is not None)
+    docs, codes = [], []
+    for path, (problem, result) in zip(files, pairs, strict=True):
+        if result.addresses is not None:
+            errors = check_placement(problem, result.addresses)
+            if errors:  # never report a placement the independent checker rejects
+                raise RuntimeError(f"internal error: {path}: placement failed the checker: {errors[0]}")
+        codes.append(_PLACED if result.placed else _INFEASIBLE if result.status is Status.INFEASIBLE else _UNKNOWN)
+        docs.append({"file": str(path), "problem": problem.name, "requests": problem.n, **result.to_json(),
+                     "addresses": list(result.addresses) if result.addresses is not None else None,
+                     "verified": True if result.addresses is not None else None})
+        if not json:
+            typer.echo(f"{path}: {problem.n} requests: {result.describe()}")
+    if json:
+        typer.echo(orjson.dumps(docs, option=orjson.OPT_INDENT_2).decode())
+    return max(codes, default=_PLACED)

@@ -1,0 +1,77 @@
+"""Progress: plain timestamped lines when stderr is not a terminal, nothing with -q, one protocol for every stage."""
+
+from __future__ import annotations
+
+import io
+import re
+
+from report_cli import DEMO, placer
+
+from placer import progress
+
+LINE = re.compile(r"^\d\d:\d\d:\d\d \S.*$")
+
+
+def test_solve_progress_is_plain_timestamped_lines_when_piped(tmp_path) -> None:
+    # PLACER_PROGRESS_SECONDS=0: every step leaves its line, however quick, so the format is checked on all of them
+    res = placer("solve", DEMO, "--budget", "700", "--time-limit", "3", "-o", tmp_path / "plan.json",
+                 env={"PLACER_PROGRESS_SECONDS": "0"})
+    assert res.returncode == 0, res.stderr
+    err = res.stderr
+    assert err.endswith("\n") and "\r" not in err and "\x1b" not in err
+    lines = err.splitlines()
+    assert all(LINE.match(line) for line in lines), lines
+    names = [line.split(" ", 1)[1].split(":", 1)[0] for line in lines]
+    for step in ("load relay-demo.json", "scan replica groups", "production rule", "option effects",
+                 "cp-sat stage 1/4 (cycles)"):
+        assert step in names, (step, names)
+    stage = next(line for line in lines if "cp-sat stage 1/4 (cycles): done" in line)
+    assert "objective" in stage and "bound" in stage
+    assert "plan written" in res.stdout
+
+
+def test_quiet_silences_progress(tmp_path) -> None:
+    res = placer("solve", DEMO, "--budget", "700", "--mode", "greedy", "-q", "-o", tmp_path / "plan.json",
+                 env={"PLACER_PROGRESS_SECONDS": "0"})
+    assert res.returncode in (0, 4) and res.stderr == ""  # 4: the production rule does not fit 700 B
+
+
+def test_short_steps_leave_no_line_by_default(tmp_path) -> None:
+    res = placer("validate", DEMO, DEMO)  # malformed plan: the error is the only line
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
+
+
+def test_plain_reporter_lines_and_solver_detail(monkeypatch) -> None:
+    monkeypatch.setenv("PLACER_PROGRESS_SECONDS", "0")
+    out = io.StringIO()
+    with progress.using(progress.plain(out)):
+        for _ in progress.track(range(3), "count", unit="items"):
+            pass
+        with progress.task("solve") as t:
+            t.solver(0.1, 120.0, None)
+            t.solver(0.2, None, 100.0)
+        for k in progress.track(range(10), "stop early"):
+            if k == 2:
+                break
+    lines = out.getvalue().splitlines()
+    assert all(LINE.match(x) for x in lines) and out.getvalue().endswith("\n")
+    assert lines[0].endswith("count: done in 0.0 s")
+    assert lines[1].endswith("solve: done in 0.0 s, objective 120 bound 100 (gap 16.67%)")
+    assert lines[2].endswith("stop early: done in 0.0 s")
+
+
+def test_failed_long_step_says_stopped(monkeypatch) -> None:
+    monkeypatch.setenv("PLACER_PROGRESS_SECONDS", "0")
+    out = io.StringIO()
+    try:
+        with progress.using(progress.plain(out)), progress.task("doomed"):
+            raise ValueError("x")
+    except ValueError:
+        pass
+    assert out.getvalue().split(" ", 1)[1].startswith("doomed: stopped in")
+
+
+def test_library_use_is_silent(capsys) -> None:
+    with progress.task("quiet by default") as t:
+        t.advance()
+    assert capsys.readouterr().err == ""

@@ -1,0 +1,189 @@
+"""The Ray path on a local instance (started once for this module): a small sweep equals the serial one job by job,
+each capture is loaded once and shared through the object store, a failing job is reported and the others finish."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from placer.capture import read_capture
+from placer.sweep import runner
+from placer.sweep.results import job_dir
+from placer.sweep.runner import run_sweep
+from placer.sweep.spec import load_spec
+
+ROOT = Path(__file__).parents[2]
+DEMO = ROOT / "examples" / "relay-demo.json"
+TINY_MODEL = Path(__file__).parent / "tiny-vit.toml"
+
+
+@pytest.fixture(scope="module")
+def ray_local() -> Iterator[Any]:
+    pytest.importorskip("ray", reason="Ray is an optional extra: pip install -e '.[ray]'")
+    from placer.sweep.cluster import ray_session
+
+    with ray_session(None) as ray:  # every run_sweep / ray_map below reuses this instance
+        yield ray
+
+
+@pytest.fixture(scope="module")
+def sweep_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("sweep")
+    # a capture the ipu21 machine cannot run (more tiles than it has): it loads, and every job of it then fails
+    # inside its task with the selection's own error
+    wide = orjson.loads(DEMO.read_bytes())
+    wide["tile_count"] = 2000
+    (folder / "too-wide.json").write_bytes(orjson.dumps(wide))
+    path = folder / "sweep.toml"
+    path.write_text(f"""
+modes = ["greedy", "cpsat"]
+[solver]
+time_limit = 1
+workers = 1
+[[workloads]]
+name = "demo"
+capture = "{DEMO}"
+budgets = [600, 700]
+[[workloads]]
+name = "tiny"
+model = "{TINY_MODEL}"
+batch = 1
+budgets = [6000, 7000]
+[[workloads]]
+name = "too-wide"
+capture = "too-wide.json"
+budgets = [700]
+""")
+    return path
+
+
+def _stable(row: dict[str, Any]) -> dict[str, Any]:
+    # every column but the wall time, the plan file's sha256 included: same bytes on Ray as in this process
+    return {k: v for k, v in row.items() if k != "seconds"}
+
+
+def test_ray_sweep_equals_serial_job_by_job(ray_local: Any, sweep_file: Path, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = load_spec(sweep_file)
+    loads: list[str] = []
+    real_load = runner.load_workload
+
+    def counting(workload: Any, machine: Any) -> Any:
+        loads.append(workload.name)
+        return real_load(workload, machine)
+
+    monkeypatch.setattr(runner, "load_workload", counting)
+    on_ray = run_sweep(spec, tmp_path / "ray", use_ray=True)
+    # 10 jobs, 3 workloads: each capture generated or read once, in the driver, then shared by reference
+    assert len(spec.jobs()) == 10 and loads == ["demo", "tiny", "too-wide"]
+    loads.clear()
+    serial = run_sweep(spec, tmp_path / "serial", use_ray=False)
+    assert loads == ["demo", "tiny", "too-wide"]
+
+    assert [r["job"] for r in on_ray.rows] == [j.id for j in spec.jobs()]
+    for a, b in zip(on_ray.rows, serial.rows, strict=True):
+        assert _stable(a) == _stable(b), a["job"]
+    # a failing job is reported with its error; the others finished
+    failed = {j: e for j, e in on_ray.failed}
+    assert set(failed) == {"too-wide__700B__greedy", "too-wide__700B__cpsat__cycles-table-scratch-relays__seed0"}
+    assert all("2000 tiles" in e for e in failed.values()), failed
+    assert (job_dir(tmp_path / "ray", spec.jobs()[-1]) / "error.json").is_file()
+    ok = [r for r in on_ray.rows if r["state"] == "ok"]
+    assert len(ok) == 8
+    # every plan went through the independent validator, whose verdict agrees with the solver's fit
+    assert all(r["valid"] == r["fits"] for r in ok)
+    assert any(r["mode"] == "cpsat" and r["fits"] and not r["greedy_fits"] for r in ok)
+    assert (tmp_path / "ray" / "sweep.csv").read_text().count("\n") == 11
+
+    # resume on Ray: nothing left to do except the failed jobs, which run (and fail) again
+    again = run_sweep(spec, tmp_path / "ray", use_ray=True)
+    assert len(again.skipped) == 8 and not again.ran and len(again.failed) == 2
+
+
+def test_capture_crosses_the_object_store_intact(ray_local: Any) -> None:
+    cap = read_capture(DEMO)
+    back = ray_local.get(ray_local.put(cap))
+    assert back.equals(cap)
+
+
+# ------------------------------------------------------------------------------------------- per-phase / per-tile
+def _cli(*args: str) -> Any:
+    from typer.testing import CliRunner
+
+    from placer.cli import app
+
+    return CliRunner().invoke(app, list(args))  # in this process: the module's Ray instance is reused
+
+
+def _phases(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in p.items() if "seconds" not in k and k != "cpsat"} | {"cpsat": _solve(p["cpsat"])}
+            for p in doc["phases"]]
+
+
+def _solve(res: dict[str, Any] | None) -> Any:
+    return None if res is None else {k: v for k, v in res.items() if k != "runtime_s"}
+
+
+@pytest.mark.parametrize(("capture", "mode"), [("tiny", "greedy"), ("demo", "cpsat")])
+def test_schedule_every_phase_on_ray_equals_serial(ray_local: Any, tmp_path: Path, capture: str, mode: str) -> None:
+    if capture == "tiny":
+        from placer.capture import write_capture
+        from placer.workloads.generate import generate
+
+        path = tmp_path / "tiny.json"
+        write_capture(generate(str(TINY_MODEL), batch=1), path)
+    else:
+        path = DEMO
+    args = ["schedule", str(path), "--json", "--mode", mode, "--time-limit", "2", "--workers", "1"]
+    serial = _cli(*args)
+    on_ray = _cli(*args, "--ray", "auto")
+    assert serial.exit_code == 0 and on_ray.exit_code == 0, on_ray.output
+    a, b = orjson.loads(serial.stdout), orjson.loads(on_ray.stdout)
+    assert len(a["phases"]) == len(read_capture(path).phases) > 1
+    assert _phases(a) == _phases(b)
+    assert all(p["valid"] for p in b["phases"])
+
+
+def test_schedule_phases_returns_identical_times(ray_local: Any) -> None:
+    from placer.machine import load_machine
+    from placer.ordering.schedule import OrderingParams, schedule_capture
+    from placer.solver import SolverParams
+    from placer.sweep.fanout import schedule_phases
+
+    cap, machine = read_capture(DEMO), load_machine()
+    params = SolverParams(time_limit=2.0, workers=1)
+    serial = schedule_capture(cap, machine, "greedy", params, ordering=OrderingParams())
+    on_ray = schedule_phases(cap, machine, "greedy", params, cap.phase_ids(), OrderingParams(), None)
+    for s, r in zip(serial, on_ray, strict=True):
+        assert s.phase == r.phase and s.horizon == r.horizon
+        assert (s.schedule.tx_start == r.schedule.tx_start).all() and (s.schedule.rx_start == r.schedule.rx_start).all()
+
+
+def test_place_every_file_on_ray_equals_serial(ray_local: Any) -> None:
+    data = ROOT / ".." / "shared" / "data"
+    files = [ROOT / "tests" / "fixtures" / "placement" / n for n in ("tiny_dump.json", "aligned.16.csv",
+                                                                     "over_capacity.8.csv")]
+    if data.is_dir():
+        files += [data / "ipu-placement-dumps" / "fragmented.json", data / "minimalloc" / "input.12.csv"]
+    args = ["place", *map(str, files), "--json", "--time-limit", "10", "--workers", "1"]
+    serial = _cli(*args)
+    on_ray = _cli(*args, "--ray", "auto")
+    assert serial.exit_code == on_ray.exit_code == 3, on_ray.output  # over_capacity is proved infeasible
+    a, b = orjson.loads(serial.stdout), orjson.loads(on_ray.stdout)
+    keep = ("file", "status", "placed", "engine", "reason", "peak_address", "bound", "addresses", "verified")
+    assert [{k: d[k] for k in keep} for d in a] == [{k: d[k] for k in keep} for d in b]
+    assert [d["placed"] for d in b] == [True, True, False, *([True, True] if data.is_dir() else [])]
+
+
+def test_more_workers_than_any_node_is_refused(ray_local: Any, tmp_path: Path) -> None:
+    from placer.errors import InputError
+
+    path = tmp_path / "big.toml"
+    path.write_text(f'budgets = [700]\nmodes = ["cpsat"]\n[solver]\nworkers = 1000\n'
+                    f'[[workloads]]\nname = "demo"\ncapture = "{DEMO}"\n')
+    with pytest.raises(InputError, match=r"solver\.workers = 1000 CPUs per task"):
+        run_sweep(load_spec(path), tmp_path / "r", use_ray=True)
