@@ -28,7 +28,7 @@ def test_version_and_help() -> None:
 
 def test_solve_then_validate(tmp_path: Path) -> None:
     plan = tmp_path / "plan.json"
-    res = placer("solve", DEMO, "--budget", "700", "-o", plan, "--json", "--time-limit", "10")
+    res = placer("solve", DEMO, "--budget", "700", "-o", plan, "--json", "--time-limit", "60")
     assert res.returncode == 0, res.stderr
     report = json.loads(res.stdout)
     assert report["summary"]["program"]["fits"] is True
@@ -80,7 +80,7 @@ def test_inspect_json() -> None:
 
 
 def test_compare_sweep_json() -> None:
-    res = placer("compare", DEMO, "--budget", "700,1KiB", "--json", "--time-limit", "5")
+    res = placer("compare", DEMO, "--budget", "700,1KiB", "--json", "--time-limit", "60")
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
     assert [d["budget"] for d in doc] == [700, 1024]

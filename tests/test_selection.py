@@ -239,6 +239,7 @@ def test_large_program_path_on_a_small_one(seed: int, monkeypatch: pytest.Monkey
     monkeypatch.setattr(cpsat_mod, "EXACT_HOST_LIMIT", 0)
     monkeypatch.setattr(select_mod, "EXACT_HOST_LIMIT", 0)
     monkeypatch.setattr(select_mod, "MONOLITHIC_OPTIONS", 0)
+    monkeypatch.setattr(select_mod, "LNS_MIN_WORK", 0.0)
     cap = relay_capture(groups=3, fragments=24, replicas=3, phases=3, seed=seed)
     out = select(cap, M, 420, 16384, params=FAST)
     assert "neighbourhoods" in out.note

@@ -89,6 +89,41 @@ def phase_steps(spec: ModelSpec) -> tuple[list[tuple[str, str]], int, int]:
     return steps, body, end
 
 
+def _replica_layout(low: MatmulLowering, b_of: np.ndarray, tpos: np.ndarray, widths: np.ndarray, tm_max: int,
+                    batch: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, list[int]]:
+    """Where each (row, grain column) fragment of one replicated block X[m, k] lands on every replica, in listed
+    order: (row index, column index, offset) per fragment, the replicas' extent and the native segment bounds.
+
+    Layout [image][panel][token][the panel's columns]: a panel is ``panel`` grain columns (the last one may be
+    narrower), rows are packed inside it with no gap. With one panel per block (QKV, MLP-up) each source row's
+    fragments are contiguous on a replica, so a B1024 stream delivers them as one receive run longer than a short
+    receive, which the reference's final capture implies (1,314 separate short receives could not fit its 11,426
+    cycles; docs/ordering.md); with one-column panels every fragment is its own run.
+    Listing: rows in runs of ``owner_run``; inside a run panel by panel, row by row, column by column (so
+    ``owner_run = 1`` lists each source's fragments together). Native segments: image x panel, the row axis cut
+    into ``row_blocks`` blocks.
+    """
+    w = widths.shape[0]
+    nrows = b_of.shape[0]
+    panel_of = np.arange(w) // low.panel
+    n_panels = int(panel_of[-1]) + 1
+    pw = np.bincount(panel_of, weights=widths).astype(np.int64)  # bytes of one row in each panel
+    p0 = np.concatenate([[0], np.cumsum(pw)[:-1]]) * tm_max  # panel start inside an image
+    c0 = np.concatenate([[0], np.cumsum(widths)[:-1]]) - np.concatenate([[0], np.cumsum(pw)[:-1]])[panel_of]
+    seg = tm_max * int(widths.sum())
+    ii, jj = np.meshgrid(np.arange(nrows), np.arange(w), indexing="ij")
+    ii, jj = ii.reshape(-1), jj.reshape(-1)
+    run = np.arange(nrows) // low.owner_run
+    order = np.lexsort((jj, ii, panel_of[jj], run[ii]))
+    ii, jj = ii[order], jj[order]
+    pj = panel_of[jj]
+    off = b_of[ii] * seg + p0[pj] + tpos[ii] * pw[pj] + c0[jj]
+    cuts = [int(c[0]) for c in np.array_split(np.arange(tm_max), min(low.row_blocks, tm_max))]
+    bounds = sorted({b * seg + int(p0[p]) + c * int(pw[p]) for b in range(batch) for p in range(n_panels)
+                     for c in cuts} | {batch * seg})
+    return ii, jj, off, batch * seg, bounds
+
+
 def _split_cols(n: int, parts: int) -> list[np.ndarray]:
     """Split ``n`` FP16 columns into ``parts`` near-equal runs of whole 32-bit words (column pairs)."""
     pairs = np.array_split(np.arange(n // 2), parts)
@@ -245,26 +280,16 @@ class Lowering:
             b_of = np.repeat(np.arange(batch), ntm)
             tpos = np.tile(np.arange(ntm), batch)
             r = rows.row(b_of, tb[tpos])
-            run = np.arange(r.shape[0]) // low.owner_run
             for k, kb in enumerate(kblocks):
-                w = kb.shape[0]
-                ii, jj = np.meshgrid(np.arange(r.shape[0]), np.arange(w), indexing="ij")
-                ii, jj = ii.reshape(-1), jj.reshape(-1)
-                order = np.lexsort((ii, jj, run[ii]))
-                ii, jj = ii[order], jj[order]
+                ii, jj, off, extent, bounds = _replica_layout(low, b_of, tpos, col_bytes[kb], tm_max, batch)
                 c = kb[jj]
                 rr = r[ii]
                 dst = grid[m, :, k]
                 nd_ = dst.shape[0]
-                seg = w * tm_max * GRAIN
-                off = b_of[ii] * seg + jj * tm_max * GRAIN + tpos[ii] * GRAIN
                 prog.add(p_in, rows.owner[rr], col_bytes[c], src.kind, rows.slot[rr] * src.stride + c * GRAIN,
                          nd_, np.tile(dst, ii.shape[0]), -1, np.repeat(off, nd_))
-                extent = batch * seg
                 x_tiles.append(dst)
                 x_sizes.append(np.full(nd_, extent))
-                bounds = sorted({b * seg + p * low.panel * tm_max * GRAIN
-                                 for b in range(batch) for p in range(-(-w // low.panel))} | {extent})
                 prog.hint(p_in, dst, bounds, f"{name}.x")
         x_kind = prog.kind(f"{name}.x", np.concatenate(x_tiles), np.concatenate(x_sizes), p_in, p_w, R1)
         self._patch_kind(p_in, x_kind)
@@ -322,6 +347,24 @@ class Lowering:
             col = out_col0 + n0[ch_n_a[jj]] + ch_col0_a[jj]
             prog.add(p_out, base + jj, cb, sum_kind, ri * cb, 1, rows.owner[rr], out.kind,
                      rows.slot[rr] * out.stride + col * PARTIAL_BYTES)
+
+    def _add_grains(self, phase: int, source: np.ndarray, nbytes: object, src_kind: int, src_off: object,
+                    fan: int, dst_tile: np.ndarray, dst_kind: int, dst_off: np.ndarray) -> None:
+        """Add transfers (``fan`` destinations apiece), each cut into fragments of ``attention_grain`` bytes (0:
+        whole). SigLIP's 144-byte FP16 head rows are not grain multiples and travel as 32-byte fragments (its
+        largest batch-two phase has 586,368 transfers; this reproduces its fragment maximum and row estimate);
+        PE-core's 128-byte rows travel whole (with 32-byte fragments it would not fit 80 KiB, which it does)."""
+        n = source.shape[0]
+        nb = np.broadcast_to(np.asarray(nbytes, np.int64), (n,))
+        grain = self.spec.attention_grain or int(nb.max(initial=GRAIN))
+        pieces = -(-nb // grain)
+        rep = np.repeat(np.arange(n), pieces)
+        sh = (np.arange(rep.shape[0]) - np.repeat(np.cumsum(pieces) - pieces, pieces)) * grain
+        plen = np.minimum(grain, nb[rep] - sh)
+        soff = np.broadcast_to(np.asarray(src_off, np.int64), (n,))
+        d = dst_off.reshape(n, fan)
+        self.prog.add(phase, source[rep], plen, src_kind, soff[rep] + sh, fan,
+                      dst_tile.reshape(n, fan)[rep].reshape(-1), dst_kind, (d[rep] + sh[:, None]).reshape(-1))
 
     def _patch_kind(self, phase: int, kind: int) -> None:
         """Point the destinations added with the placeholder kind -1 at ``kind`` (known only after the loop)."""
@@ -416,13 +459,13 @@ class Lowering:
         rr = rows.row(img[pp], tt)
         src_q = rows.slot[rr] * self.qkv.stride + (head[pp] * spec.head_dim) * spec.attn_bytes
         dq = tiles_q[pp, q_of[tt], :].reshape(-1)
-        prog.add(i[f"{key}.qk"], rows.owner[rr], hd2, self.qkv.kind, src_q, nk, dq, self.k_q,
+        self._add_grains(i[f"{key}.qk"], rows.owner[rr], hd2, self.qkv.kind, src_q, nk, dq, self.k_q,
                  np.repeat((tt - q0[q_of[tt]]) * hd2, nk))
         dk = tiles_q[pp, :, k_of[tt]].reshape(-1)
         koff = np.repeat((tt - k0[k_of[tt]]) * hd2, mq)
-        prog.add(i[f"{key}.qk"], rows.owner[rr], hd2, self.qkv.kind, src_q + h * spec.attn_bytes, mq, dk,
+        self._add_grains(i[f"{key}.qk"], rows.owner[rr], hd2, self.qkv.kind, src_q + h * spec.attn_bytes, mq, dk,
                  self.k_k, koff)
-        prog.add(i[f"{key}.v"], rows.owner[rr], hd2, self.qkv.kind, src_q + 2 * h * spec.attn_bytes, mq, dk,
+        self._add_grains(i[f"{key}.v"], rows.owner[rr], hd2, self.qkv.kind, src_q + 2 * h * spec.attn_bytes, mq, dk,
                  self.k_v, koff)
         # softmax statistics: every tile's row max (then row sum) to the other key-block tiles of its row block
         p3, q3, k3 = np.meshgrid(pair, np.arange(mq), np.arange(nk), indexing="ij")
@@ -451,14 +494,14 @@ class Lowering:
                 out_soff.append(np.tile(nk * cmax * hd2 + np.arange(part.shape[0]) * hd2, pairs))
                 out_row.append(np.repeat(img, part.shape[0]) * t_count + np.tile(q0[q] + part, pairs))
                 out_head.append(np.repeat(head, part.shape[0]))
-        prog.add(i[f"{key}.red"], np.concatenate(red_src), np.concatenate(red_n), self.k_o,
+        self._add_grains(i[f"{key}.red"], np.concatenate(red_src), np.concatenate(red_n), self.k_o,
                  np.concatenate(red_soff), 1, np.concatenate(red_dst), self.k_osum, np.concatenate(red_doff))
         # outputs to the owners, head after head, so an owner's receives for a round are contiguous
         src, soff = np.concatenate(out_src), np.concatenate(out_soff)
         row, hh = np.concatenate(out_row), np.concatenate(out_head)
         order = np.lexsort((row, hh))
         src, soff, row, hh = src[order], soff[order], row[order], hh[order]
-        prog.add(i[f"{key}.out"], src, hd2, self.k_osum, soff, 1, rows.owner[row], self.attn.kind,
+        self._add_grains(i[f"{key}.out"], src, hd2, self.k_osum, soff, 1, rows.owner[row], self.attn.kind,
                  rows.slot[row] * self.attn.stride + hh * hd2)
 
     def head(self) -> None:

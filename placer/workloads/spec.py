@@ -30,6 +30,7 @@ class MatmulLowering:
     order: str = "k"  # grid axis that runs fastest in the tile numbering: "k" or "n"
     owner_run: int = 5  # token rows listed together per grain column (listing order; drives pointer resets)
     weight_slice: int = 2048  # bytes per weight-holder slice (one weight transfer covers at most one slice)
+    row_blocks: int = 1  # native segments cut each panel's row axis into this many blocks
 
     @property
     def tiles(self) -> int:
@@ -56,6 +57,7 @@ class ModelSpec:
     attn_bytes: int = 2
     attention_rounds: int = 4
     input_chunks: int = 8
+    attention_grain: int = 0  # bytes per attention fragment (Q/K/V rows, AV partials, outputs); 0 = whole rows
     lowering: dict[str, MatmulLowering] = field(default_factory=dict)
     description: str = ""
     path: str = ""
@@ -174,7 +176,10 @@ def model_from_dict(data: dict[str, Any], where: str) -> ModelSpec:
     if heads % rounds:
         raise InputError(f"must divide heads ({heads}), got {rounds}", path=where, where="lowering.attention_rounds")
     chunks = _int(lowering, "input_chunks", where, "lowering.", hi=64, default=8)
-    unknown = set(lowering) - set(MATMULS) - {"attention_rounds", "input_chunks"}
+    grain = _int(lowering, "attention_grain", where, "lowering.", lo=0, default=0)
+    if grain % 4:
+        raise InputError(f"must be a multiple of 4 bytes, got {grain}", path=where, where="lowering.attention_grain")
+    unknown = set(lowering) - set(MATMULS) - {"attention_rounds", "input_chunks", "attention_grain"}
     if unknown:
         raise InputError(f"unknown key(s) {sorted(unknown)}; matmuls are {', '.join(MATMULS)}", path=where,
                          where="lowering")
@@ -185,7 +190,8 @@ def model_from_dict(data: dict[str, Any], where: str) -> ModelSpec:
     spec = ModelSpec(name=name, hidden=hidden, mlp=mlp, heads=heads, head_dim=head_dim, layers=layers,
                      patch_grid=(grid[0], grid[1]), patch_size=size, channels=channels, class_token=cls,
                      act_bytes=act, weight_bytes=weight, attn_bytes=attn, attention_rounds=rounds,
-                     input_chunks=chunks, lowering=per, description=str(data.get("description", "")), path=where)
+                     input_chunks=chunks, attention_grain=grain, lowering=per,
+                     description=str(data.get("description", "")), path=where)
     for what, width in (("hidden", hidden), ("mlp", mlp), ("patch bytes", spec.patch_bytes)):
         if width % 4:
             raise InputError(f"{what} row of {width} bytes is not a whole number of 32-bit words", path=where,
@@ -208,7 +214,7 @@ def _lowering(raw: Any, where: str, prefix: str) -> MatmulLowering:
     slice_bytes = _int(raw, "weight_slice", where, prefix, lo=32, hi=16384, default=2048)
     if slice_bytes % 32:
         raise InputError(f"must be a multiple of 32, got {slice_bytes}", path=where, where=f"{prefix}weight_slice")
-    unknown = set(raw) - {"grid", "panel", "order", "owner_run", "weight_slice"}
+    unknown = set(raw) - {"grid", "panel", "order", "owner_run", "weight_slice", "row_blocks"}
     if unknown:
         raise InputError(f"unknown key(s) {sorted(unknown)}", path=where, where=prefix.rstrip("."))
     return MatmulLowering(
@@ -217,6 +223,7 @@ def _lowering(raw: Any, where: str, prefix: str) -> MatmulLowering:
         order=order,
         owner_run=_int(raw, "owner_run", where, prefix, default=5),
         weight_slice=slice_bytes,
+        row_blocks=_int(raw, "row_blocks", where, prefix, default=1),
     )
 
 
