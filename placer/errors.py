@@ -12,7 +12,7 @@ EXIT_INTERNAL = 5  # a bug in placer (one line; PLACER_TRACEBACK=1 prints the tr
 EXIT_SIGINT = 130
 EXIT_SIGTERM = 143
 
-EXIT_TABLE = """\
+EXIT_TABLE = """\b
 Exit codes (every command):
   0    success
   1    a checked plan or schedule is invalid (validate, schedule, solve --schedule)
