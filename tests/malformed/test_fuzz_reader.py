@@ -22,6 +22,11 @@ from placer.machine import _machine_from_dict
 from placer.solver import SolverParams
 
 TILES = 8
+
+
+def _examples(ci: int) -> int:
+    """``ci`` examples, unless the loaded profile asks for more (``--hypothesis-profile=nightly``: 10,000)."""
+    return max(ci, settings.default.max_examples) if settings.default.max_examples > 100 else ci
 word_address = st.integers(0, 2**20).map(lambda a: 4 * a)
 
 
@@ -110,7 +115,7 @@ def _sane(cap: Capture) -> None:
         assert 1 <= cap.repeat.iterations <= 2**20
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=_examples(60), deadline=None)
 @given(doc=captures(), suffix=st.sampled_from([".json", ".json.gz"]))
 def test_valid_captures_are_read(doc: dict[str, Any], suffix: str) -> None:
     cap = _read(_dump(doc), suffix)
@@ -119,7 +124,7 @@ def test_valid_captures_are_read(doc: dict[str, Any], suffix: str) -> None:
     assert cap.equals(capture_from_json(doc))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=_examples(150), deadline=None)
 @given(doc=captures(), data=st.data(), suffix=st.sampled_from([".json", ".json.gz"]))
 def test_mutated_captures_never_escape(doc: dict[str, Any], data: st.DataObject, suffix: str) -> None:
     for _ in range(data.draw(st.integers(1, 3))):
@@ -131,7 +136,7 @@ def test_mutated_captures_never_escape(doc: dict[str, Any], data: st.DataObject,
         _sane(cap)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=_examples(150), deadline=None)
 @given(doc=captures(), data=st.data(), suffix=st.sampled_from([".json", ".json.gz"]))
 def test_corrupted_bytes_never_escape(doc: dict[str, Any], data: st.DataObject, suffix: str) -> None:
     raw = bytearray(_dump(doc))
@@ -155,7 +160,7 @@ def test_corrupted_bytes_never_escape(doc: dict[str, Any], data: st.DataObject, 
             assert "\n" not in str(exc)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=_examples(100), deadline=None)
 @given(data=st.data())
 def test_mutated_machine_files_never_escape(data: st.DataObject) -> None:
 
@@ -173,7 +178,7 @@ def test_mutated_machine_files_never_escape(data: st.DataObject) -> None:
     assert m.exchange.max_transfer_words >= 1 and math.isfinite(m.clock_hz) and m.clock_hz > 0
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=_examples(100), deadline=None)
 @given(key=st.sampled_from(["time_limit", "workers", "seed", "relative_gap", "log", "deterministic",
                             "work_per_second", "bogus"]), value=nasty)
 def test_params_files_never_escape(key: str, value: Any) -> None:
