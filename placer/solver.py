@@ -14,11 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any
-
-from ortools.sat.python import cp_model
+from typing import TYPE_CHECKING, Any
 
 from placer.errors import InputError
+
+if TYPE_CHECKING:  # ortools takes a third of a second to import: only a solve imports it (CLI start-up)
+    from ortools.sat.python import cp_model
 
 
 class Status(enum.StrEnum):
@@ -31,6 +32,8 @@ class Status(enum.StrEnum):
 
     @classmethod
     def from_cpsat(cls, code: Any) -> Status:
+        from ortools.sat.python import cp_model
+
         return {
             cp_model.OPTIMAL: cls.OPTIMAL,
             cp_model.FEASIBLE: cls.FEASIBLE,
@@ -175,14 +178,14 @@ Progress = Callable[[float, float | None, float | None], None]
 """Called with (elapsed seconds, objective, bound) whenever CP-SAT improves either."""
 
 
-class _ProgressCallback(cp_model.CpSolverSolutionCallback):
-    def __init__(self, progress: Progress, start: float) -> None:
-        super().__init__()
-        self._progress = progress
-        self._start = start
+def _progress_callback(progress: Progress, start: float) -> cp_model.CpSolverSolutionCallback:
+    from ortools.sat.python import cp_model
 
-    def on_solution_callback(self) -> None:
-        self._progress(time.perf_counter() - self._start, self.objective_value, self.best_objective_bound)
+    class _ProgressCallback(cp_model.CpSolverSolutionCallback):
+        def on_solution_callback(self) -> None:
+            progress(time.perf_counter() - start, self.objective_value, self.best_objective_bound)
+
+    return _ProgressCallback()
 
 
 def run(
@@ -196,6 +199,8 @@ def run(
     """Solve ``model`` with ``params``; return the solver (to read values) and the uniform result.
 
     ``tuning`` sets model-specific CP-SAT parameters a stage knows it needs (e.g. less presolve probing)."""
+    from ortools.sat.python import cp_model
+
     solver = cp_model.CpSolver()
     params.apply(solver)
     for key, value in (tuning or {}).items():
@@ -203,7 +208,7 @@ def run(
     start = time.perf_counter()
     callback = None
     if progress is not None:
-        callback = _ProgressCallback(progress, start)
+        callback = _progress_callback(progress, start)
         if has_objective:
             solver.best_bound_callback = lambda bound: progress(time.perf_counter() - start, None, bound)
     code = solver.solve(model, callback)
