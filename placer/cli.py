@@ -15,7 +15,8 @@ from typing import Any
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from placer import IMPORTED, __version__, solver
+import placer
+from placer import __version__
 from placer.errors import InputError
 
 # Command name -> (module, function). A command's module (and with it ortools, networkx, numpy, ...) is imported
@@ -104,7 +105,7 @@ def _root(
 
 
 def main() -> None:
-    solver.COMMAND_START = IMPORTED  # the console command's clock starts with the interpreter, not the command
+    placer.CONSOLE = True  # a console command's clock starts when placer is imported, not when the command runs
     try:
         code = app(standalone_mode=False)
     except InputError as exc:
