@@ -1,74 +1,151 @@
-"""Placement benchmark: every input of ../shared/data/ (reference dumps and MiniMalloc instances).
+"""Placement benchmark: ../shared/data/ (reference dumps, MiniMalloc instances) and a fixed-seed perfect-packing set.
 
-Prints, per instance: the production mirror's result (and for flat problems the capacity it would need), the exact
-mode's status, engine and wall time, the CPU seconds of the canonical search that answered (its critical path: what
-the wall time would be on an idle machine, minus process start-up), and for the MiniMalloc challenging instances
-the ratio of wall time to MiniMalloc's published time. Every placement is verified by the independent checker.
+Per instance and worker count: status, engine, wall seconds of ``solve_placement`` and the CPU seconds it used
+(this process plus the portfolio's worker processes: on a shared machine the fair comparison). With
+``--minimalloc BINARY`` (a MiniMalloc build taking its usual ``--capacity --input --output --timeout`` flags) the
+binary runs on every MiniMalloc-format instance right after placer, its placement is verified by our checker, and
+the table shows placer / MiniMalloc ratios of wall and CPU time; without it, the ratio is to MiniMalloc's published
+time (A–F only). The perfect-packing set (``placer.placement.generate``: zero slack, alignment, regions and
+conflicts in the dumps, infeasible twins one buffer 32 bytes larger) is written to a temporary folder each run.
 
-    python benchmarks/bench_placement.py [--time-limit 60] [--workers 2] [--only A,B] [--json out.json]
+    python benchmarks/bench_placement.py [--time-limit 60] [--workers 1,2] [--only A,B] [--set data,pp]
+                                         [--pp-sizes 50,100,200,300,500] [--pp-seeds 0] [--minimalloc BIN]
+                                         [--json out.json]
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import os
+import resource
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from placer.fileio import write_json  # noqa: E402
-from placer.placement import check_placement, greedy_summary, read_problem, solve_placement  # noqa: E402
+from placer.placement import check_placement, read_problem, solve_placement  # noqa: E402
+from placer.placement.generate import write_set  # noqa: E402
+from placer.placement.model import PlacementProblem  # noqa: E402
 from placer.solver import SolverParams  # noqa: E402
 
 DATA = ROOT / ".." / "shared" / "data"
 MINIMALLOC_SECONDS = {"A": 4.5, "B": 3.4, "C": 0.6, "D": 2.4, "E": 3.5, "F": 5.2}
 
 
-def instances(only: set[str] | None) -> list[Path]:
-    files = sorted((DATA / "ipu-placement-dumps").glob("*.json")) + sorted((DATA / "minimalloc").glob("*.csv"))
+def _cpu() -> float:
+    """CPU seconds of this process and its reaped children (the portfolio's workers, MiniMalloc)."""
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def instances(sets: set[str], only: set[str] | None, pp_dir: Path, sizes: list[int], seeds: list[int]) -> list[Path]:
+    files: list[Path] = []
+    if "data" in sets and DATA.is_dir():
+        files += sorted((DATA / "ipu-placement-dumps").glob("*.json")) + sorted((DATA / "minimalloc").glob("*.csv"))
+    if "pp" in sets:
+        generated = write_set(pp_dir, sizes, seeds)
+        files += sorted(generated, key=lambda p: (p.suffix, _size_of(p), p.name))
     if only:
         files = [f for f in files if f.name.split(".")[0] in only or f.name in only]
     return files
 
 
+def _size_of(path: Path) -> int:
+    parts = path.name.split("-")
+    return int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0
+
+
+def run_minimalloc(binary: str, path: Path, problem: PlacementProblem, time_limit: float) -> dict[str, Any]:
+    """Run MiniMalloc on a CSV instance; verify its output with our checker."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "out.csv"
+        cmd = [binary, f"--capacity={problem.capacity}", f"--input={path}", f"--output={out}",
+               f"--timeout={time_limit}s"]
+        cpu0, t0 = _cpu(), time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        wall, cpu = time.perf_counter() - t0, _cpu() - cpu0
+        status = "no answer"
+        if proc.returncode == 0 and out.exists():
+            rows = list(csv.DictReader(out.read_text().splitlines()))
+            offsets = {r["id"]: int(r["offset"]) for r in rows}
+            base = problem.ranges[0][0]
+            try:
+                addresses = [base + offsets[_csv_id(r.name)] for r in problem.requests]
+                status = "placed" if not check_placement(problem, addresses) else "INVALID"
+            except KeyError:
+                status = "INVALID"
+        elif wall >= time_limit * 0.99:
+            status = "timeout"
+    return {"status": status, "seconds": wall, "cpu": cpu}
+
+
+def _csv_id(request_name: str) -> str:
+    # the CSV reader names requests "<file>: line <k> (id <id>)" (see placer.placement.formats)
+    return request_name.rsplit("(id ", 1)[-1].rstrip(")")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--time-limit", type=float, default=60.0)
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--workers", default="1,2", help="worker counts to run, e.g. 1,2")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--only", default="", help="comma-separated instance names (A,B,fragmented.json, ...)")
+    ap.add_argument("--only", default="", help="comma-separated instance names (A,B,pp-100-s0,fragmented.json, ...)")
+    ap.add_argument("--set", default="data,pp", help="data (../shared/data) and/or pp (perfect packings)")
+    ap.add_argument("--pp-sizes", default="50,100,200,300,500")
+    ap.add_argument("--pp-seeds", default="0")
+    ap.add_argument("--minimalloc", default=None, help="a MiniMalloc binary to run right after placer")
     ap.add_argument("--json", type=Path, default=None, help="also write the rows as JSON")
     args = ap.parse_args()
-    if not DATA.is_dir():
-        print(f"no data at {DATA}", file=sys.stderr)
-        return 1
-    params = SolverParams(time_limit=args.time_limit, workers=args.workers, seed=args.seed)
+    workers = [int(w) for w in args.workers.split(",") if w]
     only = {s.strip() for s in args.only.split(",") if s.strip()} or None
-    rows = []
-    header = (f"{'instance':22} {'n':>4} {'status':10} {'engine':14} {'time s':>8} {'cpu s':>6} {'MiniMalloc s':>12} "
-              f"{'ratio':>6}  greedy")
+    sets = {s.strip() for s in args.set.split(",") if s.strip()}
+    sizes = [int(s) for s in args.pp_sizes.split(",") if s]
+    seeds = [int(s) for s in args.pp_seeds.split(",") if s]
+    print(f"# load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} on "
+          f"{os.cpu_count()} cores; time limit {args.time_limit} s", flush=True)
+    ref_name = "MiniMalloc" if args.minimalloc else "published"
+    header = (f"{'instance':30} {'n':>4} {'w':>2} {'status':10} {'engine':13} {'wall s':>8} {'cpu s':>7} "
+              f"{'MM status':10} {'MM wall':>8} {'MM cpu':>7} {'wall ×':>7} {'cpu ×':>6}")
+    print(f"# ratios are placer / {ref_name}")
     print(header)
     print("-" * len(header))
-    for path in instances(only):
-        problem = read_problem(path)
-        t0 = time.perf_counter()
-        result = solve_placement(problem, params)
-        wall = time.perf_counter() - t0
-        verified = result.addresses is not None and not check_placement(problem, result.addresses)
-        status = ("placed" if verified else "INVALID") if result.addresses is not None else result.status.value
-        key = path.name.split(".")[0]
-        ref = MINIMALLOC_SECONDS.get(key) if path.suffix == ".csv" else None
-        ratio = f"{wall / ref:6.2f}" if ref else "     -"
-        greedy = greedy_summary(problem)
-        cpu = f"{result.search_cpu:6.2f}" if result.search_cpu is not None else "     -"
-        print(f"{path.name:22} {problem.n:4d} {status:10} {result.engine:14} {wall:8.2f} {cpu} "
-              f"{(f'{ref:.1f}' if ref else '-'):>12} {ratio}  {greedy}", flush=True)
-        rows.append({"instance": path.name, "requests": problem.n, "status": status, "engine": result.engine,
-                     "seconds": round(wall, 3), "search_cpu_seconds": result.search_cpu,
-                     "minimalloc_seconds": ref, "nodes": result.nodes,
-                     "reason": result.reason, "greedy": greedy, "peak_address": result.objective})
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in instances(sets, only, Path(tmp), sizes, seeds):
+            problem = read_problem(path)
+            mm: dict[str, Any] | None = None
+            for w in workers:
+                params = SolverParams(time_limit=args.time_limit, workers=w, seed=args.seed)
+                cpu0, t0 = _cpu(), time.perf_counter()
+                result = solve_placement(problem, params)
+                wall, cpu = time.perf_counter() - t0, _cpu() - cpu0
+                verified = result.addresses is not None and not check_placement(problem, result.addresses)
+                status = ("placed" if verified else "INVALID") if result.addresses is not None else result.status.value
+                if path.suffix == ".csv" and mm is None:
+                    if args.minimalloc:
+                        mm = run_minimalloc(args.minimalloc, path, problem, args.time_limit)
+                    elif path.name.split(".")[0] in MINIMALLOC_SECONDS:
+                        mm = {"status": "published", "seconds": MINIMALLOC_SECONDS[path.name.split(".")[0]],
+                              "cpu": None}
+                mm_wall = f"{mm['seconds']:8.3f}" if mm else f"{'-':>8}"
+                mm_cpu = f"{mm['cpu']:7.3f}" if mm and mm["cpu"] is not None else f"{'-':>7}"
+                wall_ratio = f"{wall / mm['seconds']:7.3f}" if mm and mm["seconds"] > 0 else f"{'-':>7}"
+                cpu_ratio = f"{cpu / mm['cpu']:6.3f}" if mm and mm["cpu"] else f"{'-':>6}"
+                print(f"{path.name:30} {problem.n:4d} {w:2d} {status:10} {result.engine:13} {wall:8.3f} {cpu:7.3f} "
+                      f"{(mm['status'] if mm else '-'):10} {mm_wall} {mm_cpu} {wall_ratio} {cpu_ratio}", flush=True)
+                rows.append({"instance": path.name, "requests": problem.n, "workers": w, "status": status,
+                             "engine": result.engine, "seconds": round(wall, 4), "cpu_seconds": round(cpu, 4),
+                             "nodes": result.nodes, "reason": result.reason,
+                             "minimalloc": mm, "peak_address": result.objective})
+    print(f"# load average {os.getloadavg()[0]:.2f} at the end")
     if args.json:
         write_json(args.json, rows, indent=2)
     return 0

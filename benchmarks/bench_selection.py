@@ -1,64 +1,111 @@
-"""Relay selection on the generated workloads: the production greedy against CP-SAT.
+"""Relay selection on the generated workloads: the production rule against CP-SAT (the README's selection rows).
 
-    python benchmarks/bench_selection.py                       # SigLIP and PE-core, batches 1, 2, 4, at 80 KiB
-    python benchmarks/bench_selection.py --budget 64KiB --models pe-core-l14 --batches 2 --time-limit 30
+    python benchmarks/bench_selection.py                          # SigLIP and PE-core, batches 1, 2, 4, at 80 KiB
+    python benchmarks/bench_selection.py --models siglip-so400m --batches 2 --budgets 64KiB,72KiB,80KiB,96KiB
+    python benchmarks/bench_selection.py --readme                 # just the README's "Where things stand" rows
+    python benchmarks/bench_selection.py --sweep --budgets 64KiB,72KiB,80KiB,96KiB   # option effects shared
 
-Prints, per program: time of the greedy (the reference compiler's relay pass takes 10–13 s on SigLIP batch two),
-CP-SAT status, objectives and bounds, the gap, and the ratios CP-SAT / greedy on worst-tile table bytes and
-cycles, plus whether each plan fits and validates.
+With --sweep the option effects are computed once per program (printed as "prepare") and the budgets are solved
+smallest first, each hinted with the smaller budgets' plans, as `placer compare` does; each budget still gets its
+own limit (wall seconds then exclude the shared preparation).
+
+Per (workload, batch, budget), exactly what `placer solve --budget B --time-limit S` does on the generated program
+(generation excluded, everything after it counted against S): the production rule's worst tile and cycles; CP-SAT's
+objective, bound, gap and status per stage; where the plan came from; the wall seconds; whether the wall-clock
+backstop fired (then that run is not reproducible); whether the plan validates. The machine's load average is
+printed before and after: on a shared machine, wall seconds mean little without it.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 from placer.machine import load_machine
-from placer.selection.select import select
-from placer.solver import SolverParams
-from placer.units import parse_size
+from placer.selection.select import Outcome, prepare, select
+from placer.solver import Deadline, SolverParams
+from placer.units import format_size, parse_size_list
 from placer.validation import validate
 from placer.workloads.generate import generate
+
+README_ROWS = (("siglip-so400m", 2), ("pe-core-l14", 2), ("siglip-so400m", 4))
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"
+
+
+def stages(out: Outcome) -> str:
+    if out.staged is None or not out.staged.stages:
+        return "-"
+    parts = []
+    for name, r in out.staged.stages:
+        gap = f"{r.gap:.2%}" if r.gap is not None else "-"
+        obj = "-" if r.objective is None else f"{r.objective:,.0f}"
+        bnd = "-" if r.bound is None else f"{r.bound:,.0f}"
+        parts.append(f"{name} {obj}/{bnd} gap {gap} {r.status.value}")
+    return "; ".join(parts)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default="siglip-so400m,pe-core-l14")
     ap.add_argument("--batches", default="1,2,4")
-    ap.add_argument("--budget", default="80KiB")
+    ap.add_argument("--budgets", default="80KiB")
     ap.add_argument("--time-limit", type=float, default=30.0)
+    ap.add_argument("--params", default=None, help="solver parameters TOML (e.g. a work_per_second that keeps the "
+                    "default work under a longer limit on a busy machine)")
+    ap.add_argument("--readme", action="store_true", help="only the README rows (SigLIP b2, PE-core b2, SigLIP b4)")
     ap.add_argument("--no-validate", action="store_true")
+    ap.add_argument("--sweep", action="store_true", help="share option effects between budgets, as compare does")
     args = ap.parse_args()
     machine = load_machine()
-    budget = parse_size(args.budget)
-    params = SolverParams.from_toml().with_overrides(time_limit=args.time_limit)
-    print(f"budget {budget:,} B, CP-SAT {params.time_limit:.0f} s, {params.workers} workers, "
+    budgets = parse_size_list(args.budgets)
+    params = SolverParams.from_toml(args.params).with_overrides(time_limit=args.time_limit)
+    runs = README_ROWS if args.readme else [(m, int(b)) for m in args.models.split(",")
+                                            for b in args.batches.split(",")]
+    print(f"{load()}; limit {params.time_limit:g} s per solve, {params.workers} workers, "
+          f"work {params.work_per_second * params.time_limit:.1f} deterministic s, "
           f"deterministic={params.deterministic}")
-    header = (f"{'program':<22}{'transfers':>11}{'greedy s':>9}{'total s':>9}  {'status':<9}"
-              f"{'greedy table':>13}{'cp-sat table':>13}{'ratio':>7}{'greedy cyc':>11}{'cp-sat cyc':>11}"
-              f"{'ratio':>7}  {'gaps (cycles, table)':<22}{'fits g/c':>9}{'valid':>7}")
-    print(header)
-    for model in args.models.split(","):
-        for batch in (int(b) for b in args.batches.split(",")):
-            cap = generate(model, batch, 1, machine, 0)
-            t0 = time.perf_counter()
-            greedy = select(cap, machine, budget, machine.budget.fragments, mode="greedy")
-            t_greedy = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            out = select(cap, machine, budget, machine.budget.fragments, params=params)
-            t_total = time.perf_counter() - t0
-            g, c = greedy.greedy_objectives, out.objectives
-            gaps = ", ".join(f"{r.gap:.2%}" if r.gap is not None else "-" for _, r in out.staged.stages[:2]) \
-                if out.staged else "-"
+    print(f"{'program':<18}{'budget':>8}  {'rule worst B':>12}{'rule cycles':>12}{'fits':>5}  {'cp-sat worst B':>14}"
+          f"{'cycles':>10}{'Δcycles':>9}{'fits':>5}{'wall s':>8}{'backstop':>9}{'valid':>6}  stages (objective/bound)"
+          f"  [plan from]")
+    readme = []
+    for model, batch in runs:
+        cap = generate(model, batch, 1, machine, 0)
+        prepared, hints = None, []
+        if args.sweep:
+            began = time.perf_counter()
+            prepared = prepare(cap, machine, min(budgets), machine.budget.fragments)
+            print(f"{model.split('-')[0]} b{batch}: prepare {time.perf_counter() - began:.1f} s", flush=True)
+        for budget in (sorted(budgets) if args.sweep else budgets):
+            began = time.perf_counter()
+            out = select(cap, machine, budget, machine.budget.fragments, params=params,
+                         deadline=Deadline(params.time_limit, began), prepared=prepared, hints=hints)
+            wall = time.perf_counter() - began
+            if args.sweep and out.objectives.fits:
+                hints.append(out.plan)
+            g, c = out.greedy_objectives, out.objectives
             valid = "-"
             if not args.no_validate:
                 valid = "yes" if validate(cap, out.plan.to_json(cap), machine).valid == c.fits else "NO"
-            print(f"{model + ' b' + str(batch):<22}{cap.transfer_count():>11,}{t_greedy:>9.1f}{t_total:>9.1f}  "
-                  f"{out.status.value:<9}{g.table:>13,}{c.table:>13,}{c.table / g.table:>7.3f}{g.cycles:>11,}"
-                  f"{c.cycles:>11,}{c.cycles / g.cycles:>7.3f}  {gaps:<22}"
-                  f"{('y' if g.fits else 'n') + '/' + ('y' if c.fits else 'n'):>9}{valid:>7}", flush=True)
-            if out.note:
-                print(f"{'':<22}{out.note}")
+            name = f"{model.split('-')[0]} b{batch}"
+            print(f"{name:<18}{format_size(budget):>8}  {g.table:>12,}{g.cycles:>12,}{'y' if g.fits else 'n':>5}  "
+                  f"{c.table:>14,}{c.cycles:>10,}{c.cycles / g.cycles - 1:>+9.2%}{'y' if c.fits else 'n':>5}"
+                  f"{wall:>8.1f}{'yes' if out.backstop else 'no':>9}{valid:>6}  {stages(out)}  [{out.source}]",
+                  flush=True)
+            if (model, batch) in README_ROWS and budget == 80 * 1024:
+                readme.append((model, batch, g, c, wall, valid))
+    print(load())
+    if readme:
+        print("\nREADME rows (80 KiB, one layer):")
+        for model, batch, g, c, wall, valid in readme:
+            rule = f"worst tile {g.table:,} B" + ("" if g.fits else ": does not fit")
+            cp = (f"{c.table:,} B, {'fits' if c.fits else 'DOES NOT FIT'}, cycles {c.cycles / g.cycles - 1:+.2%}, "
+                  f"{wall:.0f} s{', validates' if valid == 'yes' else ''}")
+            print(f"| {model} batch {batch} | {rule} | {cp} |")
 
 
 if __name__ == "__main__":

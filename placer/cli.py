@@ -1,29 +1,89 @@
-"""The ``placer`` command line. Each stage keeps its own command function; this module only wires them up.
-
-Exit codes (stable, for scripts): 0 success; 1 a checked plan is invalid; 2 unreadable or malformed input;
-3 proved infeasible; 4 no solution in time, or the fallback plan breaks the budget.
+"""The ``placer`` command line. Each stage keeps its own command function; this module only wires them up and
+turns every way a command can end into one line and one exit code (placer.errors.EXIT_TABLE, README).
 """
 
 from __future__ import annotations
 
+import ast
+import importlib
+import os
 import sys
+import traceback
+from pathlib import Path
+from typing import Any
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
-from placer import IMPORTED, __version__, solver
-from placer.errors import InputError
-from placer.ordering.cli import schedule
-from placer.placement.cli import place
-from placer.report.cli import report
-from placer.report.inspect import inspect
-from placer.selection.cli import compare, solve
-from placer.sweep.cli import sweep
-from placer.validation.cli import validate_command
-from placer.workloads.cli import generate
+import placer
+from placer import __version__, interrupt
+from placer.errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_TABLE, InputError
+
+# Command name -> (module, function). A command's module (and with it ortools, networkx, numpy, ...) is imported
+# only when that command runs or shows its own help, so `placer --version` and `placer --help` start in a blink;
+# the listing's one-line help is read from the function's docstring in the source, without importing it.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "generate": ("placer.workloads.cli", "generate"),
+    "inspect": ("placer.report.inspect", "inspect"),
+    "solve": ("placer.selection.cli", "solve"),
+    "compare": ("placer.selection.cli", "compare"),
+    "validate": ("placer.validation.cli", "validate_command"),
+    "place": ("placer.placement.cli", "place"),
+    "schedule": ("placer.ordering.cli", "schedule"),
+    "report": ("placer.report.cli", "report"),
+    "sweep": ("placer.sweep.cli", "sweep"),
+}
+
+
+def short_help(name: str) -> str:
+    """The first paragraph of the command function's docstring, parsed from its source file (not imported)."""
+    module, attr = COMMANDS[name]
+    path = Path(__file__).parent.joinpath(*module.split(".")[1:]).with_suffix(".py")
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef) and node.name == attr:
+            doc = ast.get_docstring(node) or ""
+            return " ".join(doc.split("\n\n")[0].split())
+    return ""
+
+
+def load_command(name: str) -> TyperCommand:
+    """The click command of ``name``, importing its module now."""
+    module, attr = COMMANDS[name]
+    single = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    single.command(name)(getattr(importlib.import_module(module), attr))
+    return typer.main.get_command(single)
+
+
+class _LazyCommand(TyperCommand):
+    """Stands for a command in the group's listing; the real one is built when the command is invoked."""
+
+    def __init__(self, name: str) -> None:
+        short = short_help(name)
+        super().__init__(name, help=short, short_help=short)
+
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        assert self.name is not None
+        return load_command(self.name).make_context(info_name, args, parent=parent, **extra)
+
+
+class _LazyGroup(TyperGroup):
+    def list_commands(self, ctx: Any) -> list[str]:
+        eager = super().list_commands(ctx)
+        return [*COMMANDS, *(name for name in eager if name not in COMMANDS)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        cmd = super().get_command(ctx, cmd_name)
+        if cmd is None and cmd_name in COMMANDS:
+            cmd = _LazyCommand(cmd_name)
+        return cmd
+
 
 app = typer.Typer(
+    cls=_LazyGroup,
+    rich_markup_mode=None,  # plain help: rich alone would take longer to import than the 0.2 s start-up budget
     name="placer",
     help="Optimise the data-movement plan (relays, SRAM placement, stream order) of a compiled IPU exchange.",
+    epilog=EXIT_TABLE,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -43,40 +103,58 @@ def _root(
     """placer: relays, placement and ordering for tile-array exchange plans."""
 
 
-app.command("generate")(generate)
-app.command("inspect")(inspect)
-app.command("solve")(solve)
-app.command("compare")(compare)
-app.command("validate")(validate_command)
-app.command("place")(place)
-app.command("schedule")(schedule)
-app.command("report")(report)
-app.command("sweep")(sweep)
-
-
 def main() -> None:
-    solver.COMMAND_START = IMPORTED  # the console command's clock starts with the interpreter, not the command
-    try:
-        code = app(standalone_mode=False)
-    except InputError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        sys.exit(2)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except typer.Abort:
-        typer.echo("aborted", err=True)
-        sys.exit(130)
-    except KeyboardInterrupt:
-        typer.echo("interrupted", err=True)
-        sys.exit(130)
-    except Exception as exc:  # click usage errors carry their own exit code and message
-        import click
+    """Run the command line; every way it can end maps to one exit code of :data:`EXIT_CODES` (no traceback)."""
+    placer.CONSOLE = True  # a console command's clock starts when placer is imported, not when the command runs
+    interrupt.install()
+    sys.exit(run(sys.argv[1:]))
 
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise
-    sys.exit(code if isinstance(code, int) else 0)
+
+def run(argv: list[str]) -> int:
+    """Run ``placer ARGV`` and return its exit code; errors are one line on stderr."""
+    try:
+        code = app(args=argv, prog_name="placer", standalone_mode=False)
+    except InputError as exc:
+        return _fail(str(exc), EXIT_INPUT)
+    except typer.Exit as exc:
+        code = exc.exit_code
+    except typer.Abort:
+        return _fail("aborted", 130)
+    except interrupt.Interrupted as exc:
+        return _fail(f"interrupted by {exc.name}: stopped; nothing written", exc.exit_code)
+    except typer.TyperException as exc:  # typer's usage errors (its vendored click): bad option, missing argument
+        return _usage_error(exc)
+    except MemoryError:
+        return _fail("out of memory (the input is too large for this machine)", EXIT_INPUT)
+    except BrokenPipeError:  # `placer ... | head`: the reader has gone; nothing to report to
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - keeps Python's exit-time flush quiet
+        return 1
+    except Exception as exc:  # a bug: one line (the traceback on request), never a silent or misleading code
+        if os.environ.get("PLACER_TRACEBACK"):
+            traceback.print_exc()
+        return _fail(f"internal error: {type(exc).__name__}: {exc} (a bug in placer; PLACER_TRACEBACK=1 shows "
+                     "where)", EXIT_INTERNAL)
+    code = code if isinstance(code, int) else 0
+    signal = interrupt.received()
+    if signal is not None and code not in interrupt.EXIT_CODES.values():
+        # a command that let CP-SAT stop early and did not report the interruption itself
+        return _fail(f"interrupted by {signal.name}: results above are incomplete", signal.exit_code)
+    return code
+
+
+def _fail(message: str, code: int) -> int:
+    typer.echo(f"error: {' '.join(message.split())}" if code != 130 and code != 143 else message, err=True)
+    return code
+
+
+def _usage_error(exc: typer.TyperException) -> int:
+    ctx = getattr(exc, "ctx", None)
+    if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:  # its message is the help
+        typer.echo(exc.format_message())
+        return _fail(f"missing command; `{ctx.command_path} --help` lists them", EXIT_INPUT)
+    where = f"{ctx.command_path}: " if ctx is not None else ""
+    code = exc.exit_code if exc.exit_code != 1 else EXIT_INPUT
+    return _fail(f"{where}{exc.format_message()}", code)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ from typing import Literal
 from placer.placement.bounds import infeasibility_proof, peak_live_bytes
 from placer.placement.canonical import solve_flat
 from placer.placement.checker import check_placement
-from placer.placement.cpsat import solve_cpsat
 from placer.placement.edges import edge_search
 from placer.placement.greedy import GreedyOutcome, greedy_place, offline_order, online_order, run_order
 from placer.placement.model import (
@@ -131,6 +130,8 @@ def solve_placement(
     if progress is not None:
         def cp_progress(elapsed: float, objective: float | None, bound: float | None) -> None:
             progress("cp-sat", elapsed, "solution" if objective is not None else "searching")
+
+    from placer.placement.cpsat import solve_cpsat  # ortools takes a third of a second to import: only when needed
 
     result, addresses = solve_cpsat(problem, params.with_overrides(time_limit=remaining), hint=g.partial,
                                     progress=cp_progress)

@@ -32,12 +32,29 @@ from dataclasses import dataclass
 from queue import Empty
 from typing import Any
 
-import numpy as np
-
 from placer.placement.model import PlacementProblem
 
-_INF = np.int64(1) << np.int64(60)
-HEURISTICS = ("WAT", "TAW", "TWA")
+try:  # the compiled search (setup.py builds it; optional, so an install without a compiler still works)
+    from placer.placement import _canonical as _native
+except ImportError:  # pragma: no cover - depends on the install
+    _native = None
+
+np: Any = None  # numpy: imported by the Python search only, so that `placer place` starts fast
+_INF: Any = None
+
+
+def _numpy() -> None:
+    global np, _INF
+    if np is None:
+        import numpy
+
+        np = numpy
+        _INF = numpy.int64(1) << numpy.int64(60)
+
+# MiniMalloc's three preorders; TAW first and WAT last measured best with the failed-state table (fewest nodes
+# summed over the challenge set A-F, 1 worker), where MiniMalloc's own round robin starts with WAT
+HEURISTICS = ("TAW", "TWA", "WAT")
+FIRST_SLICE = 0.05  # seconds searched in-process before a portfolio forks: most instances end within it
 PORTFOLIO = {  # preorders per worker process
     2: (("TAW",), ("TWA", "WAT")),
     3: (("TWA",), ("TAW",), ("WAT",)),
@@ -70,6 +87,7 @@ class CanonicalSearch:
 
     def __init__(self, sizes: list[int], starts: list[int], ends: list[int], alignments: list[int], capacity: int):
         n = len(sizes)
+        self.lifetimes = [e - s for s, e in zip(starts, ends, strict=True)]
         self.n = n
         self.capacity = capacity
         self.size = list(sizes)
@@ -80,6 +98,25 @@ class CanonicalSearch:
         self.S = S = max(len(times) - 1, 0)
         self.slo = [index[t] for t in starts]
         self.shi = [index[t] for t in ends]
+        self.cuts0 = [0] * max(S - 1, 0)
+        for i in range(n):
+            for s in range(self.slo[i], self.shi[i] - 1):
+                self.cuts0[s] += 1
+        self.starts, self.ends = list(starts), list(ends)
+        self.prepared = False
+        self.area = [sizes[i] * (ends[i] - starts[i]) for i in range(n)]
+        self.width = [ends[i] - starts[i] for i in range(n)]
+        self.nodes = 0
+        self.memos: dict[str, dict] = {}
+        self._pmask: dict[int, tuple[list[int], int]] = {}
+
+    def _prepare(self) -> None:
+        """The numpy structures of the Python search (the compiled one needs none of them)."""
+        _numpy()
+        if self.prepared:
+            return
+        self.prepared = True
+        n, S, sizes = self.n, self.S, self.size
         self.size_arr = np.array([*sizes, 0], dtype=np.int64)
         members: list[list[int]] = [[] for _ in range(S)]
         for i in range(n):
@@ -92,27 +129,24 @@ class CanonicalSearch:
             flat.extend(m if m else [n])  # index n is a sentinel whose minimum offset is always "infinite"
         self.mflat = np.array(flat, dtype=np.int64)
         self.mstarts = np.array(mstarts, dtype=np.int64)
-        lo = np.array(starts, dtype=np.int64)
-        hi = np.array(ends, dtype=np.int64)
+        lo = np.array(self.starts, dtype=np.int64)
+        hi = np.array(self.ends, dtype=np.int64)
         over = (lo[:, None] < hi[None, :]) & (lo[None, :] < hi[:, None])
         np.fill_diagonal(over, False)
         self.overlaps = [np.nonzero(over[i])[0] for i in range(n)]
         self.total0 = np.zeros(S, dtype=np.int64)
         for i in range(n):
             self.total0[self.slo[i]:self.shi[i]] += sizes[i]
-        self.cuts0 = [0] * max(S - 1, 0)
-        for i in range(n):
-            for s in range(self.slo[i], self.shi[i] - 1):
-                self.cuts0[s] += 1
-        self.area = [sizes[i] * (ends[i] - starts[i]) for i in range(n)]
-        self.width = [ends[i] - starts[i] for i in range(n)]
-        self.nodes = 0
-        self.memos: dict[str, dict] = {}
-        self._pmask: dict[int, tuple[list[int], int]] = {}
 
     # ------------------------------------------------------------------------------------------------ driver
     def solve(self, time_limit: float, progress: CanonicalProgress | None = None,
-              heuristics: tuple[str, ...] = HEURISTICS) -> CanonicalOutcome:
+              heuristics: tuple[str, ...] = HEURISTICS, native: bool | None = None) -> CanonicalOutcome:
+        """``native``: None = the compiled search where it is built, else this module's; True/False force one."""
+        if native is None:
+            native = _native is not None
+        if native:
+            return self._solve_native(time_limit, progress, heuristics)
+        self._prepare()
         start = time.perf_counter()
         cpu0 = time.process_time()
         self.deadline = start + time_limit
@@ -142,6 +176,20 @@ class CanonicalSearch:
                                     time.process_time() - cpu0)
         finally:
             sys.setrecursionlimit(old_limit)
+
+    def _solve_native(self, time_limit: float, progress: CanonicalProgress | None,
+                      heuristics: tuple[str, ...]) -> CanonicalOutcome:
+        if _native is None:
+            raise RuntimeError("the compiled canonical search is not built (pip install -e . builds it)")
+        start = time.perf_counter()
+        cpu0 = time.process_time()
+        code, offsets, nodes, heuristic = _native.search(
+            self.size, self.lifetimes, self.slo, self.shi, self.align, self.capacity, self.S, list(heuristics),
+            time_limit, progress)
+        self.nodes = nodes
+        status = ("placed", "infeasible", "unknown")[code]
+        return CanonicalOutcome(status, offsets, nodes, time.perf_counter() - start, heuristic,
+                                time.process_time() - cpu0)
 
     def _reset(self, heuristic: str) -> None:
         n = self.n
@@ -359,7 +407,15 @@ def solve_flat(problem: PlacementProblem, time_limit: float, progress: Canonical
     base = problem.ranges[0][0]
     out = None
     if workers > 1 and problem.n > 24:  # tiny problems finish before a process could start
-        out = _portfolio(problem, time_limit, min(workers, 3), progress)
+        t0, cpu0 = time.perf_counter(), time.process_time()
+        if _native is not None:  # the compiled search ends most instances before forking would pay off
+            out = _build(problem).solve(min(FIRST_SLICE, time_limit), progress)
+        if out is None or out.status == "unknown":
+            remaining = max(time_limit - (time.perf_counter() - t0), 0.001)
+            out = _portfolio(problem, remaining, min(workers, 3), progress)
+            if out is not None:
+                out = CanonicalOutcome(out.status, out.offsets, out.nodes, time.perf_counter() - t0, out.heuristic,
+                                       out.cpu + time.process_time() - cpu0)
     if out is None:
         out = _build(problem).solve(time_limit, progress)
     if out.offsets is not None:

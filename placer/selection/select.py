@@ -191,6 +191,10 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     if mode == "greedy":
         return Outcome(greedy, g_obj, greedy, g_obj, decisions, Status.UNKNOWN, None, "greedy",
                        runtime=time.perf_counter() - start, scans=scans)
+    if deadline.elapsed() >= (SEARCH_END * deadline.seconds if search_end is None else search_end):
+        return Outcome(greedy, g_obj, greedy, g_obj, decisions, Status.UNKNOWN, StagedResult(None, [], {}), "greedy",
+                       "the time limit was reached before the search could start: the production rule's plan is "
+                       "kept", runtime=time.perf_counter() - start, scans=scans, backstop=True)
     if prepared is not None:
         problem = prepared.for_budget(table_budget)
     else:
@@ -201,16 +205,21 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     best_plan, best_obj, source = greedy, g_obj, "greedy"
     candidates: list[tuple[Plan, str]] = []
     large = not monolithic(problem)
-    if not g_obj.fits or large:
-        candidates.append((budget_plan(capture, scans, machine, table_budget, fragment_limit), "budget-greedy"))
+    end = SEARCH_END * deadline.seconds if search_end is None else search_end
+    cut = False  # the wall clock skipped a construction: reported like a search the backstop cut
+    targets = [1.0] if not g_obj.fits or large else []
     if large:
         # the construction aimed below the budget: it relays more, which often lowers the worst tile at the same
         # cycles (what a tighter budget of a sweep used to find); fixed targets, so the choice is deterministic
-        for share in TIGHTER_TARGETS:
-            target = int(share * table_budget)
-            plan = budget_plan(capture, scans, machine, target, fragment_limit)
-            candidates.append((Plan(plan.mode, machine, table_budget, fragment_limit, plan.relays),
-                               f"budget-greedy aimed at {target:,} B"))
+        targets += TIGHTER_TARGETS
+    for share in targets:
+        if deadline.elapsed() >= end:
+            cut = True
+            break
+        target = int(share * table_budget)
+        plan = budget_plan(capture, scans, machine, target, fragment_limit)
+        candidates.append((Plan(plan.mode, machine, table_budget, fragment_limit, plan.relays),
+                           "budget-greedy" if share == 1.0 else f"budget-greedy aimed at {target:,} B"))
     for h in hints:
         candidates.append((Plan("cpsat", machine, table_budget, fragment_limit, list(h.relays)), "other budget"))
     for plan, name in track(candidates, "cost incumbent candidates", unit="plans"):
@@ -225,8 +234,8 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
         return Outcome(best_plan, best_obj, greedy, g_obj, decisions, Status.INFEASIBLE, None, source,
                        "proved infeasible by a per-tile lower bound (every group touching the tile at its best "
                        "option, no relay hosted)", 0, time.perf_counter() - start, problem, scans, proof)
-    clock = SearchClock(deadline, params.work_per_second * params.time_limit if work is None else work,
-                        SEARCH_END * deadline.seconds if search_end is None else search_end)
+    clock = SearchClock(deadline, params.work_per_second * params.time_limit if work is None else work, end,
+                        backstop=cut)
     if not monolithic(problem):
         out = _lns(capture, problem, params, order, best_plan, best_obj, source, greedy, g_obj, decisions,
                    progress, start, scans, clock)
@@ -248,6 +257,10 @@ def _monolithic(capture: Capture, problem: SelectionProblem, params: SolverParam
     note = ""
     rounds = 0
     bounds = lower_bounds(problem)
+    if _small(problem):
+        # a model this small is proved faster by one worker than by two interleaved ones (the demo: 1.4 instead
+        # of 4.8 deterministic s); still deterministic, and the same for every worker count asked for
+        params = replace(params, workers=1)
     for rounds in range(1, max_rounds + 1):
         # a further round only follows a realised plan that broke the budget (seam effects, rare); it gets half
         # the work of the one before (fixed shares: deterministic)
@@ -308,6 +321,13 @@ def _monolithic(capture: Capture, problem: SelectionProblem, params: SolverParam
 
 
 MONOLITHIC_OPTIONS = 1_500  # above this many relay options, CP-SAT works on one phase at a time (LNS)
+
+
+SMALL_OPTIONS = 200  # at most this many relay options: the monolithic model is solved with one worker
+
+
+def _small(problem: SelectionProblem) -> bool:
+    return sum(len(opts) - 1 for pd in problem.phases for opts in pd.options) <= SMALL_OPTIONS
 
 
 def exact_model(problem: SelectionProblem) -> bool:
@@ -444,6 +464,7 @@ def _best_tables(problem: SelectionProblem) -> np.ndarray:
 # without it the hint is a solution at once and the search has the budget
 WINDOW_TUNING = {"cp_model_presolve": False}
 MIN_WINDOWS = 6  # the search's work is split into at least this many neighbourhood solves
+LNS_MIN_WORK = 20.0  # deterministic s below which large programs keep the best incumbent without neighbourhoods
 LP_MIN_WALL = 3.0  # seconds the clock must still allow for the table relaxation to be tried
 WINDOW_PHASES = 2  # at most this many phases are free in one neighbourhood
 
@@ -500,6 +521,10 @@ def _lns(capture: Capture, problem: SelectionProblem, params: SolverParams, orde
     tried: set[tuple[int, ...]] = set()
     solved = improved = 0
     log: list[str] = []
+    if clock.work < LNS_MIN_WORK:
+        # a neighbourhood of two heavy phases costs CP-SAT about 7 deterministic s (its search does not stop
+        # sooner), so a smaller allowance would buy one window at most and the wall-clock backstop would decide
+        tried = set(_windows(problem, fixed))
     while clock.spent < clock.work - 1e-6:
         window = next((w for w in _windows(problem, fixed) if w not in tried), None)
         if window is None:
@@ -550,6 +575,10 @@ def _lns(capture: Capture, problem: SelectionProblem, params: SolverParams, orde
     note = (f"large program: CP-SAT over {solved} neighbourhoods ({len(problem.phases)} phases have groups), "
             f"{improved} improved the incumbent" + (f" (phases {', '.join(log)})" if log else "")
             + "; bounds are valid lower bounds, not CP-SAT's")
+    if clock.work < LNS_MIN_WORK:
+        note = (f"large program: best of the incumbent constructions; neighbourhood search needs a work allowance "
+                f"of {LNS_MIN_WORK:g} deterministic s (--time-limit {LNS_MIN_WORK / params.work_per_second:g} or "
+                f"more), this run had {clock.work:g}; bounds are valid lower bounds, not CP-SAT's")
     return Outcome(best_plan, best_obj, greedy, g_obj, decisions, status, staged_all, source, note, solved,
                    runtime, problem, scans, [], clock.spent, clock.work, clock.backstop)
 

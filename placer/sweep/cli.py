@@ -7,10 +7,13 @@ Only typer and the standard library are imported at start-up; the solver stack a
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import typer
+
+from placer.progress import TIMESTAMP, install
 
 EXIT_SWEEP_FAILED = 1  # a job failed, or the validator disagrees with the solver about a plan
 
@@ -25,6 +28,9 @@ def sweep(
     serial: bool = typer.Option(False, "--serial", help="Run every job in this process, without Ray (same "
                                 "results)."),
     json: bool = typer.Option(False, "--json", help="Print the combined table as JSON (sweep.json's rows)."),
+    report: bool = typer.Option(False, "--report", help="Also write results/report.html: per workload, the "
+                                "production rule against CP-SAT at every budget, and every job (needs the report "
+                                "extra)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No line per finished job."),
 ) -> None:
     """Run a sweep of relay-selection jobs (on Ray, or --serial) and write one combined table.
@@ -40,11 +46,16 @@ def sweep(
 
         raise InputError("--serial runs without Ray; drop --address (or --serial)")
     parsed = load_spec(spec)
+    if report:
+        _need_report_extra()
     show = not quiet and not json
+    install(not show)  # serial jobs show their own steps (load, CP-SAT stages) as every command does
+    stamp = not sys.stderr.isatty()
 
     def say(line: str) -> None:
+        # one line per finished job, timestamped in logs like every other progress line
         if show:
-            typer.echo(line, err=True)
+            typer.echo(f"{time.strftime(TIMESTAMP)} {line}" if stamp else line, err=True)
 
     jobs = parsed.jobs()
     say(f"{spec}: {len(jobs)} jobs over {len(parsed.workloads)} workload(s), modes "
@@ -52,6 +63,11 @@ def sweep(
         f"per job, {'serial' if serial else 'on Ray'}")
     run = run_sweep(parsed, output, use_ray=not serial, address=address, report=say)
     disagree = [r["job"] for r in run.rows if r["state"] == "ok" and bool(r["fits"]) != bool(r["valid"])]
+    if report:
+        from placer.sweep.report import write_report
+
+        size = write_report(parsed, run.rows, output / "report.html")
+        say(f"{output / 'report.html'}: {size / 1e6:.1f} MB")
     if json:
         sys.stdout.write(_json(run.rows) + "\n")
     else:
@@ -65,6 +81,15 @@ def sweep(
                    err=True)
     if run.failed or disagree:
         raise typer.Exit(EXIT_SWEEP_FAILED)
+
+
+def _need_report_extra() -> None:
+    from placer.errors import InputError
+
+    try:
+        import plotly  # noqa: F401
+    except ImportError:
+        raise InputError("--report needs plotly: pip install -e '.[report]'") from None
 
 
 def _json(rows: list[dict[str, Any]]) -> str:

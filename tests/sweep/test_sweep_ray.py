@@ -66,9 +66,11 @@ def _stable(row: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in row.items() if k != "seconds"}
 
 
-def test_ray_sweep_equals_serial_job_by_job(ray_local: Any, sweep_file: Path, tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture(scope="module")
+def swept(ray_local: Any, sweep_file: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The sweep run once on Ray and once serially, counting how often each workload is loaded."""
     spec = load_spec(sweep_file)
+    out = tmp_path_factory.mktemp("swept")
     loads: list[str] = []
     real_load = runner.load_workload
 
@@ -76,14 +78,20 @@ def test_ray_sweep_equals_serial_job_by_job(ray_local: Any, sweep_file: Path, tm
         loads.append(workload.name)
         return real_load(workload, machine)
 
-    monkeypatch.setattr(runner, "load_workload", counting)
-    on_ray = run_sweep(spec, tmp_path / "ray", use_ray=True)
-    # 10 jobs, 3 workloads: each capture generated or read once, in the driver, then shared by reference
-    assert len(spec.jobs()) == 10 and loads == ["demo", "tiny", "too-wide"]
-    loads.clear()
-    serial = run_sweep(spec, tmp_path / "serial", use_ray=False)
-    assert loads == ["demo", "tiny", "too-wide"]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(runner, "load_workload", counting)
+        on_ray = run_sweep(spec, out / "ray", use_ray=True)
+        ray_loads = list(loads)
+        loads.clear()
+        serial = run_sweep(spec, out / "serial", use_ray=False)
+    return {"spec": spec, "out": out, "ray": on_ray, "serial": serial, "ray_loads": ray_loads, "serial_loads": loads}
 
+
+def test_ray_sweep_equals_serial_job_by_job(swept: dict[str, Any]) -> None:
+    spec, on_ray, serial = swept["spec"], swept["ray"], swept["serial"]
+    # 10 jobs, 3 workloads: each capture generated or read once, in the driver, then shared by reference
+    assert len(spec.jobs()) == 10
+    assert swept["ray_loads"] == swept["serial_loads"] == ["demo", "tiny", "too-wide"]
     assert [r["job"] for r in on_ray.rows] == [j.id for j in spec.jobs()]
     for a, b in zip(on_ray.rows, serial.rows, strict=True):
         assert _stable(a) == _stable(b), a["job"]
@@ -91,17 +99,38 @@ def test_ray_sweep_equals_serial_job_by_job(ray_local: Any, sweep_file: Path, tm
     failed = {j: e for j, e in on_ray.failed}
     assert set(failed) == {"too-wide__700B__greedy", "too-wide__700B__cpsat__cycles-table-scratch-relays__seed0"}
     assert all("2000 tiles" in e for e in failed.values()), failed
-    assert (job_dir(tmp_path / "ray", spec.jobs()[-1]) / "error.json").is_file()
+    assert (job_dir(swept["out"] / "ray", spec.jobs()[-1]) / "error.json").is_file()
     ok = [r for r in on_ray.rows if r["state"] == "ok"]
     assert len(ok) == 8
     # every plan went through the independent validator, whose verdict agrees with the solver's fit
     assert all(r["valid"] == r["fits"] for r in ok)
     assert any(r["mode"] == "cpsat" and r["fits"] and not r["greedy_fits"] for r in ok)
-    assert (tmp_path / "ray" / "sweep.csv").read_text().count("\n") == 11
+    assert (swept["out"] / "ray" / "sweep.csv").read_text().count("\n") == 11
 
-    # resume on Ray: nothing left to do except the failed jobs, which run (and fail) again
-    again = run_sweep(spec, tmp_path / "ray", use_ray=True)
+
+def test_resume_on_ray_runs_only_what_is_missing(swept: dict[str, Any]) -> None:
+    # nothing left to do except the failed jobs, which run (and fail) again
+    again = run_sweep(swept["spec"], swept["out"] / "ray", use_ray=True)
     assert len(again.skipped) == 8 and not again.ran and len(again.failed) == 2
+    assert [_stable(r) for r in again.rows] == [_stable(r) for r in swept["ray"].rows]
+
+
+def test_sweep_report_pairs_rule_and_cpsat_per_budget(swept: dict[str, Any], tmp_path: Path) -> None:
+    pytest.importorskip("plotly", reason="the report extra: pip install -e '.[report]'")
+    from placer.sweep.report import comparison_entries, write_report
+
+    rows = swept["ray"].rows
+    groups = comparison_entries(rows)
+    assert list(groups) == [("demo", "cycles,table,scratch,relays", 0), ("tiny", "cycles,table,scratch,relays", 0)]
+    demo = groups[("demo", "cycles,table,scratch,relays", 0)]
+    assert [e["budget"] for e in demo] == [600, 700]
+    by_job = {r["job"]: r for r in rows}
+    assert demo[0]["production_rule"]["table"] == by_job["demo__600B__greedy"]["table"]
+    assert demo[0]["cpsat"]["table"] == by_job["demo__600B__cpsat__cycles-table-scratch-relays__seed0"]["table"]
+    size = write_report(swept["spec"], rows, tmp_path / "report.html")
+    page = (tmp_path / "report.html").read_text()
+    assert size == len(page.encode()) and page.count('class="placer-figure"') == 2
+    assert page.count("<tr>") == 1 + len(rows) and "2000 tiles" in page
 
 
 def test_capture_crosses_the_object_store_intact(ray_local: Any) -> None:
