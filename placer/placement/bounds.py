@@ -12,7 +12,8 @@ All three are sound (they relax the problem), so a reason here is a proof.
 
 from __future__ import annotations
 
-import numpy as np
+import heapq
+from collections.abc import Iterator
 
 from placer.placement.model import PlacementProblem
 
@@ -60,36 +61,55 @@ def infeasibility_proof(problem: PlacementProblem) -> str | None:
             r = problem.requests[i]
             return (f"request {i} ({r.bytes} bytes, alignment {r.alignment}, {r.klass.value}) fits in no free range "
                     f"of its class")
-    firsts = np.array([r.first for r in problem.requests], dtype=np.int64)
-    lasts = np.array([r.last for r in problem.requests], dtype=np.int64)
-    min_bytes = np.array([min(d.bytes for d in problem.all_domains[i]) for i in range(n)], dtype=np.int64)
+    min_bytes = [min(d.bytes for d in problem.all_domains[i]) for i in range(n)]
     allowed = [_allowed(problem, i) for i in range(n)]
     groups = sorted(set(allowed), key=lambda s: sum(b - a for a, b in s))
     # every allowed set, plus the whole free memory (all requests are inside it)
     candidates = [*groups, tuple(problem.ranges)]
-    inside = [np.array([_covered(allowed[i], x) for i in range(n)]) for x in candidates]
-    for t in np.unique(firsts).tolist():
-        live = (firsts <= t) & (t <= lasts)
+    inside = [[c for c, x in enumerate(candidates) if _covered(allowed[i], x)] for i in range(n)]
+    need = [0] * len(candidates)
+    count = [0] * len(candidates)
+    for t, live in _sweep(problem):
+        for i, sign in live:
+            for c in inside[i]:
+                need[c] += sign * min_bytes[i]
+                count[c] += sign
         fixed_spans = _merge([(f.start, f.end) for f in problem.fixed if f.first <= t <= f.last])
-        for x, mask in zip(candidates, inside, strict=True):
-            need = int(min_bytes[live & mask].sum())
-            if need == 0:
+        for c, x in enumerate(candidates):
+            if need[c] == 0:
                 continue
             have = _size_in(x, fixed_spans)
-            if need > have:
+            if need[c] > have:
                 where = "the free memory" if x == tuple(problem.ranges) else (
                     "address set " + ", ".join(f"[{a:#x}, {b:#x})" for a, b in x))
-                count = int((live & mask).sum())
-                return (f"at step {t}, {count} live requests that must lie in {where} need {need:,} bytes but only "
-                        f"{have:,} are free ({need - have:,} over)")
+                return (f"at step {t}, {count[c]} live requests that must lie in {where} need {need[c]:,} bytes but "
+                        f"only {have:,} are free ({need[c] - have:,} over)")
     return None
+
+
+def _sweep(problem: PlacementProblem) -> Iterator[tuple[int, list[tuple[int, int]]]]:
+    """For each step at which some request starts, in order: (step, changes since the previous such step), a change
+    being (request, +1 now live | -1 no longer live). Live at step t: first <= t <= last."""
+    starts = sorted(range(problem.n), key=lambda i: problem.requests[i].first)
+    ends: list[tuple[int, int]] = []  # heap of (last, request)
+    k = 0
+    while k < len(starts):
+        t = problem.requests[starts[k]].first
+        changes = []
+        while ends and ends[0][0] < t:
+            changes.append((heapq.heappop(ends)[1], -1))
+        while k < len(starts) and problem.requests[starts[k]].first == t:
+            i = starts[k]
+            changes.append((i, 1))
+            heapq.heappush(ends, (problem.requests[i].last, i))
+            k += 1
+        yield t, changes
 
 
 def peak_live_bytes(problem: PlacementProblem) -> int:
     """The largest sum of request bytes live at one step (a lower bound on the span any placement needs)."""
-    if problem.n == 0:
-        return 0
-    firsts = np.array([r.first for r in problem.requests], dtype=np.int64)
-    lasts = np.array([r.last for r in problem.requests], dtype=np.int64)
-    sizes = np.array([r.bytes for r in problem.requests], dtype=np.int64)
-    return max(int(sizes[(firsts <= t) & (t <= lasts)].sum()) for t in np.unique(firsts).tolist())
+    peak = live = 0
+    for _t, changes in _sweep(problem):
+        live += sum(sign * problem.requests[i].bytes for i, sign in changes)
+        peak = max(peak, live)
+    return peak

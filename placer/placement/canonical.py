@@ -32,8 +32,6 @@ from dataclasses import dataclass
 from queue import Empty
 from typing import Any
 
-import numpy as np
-
 from placer.placement.model import PlacementProblem
 
 try:  # the compiled search (setup.py builds it; optional, so an install without a compiler still works)
@@ -41,7 +39,18 @@ try:  # the compiled search (setup.py builds it; optional, so an install without
 except ImportError:  # pragma: no cover - depends on the install
     _native = None
 
-_INF = np.int64(1) << np.int64(60)
+np: Any = None  # numpy: imported by the Python search only, so that `placer place` starts fast
+_INF: Any = None
+
+
+def _numpy() -> None:
+    global np, _INF
+    if np is None:
+        import numpy
+
+        np = numpy
+        _INF = numpy.int64(1) << numpy.int64(60)
+
 # MiniMalloc's three preorders; TAW first and WAT last measured best with the failed-state table (fewest nodes
 # summed over the challenge set A-F, 1 worker), where MiniMalloc's own round robin starts with WAT
 HEURISTICS = ("TAW", "TWA", "WAT")
@@ -89,6 +98,25 @@ class CanonicalSearch:
         self.S = S = max(len(times) - 1, 0)
         self.slo = [index[t] for t in starts]
         self.shi = [index[t] for t in ends]
+        self.cuts0 = [0] * max(S - 1, 0)
+        for i in range(n):
+            for s in range(self.slo[i], self.shi[i] - 1):
+                self.cuts0[s] += 1
+        self.starts, self.ends = list(starts), list(ends)
+        self.prepared = False
+        self.area = [sizes[i] * (ends[i] - starts[i]) for i in range(n)]
+        self.width = [ends[i] - starts[i] for i in range(n)]
+        self.nodes = 0
+        self.memos: dict[str, dict] = {}
+        self._pmask: dict[int, tuple[list[int], int]] = {}
+
+    def _prepare(self) -> None:
+        """The numpy structures of the Python search (the compiled one needs none of them)."""
+        _numpy()
+        if self.prepared:
+            return
+        self.prepared = True
+        n, S, sizes = self.n, self.S, self.size
         self.size_arr = np.array([*sizes, 0], dtype=np.int64)
         members: list[list[int]] = [[] for _ in range(S)]
         for i in range(n):
@@ -101,23 +129,14 @@ class CanonicalSearch:
             flat.extend(m if m else [n])  # index n is a sentinel whose minimum offset is always "infinite"
         self.mflat = np.array(flat, dtype=np.int64)
         self.mstarts = np.array(mstarts, dtype=np.int64)
-        lo = np.array(starts, dtype=np.int64)
-        hi = np.array(ends, dtype=np.int64)
+        lo = np.array(self.starts, dtype=np.int64)
+        hi = np.array(self.ends, dtype=np.int64)
         over = (lo[:, None] < hi[None, :]) & (lo[None, :] < hi[:, None])
         np.fill_diagonal(over, False)
         self.overlaps = [np.nonzero(over[i])[0] for i in range(n)]
         self.total0 = np.zeros(S, dtype=np.int64)
         for i in range(n):
             self.total0[self.slo[i]:self.shi[i]] += sizes[i]
-        self.cuts0 = [0] * max(S - 1, 0)
-        for i in range(n):
-            for s in range(self.slo[i], self.shi[i] - 1):
-                self.cuts0[s] += 1
-        self.area = [sizes[i] * (ends[i] - starts[i]) for i in range(n)]
-        self.width = [ends[i] - starts[i] for i in range(n)]
-        self.nodes = 0
-        self.memos: dict[str, dict] = {}
-        self._pmask: dict[int, tuple[list[int], int]] = {}
 
     # ------------------------------------------------------------------------------------------------ driver
     def solve(self, time_limit: float, progress: CanonicalProgress | None = None,
@@ -127,6 +146,7 @@ class CanonicalSearch:
             native = _native is not None
         if native:
             return self._solve_native(time_limit, progress, heuristics)
+        self._prepare()
         start = time.perf_counter()
         cpu0 = time.process_time()
         self.deadline = start + time_limit
