@@ -29,62 +29,62 @@ SCRATCH_MAX = 32 * 1024  # per-tile kernel scratch: seeded, so free memory diffe
 
 def phase_steps(spec: ModelSpec) -> tuple[list[tuple[str, str]], int, int]:
     """(key, label) per phase in program order, plus the first and one-past-last index of the layer body."""
-    steps = [(f"input.{c}", f"input: image chunk {c} -> token owners") for c in range(spec.input_chunks)]
+    steps = [(f"input.{c}", f"input: image chunk {c} → token owners") for c in range(spec.input_chunks)]
     steps += [
-        ("embed.prep", "embed: FP8 scale + bias -> grid"),
+        ("embed.prep", "embed: FP8 scale + bias → grid"),
         ("embed.in", "embed: patch input (replicated)"),
         ("embed.w", "embed: weights (replicated)"),
         ("embed.red", "embed: partial-sum reduction"),
-        ("embed.out", "embed: output -> owners"),
-        ("embed.pos", "embed: position rows (+class token) -> owners"),
+        ("embed.out", "embed: output → owners"),
+        ("embed.pos", "embed: position rows (+class token) → owners"),
     ]
     body = len(steps)
     steps += [
-        ("ln1", "ln1: norm parameters -> owners"),
-        ("qkv.prep", "qkv: FP8 scale + bias -> grid"),
+        ("ln1", "ln1: norm parameters → owners"),
+        ("qkv.prep", "qkv: FP8 scale + bias → grid"),
         ("qkv.in", "qkv: input + weights (replicated)"),
         ("qkv.red", "qkv: partial-sum reduction"),
-        ("qkv.out", "qkv: output -> owners"),
+        ("qkv.out", "qkv: output → owners"),
     ]
     for r in range(spec.attention_rounds):
         steps += [
-            (f"attn{r}.qk", f"attention round {r}: Q, K rows -> attention tiles"),
-            (f"attn{r}.v", f"attention round {r}: V rows -> attention tiles"),
+            (f"attn{r}.qk", f"attention round {r}: Q, K rows → attention tiles"),
+            (f"attn{r}.v", f"attention round {r}: V rows → attention tiles"),
             (f"attn{r}.max", f"attention round {r}: softmax row-max exchange"),
             (f"attn{r}.sum", f"attention round {r}: softmax row-sum exchange"),
             (f"attn{r}.red", f"attention round {r}: AV partial-sum reduction"),
-            (f"attn{r}.out", f"attention round {r}: output -> owners"),
+            (f"attn{r}.out", f"attention round {r}: output → owners"),
         ]
     steps += [
-        ("proj.prep", "proj: FP8 scale + bias -> grid"),
+        ("proj.prep", "proj: FP8 scale + bias → grid"),
         ("proj.in", "proj: input (replicated)"),
         ("proj.w", "proj: weights (replicated)"),
         ("proj.red", "proj: partial-sum reduction"),
-        ("proj.out", "proj: output -> owners (residual add)"),
-        ("ln2", "ln2: norm parameters -> owners"),
-        ("mlp_up.prep", "mlp-up: FP8 scale + bias -> grid"),
+        ("proj.out", "proj: output → owners (residual add)"),
+        ("ln2", "ln2: norm parameters → owners"),
+        ("mlp_up.prep", "mlp-up: FP8 scale + bias → grid"),
         ("mlp_up.in", "mlp-up: input + weights (replicated)"),
         ("mlp_up.red", "mlp-up: partial-sum reduction"),
-        ("mlp_up.out", "mlp-up: output -> owners"),
-        ("mlp_down.prep", "mlp-down: FP8 scale + bias -> grid"),
+        ("mlp_up.out", "mlp-up: output → owners"),
+        ("mlp_down.prep", "mlp-down: FP8 scale + bias → grid"),
         ("mlp_down.in", "mlp-down: input (replicated)"),
         ("mlp_down.w", "mlp-down: weights (replicated)"),
         ("mlp_down.red", "mlp-down: partial-sum reduction"),
-        ("mlp_down.out", "mlp-down: output -> owners (residual add)"),
+        ("mlp_down.out", "mlp-down: output → owners (residual add)"),
     ]
     end = len(steps)
     steps += [
-        ("post.ln", "post-norm parameters -> owners"),
-        ("map_kv.prep", "MAP head: FP8 scale + bias -> grid"),
-        ("map_kv.in", "MAP head: FP16 rows -> key/value projection (replicated) + weights"),
+        ("post.ln", "post-norm parameters → owners"),
+        ("map_kv.prep", "MAP head: FP8 scale + bias → grid"),
+        ("map_kv.in", "MAP head: FP16 rows → key/value projection (replicated) + weights"),
         ("map_kv.red", "MAP head: key/value partial-sum reduction"),
-        ("map_kv.out", "MAP head: key/value rows -> owners"),
-        ("map.heads", "MAP head: key/value head rows -> probe-attention tiles"),
-        ("map.reduce", "MAP head: probe-attention partials -> head roots"),
-        ("map.pool", "MAP head: pooled head outputs -> projection tiles"),
-        ("map.w", "MAP head: output projection weights -> projection tiles"),
-        ("head.out", "head: embedding -> output rows"),
-        ("output", "output: embedding -> IO tiles"),
+        ("map_kv.out", "MAP head: key/value rows → owners"),
+        ("map.heads", "MAP head: key/value head rows → probe-attention tiles"),
+        ("map.reduce", "MAP head: probe-attention partials → head roots"),
+        ("map.pool", "MAP head: pooled head outputs → projection tiles"),
+        ("map.w", "MAP head: output projection weights → projection tiles"),
+        ("head.out", "head: embedding → output rows"),
+        ("output", "output: embedding → IO tiles"),
     ]
     return steps, body, end
 
