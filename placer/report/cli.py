@@ -119,7 +119,8 @@ def _notes(data: Any, schedule: Any, phase: int, tile: int) -> dict[str, str]:
                    "red above the budget and such tiles carry a cross. Choose a phase to see that phase alone "
                    "(its own colour scale), or click a bar in the next figure. Circles: relay hosts of the plan.",
         "phases": "Worst-tile table bytes and modelled cycles (cost model, one execution) of each phase, direct "
-                  "and after each plan. The table lists the phases with replica groups: which groups each plan "
+                  "and after each plan; click a bar to show that phase in the heatmap. The table lists the phases with "
+                  "replica groups: which groups each plan "
                   "relayed, and why the others stayed direct.",
         "compare": "From <code>placer compare --json</code>: for each budget, the worst tile of the production "
                    "rule's plan and of CP-SAT's (filled marker: the plan fits), against the budget line, and how "
@@ -144,7 +145,7 @@ def _phase_table(rows: list[dict[str, Any]], plans: list[str]) -> str:
                  f'<td class="text">{r["ineligible"]:,}{": " + why if why else ""}</td>',
                  f"{r['table_before']:,}", f"{r['cycles_before']:,}"]
         for p in r["plans"]:
-            segs = "×".join(map(str, p["segments"]))
+            segs = ", ".join(map(str, p["segments"]))
             cells += [f"{p['relayed']} / {p['relays']:,}" + (f" (segments {segs})" if segs else ""),
                       f"{p['table_after']:,}", f"{p['cycles_after']:,}",
                       f'<td class="text">{html.escape(p["why"])}</td>']

@@ -104,14 +104,16 @@ def _ids(ids: list[int]) -> str:
     return ", ".join(map(str, ids[:20])) + (" ..." if len(ids) > 20 else "")
 
 
-def load_plan_view(capture: Capture, machine: Machine, path: Path) -> PlanView:
+def load_plan_view(capture: Capture, machine: Machine, path: Path, before: np.ndarray,
+                   before_cycles: np.ndarray) -> PlanView:
+    """Apply a plan file; phases it does not touch keep their direct costs (``before``, ``before_cycles``)."""
     doc = read_json(path)
     parsed = parse_plan(doc, str(path))
     bind_plan(parsed, capture, str(path))
     tiles = capture.tile_count
     index = {p.phase: i for i, p in enumerate(capture.phases)}
-    table = np.zeros((len(capture.phases), tiles), np.int64)
-    cycles = np.zeros(len(capture.phases), np.int64)
+    table = before.copy()
+    cycles = before_cycles.copy()
     delta = {d.phase: d for d in parsed.delta}
     inserted: dict[int, list[Phase]] = {}
     for ins in parsed.inserted:
@@ -120,6 +122,8 @@ def load_plan_view(capture: Capture, machine: Machine, path: Path) -> PlanView:
     rewritten: dict[int, Phase] = {}
     for orig in track(capture.phases, f"apply {path.name}", unit="phases"):
         d = delta.get(orig.phase)
+        if d is None and orig.phase not in inserted:
+            continue
         main = orig
         if d is not None:
             assert d.append is not None
@@ -176,7 +180,8 @@ def gather(capture: Capture, machine: Machine, plan_paths: list[Path], budget: i
     tiles = capture.tile_count
     before = np.stack([pc.table_bytes[:tiles] for pc in cost.phases]) if cost.phases else np.zeros((0, tiles),
                                                                                                    np.int64)
-    plans = [load_plan_view(capture, machine, p) for p in plan_paths]
+    before_cycles = np.array([pc.cycles for pc in cost.phases], np.int64)
+    plans = [load_plan_view(capture, machine, p, before, before_cycles) for p in plan_paths]
     if len(plans) == 2 and plans[0].name == plans[1].name:
         for p in plans:
             p.name = f"{p.name} ({Path(p.path).name})"
@@ -191,7 +196,7 @@ def gather(capture: Capture, machine: Machine, plan_paths: list[Path], budget: i
         iterations=list(cost.iterations),
         transfers=[p.n for p in capture.phases],
         before=before,
-        before_cycles=np.array([pc.cycles for pc in cost.phases], np.int64),
+        before_cycles=before_cycles,
         plans=plans,
         compare=load_compare(compare) if compare is not None else None,
     )

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from placer.capture.model import Phase
-from placer.ordering.schedule import PhaseSchedule, schedule_phase
+from placer.ordering import Schedule, build_chunks, expand, greedy_starts, lower_bound
 from placer.progress import task
 from placer.report.data import RULE_KEY, PlanView, ReportData, is_rule, rule_decisions, tile_grid
 from placer.units import format_size
@@ -25,8 +25,15 @@ TOP_LEGEND: dict[str, Any] = {"orientation": "h", "x": 1, "xanchor": "right", "y
 RUN_PIXELS = 4000  # the schedule is merged at this many cells across its horizon: finer gaps are not visible
 
 
+RELAY_COLORS = {"production rule": "#e6861a", "CP-SAT": "#d62728"}  # relay buffers stand out from allocations
+
+
 def plan_color(name: str) -> str:
     return COLORS.get(name, "#3a9a5b")
+
+
+def relay_color(name: str) -> str:
+    return RELAY_COLORS.get(name, "#8c2d04")
 
 
 @dataclass
@@ -179,8 +186,7 @@ def phase_bars(data: ReportData) -> Figure:
         traces.append({"type": "bar", "name": name, "x": x, "y": cycles.tolist(), "customdata": custom,
                        "marker": {"color": plan_color(name)}, "legendgroup": name, "showlegend": False,
                        "hovertemplate": hover, "xaxis": "x2", "yaxis": "y2"})
-    layout = _layout("Per phase, before and after: worst-tile table bytes (top) and modelled cycles of one "
-                     "execution (bottom); click a bar to show that phase in the heatmap",
+    layout = _layout("Per phase: worst-tile table bytes (top), modelled cycles of one execution (bottom)",
                      height=560, barmode="group", bargap=0.15,
                      xaxis={"type": "category", "anchor": "y", "showticklabels": False, "domain": [0, 1]},
                      yaxis={"title": {"text": "table bytes"}, "domain": [0.55, 1.0]},
@@ -287,10 +293,30 @@ def phase_after(data: ReportData, plan: PlanView | None, phase: int) -> Phase:
     return data.capture.phases[data.index(phase)]
 
 
-def schedule_of(data: ReportData, plan: PlanView | None, phase: int) -> PhaseSchedule:
+@dataclass
+class PhaseOrder:
+    """A phase's B1024 schedule and its best lower bound (what the Gantt chart draws)."""
+
+    schedule: Schedule
+    lower: int
+    lower_kind: str
+
+    @property
+    def horizon(self) -> int:
+        return self.schedule.horizon
+
+    @property
+    def gap(self) -> float:
+        return 0.0 if self.horizon == 0 else (self.horizon - self.lower) / self.horizon
+
+
+def schedule_of(data: ReportData, plan: PlanView | None, phase: int) -> PhaseOrder:
+    """The production B1024 order of the phase (placer.ordering), without the timed rows the chart does not need."""
     ph = phase_after(data, plan, phase)
     with task(f"schedule phase {phase} ({ph.n:,} transfers)"):
-        return schedule_phase(ph, data.machine, "greedy", tiles=max(data.tiles, data.machine.tiles))
+        chunks = build_chunks(ph, data.machine, tiles=max(data.tiles, data.machine.tiles))
+        bound = lower_bound(chunks)
+        return PhaseOrder(expand(ph, chunks, greedy_starts(chunks)), bound.best, bound.kind)
 
 
 def busy_runs(port: np.ndarray, start: np.ndarray, length: np.ndarray, nbytes: np.ndarray,
@@ -314,7 +340,7 @@ def busy_runs(port: np.ndarray, start: np.ndarray, length: np.ndarray, nbytes: n
     return (p[heads], s[heads], run_end[tails], np.add.reduceat(b, heads), np.diff(np.r_[heads, p.size]))
 
 
-def gantt(data: ReportData, plan: PlanView | None, phase: int, ps: PhaseSchedule) -> Figure:
+def gantt(data: ReportData, plan: PlanView | None, phase: int, ps: PhaseOrder) -> Figure:
     ph = phase_after(data, plan, phase)
     sch = ps.schedule
     horizon = max(1, sch.horizon)
@@ -408,7 +434,7 @@ def sram_map(data: ReportData, tile: int) -> Figure:
     points = 0
     groups = [("live allocations", allocations, "#9db4cf")]
     for p in data.plans:
-        groups.append((f"relay buffers ({p.name})", [b for b in buffers if b["plan"] == p.name], plan_color(p.name)))
+        groups.append((f"relay buffers ({p.name})", [b for b in buffers if b["plan"] == p.name], relay_color(p.name)))
     for name, items, color in groups:
         if not items:
             continue
@@ -419,7 +445,9 @@ def sram_map(data: ReportData, tile: int) -> Figure:
             "type": "bar", "name": name, "x": [(it["first"] + it["last"] + 1) / 2 for it in items],
             "width": [it["last"] - it["first"] + 1 for it in items], "base": [it["start"] for it in items],
             "y": [it["end"] - it["start"] for it in items], "customdata": custom,
-            "marker": {"color": color, "line": {"color": "#333333", "width": 0.5}}, "opacity": 0.85,
+            # a relay buffer of a few KiB is a hairline on a 600 KiB axis: its outline in its own colour keeps it seen
+            "marker": {"color": color, "line": {"color": "#333333" if name.startswith("live") else color,
+                                                "width": 0.5 if name.startswith("live") else 2}}, "opacity": 0.9,
             "hovertemplate": f"tile {tile}: %{{customdata[0]}}<br>[%{{customdata[1]}}, %{{customdata[2]}}) "
                              "%{customdata[3]:,} bytes<br>live phases %{customdata[4]}–%{customdata[5]}"
                              "<extra></extra>",

@@ -93,7 +93,7 @@ def inspect(
         typer.echo(jsonlib.dumps(summary, indent=2))
         return
     rows = [
-        [p["phase"], p["label"][:34], p["transfers"], p["words"], p["payload_bytes"] / 2**20,
+        [p["phase"], p["label"], p["transfers"], p["words"], p["payload_bytes"] / 2**20,
          describe_groups(Counter({int(k): v for k, v in p["multicast_groups"].items()})), p["worst_tile"],
          p["worst_table_bytes"], p["worst_fragments"], p["cycles"]]
         for p in summary["phases"]
@@ -107,5 +107,5 @@ def inspect(
         f"{prog['worst_table_bytes']:,} table bytes / {format_size(prog['table_budget'])} budget (per-tile worst, "
         f"what the budget is checked against); row estimate (Σ of phase maxima) {prog['row_estimate_bytes']:,} B; "
         f"fragment maximum {prog['worst_fragments']:,} / {prog['fragment_limit']:,} "
-        f"(tile {prog['worst_fragment_tile']}); {prog['cycles']:,} cycles ({prog['ms']:.3f} ms) -> {verdict}"
+        f"(tile {prog['worst_fragment_tile']}); {prog['cycles']:,} cycles ({prog['ms']:.3f} ms); {verdict}"
     )

@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 
 from placer.fileio import atomic_write_bytes
-from placer.ordering.schedule import PhaseSchedule
 from placer.report import figures as F
 from placer.report.data import RULE_KEY, PlanView, ReportData, tile_grid
 from placer.units import format_size
@@ -39,7 +38,7 @@ def _save(fig: Any, path: Path) -> Path:
     return path
 
 
-def write_pngs(data: ReportData, plan: PlanView | None, phase: int, tile: int, schedule: PhaseSchedule,
+def write_pngs(data: ReportData, plan: PlanView | None, phase: int, tile: int, schedule: F.PhaseOrder,
                directory: Path) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
     paths = [_save(heatmap(data, plan), directory / "heatmap.png"),
@@ -134,7 +133,7 @@ def compare(entries: list[dict[str, Any]]) -> Any:
     return fig
 
 
-def gantt(data: ReportData, plan: PlanView | None, phase: int, ps: PhaseSchedule) -> Any:
+def gantt(data: ReportData, plan: PlanView | None, phase: int, ps: F.PhaseOrder) -> Any:
     from matplotlib.collections import LineCollection
 
     plt = _pyplot()
@@ -169,11 +168,12 @@ def sram(data: ReportData, tile: int) -> Any:
     allocations, buffers = F.sram_items(data, tile)
     fig, ax = plt.subplots(figsize=(12, 5))
     for items, color, label in [(allocations, "#9db4cf", "live allocations")] + [
-            ([b for b in buffers if b["plan"] == p.name], F.plan_color(p.name), f"relay buffers ({p.name})")
+            ([b for b in buffers if b["plan"] == p.name], F.relay_color(p.name), f"relay buffers ({p.name})")
             for p in data.plans]:
         for k, it in enumerate(items):
             ax.add_patch(Rectangle((it["first"], it["start"]), it["last"] - it["first"] + 1, it["end"] - it["start"],
-                                   facecolor=color, edgecolor="#333333", linewidth=0.4, alpha=0.85,
+                                   facecolor=color, edgecolor="#333333" if label.startswith("live") else color,
+                                   linewidth=0.4 if label.startswith("live") else 1.5, alpha=0.9,
                                    label=label if k == 0 else None))
     tops = [it["end"] for it in allocations + buffers] or [data.machine.memory.end]
     lows = [it["start"] for it in allocations + buffers] or [data.machine.memory.base]

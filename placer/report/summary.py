@@ -80,7 +80,7 @@ def render_decisions(decisions: list[dict[str, Any]], labels: dict[int, str]) ->
     def arrow(a: int, b: int | None) -> str:
         return f"{a:,} → {b:,}" if b is not None else f"{a:,}"
 
-    rows = [[d["phase"], labels.get(d["phase"], "")[:28], "relay" if d["accepted"] else "direct", d["reason"],
+    rows = [[d["phase"], labels.get(d["phase"], ""), "relay" if d["accepted"] else "direct", d["reason"],
              len(d["groups"]), d["direct_groups"], d["relays"], arrow(d["cycles_before"], d["cycles_after"]),
              arrow(d["rows_before"], d["rows_after"]), "" if d["table_after"] is None else d["table_after"],
              d["scratch_bytes"]]
@@ -100,7 +100,7 @@ def render_summary(summary: dict[str, Any], *, all_phases: bool = False, phase_t
         if not all_phases and not p["groups"]:
             continue
         rows.append([
-            p["phase"], p["label"][:28], f"{p['relayed']}/{p['groups']}", p["relays"],
+            p["phase"], p["label"], f"{p['relayed']}/{p['groups']}", p["relays"],
             ",".join(map(str, p["segments"])) or "-", p["largest_buffer"],
             f"{p['table_before']:,} → {p['table_after']:,}", f"{p['cycles_before']:,} → {p['cycles_after']:,}",
         ])
@@ -115,6 +115,6 @@ def render_summary(summary: dict[str, Any], *, all_phases: bool = False, phase_t
         f"{g['row_estimate_after']:,}; fragment maximum {g['worst_fragments_before']:,} → "
         f"{g['worst_fragments_after']:,} / {g['fragment_limit']:,}; cycles {g['cycles_before']:,} → "
         f"{g['cycles_after']:,}; {g['relayed_groups']} groups relayed over {g['relays']} relays, scratch "
-        f"{format_size(g['scratch_bytes'])} -> {verdict}"
+        f"{format_size(g['scratch_bytes'])}; {verdict}"
     )
     return text

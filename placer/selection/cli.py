@@ -16,6 +16,7 @@ from placer.errors import InputError
 from placer.fileio import write_json
 from placer.machine import Machine, load_machine
 from placer.progress import install, task, track
+from placer.report.changes import render_changes
 from placer.report.summary import plan_summary, render_decisions, render_summary
 from placer.report.table import render
 from placer.selection.cpsat import OBJECTIVES
@@ -97,7 +98,8 @@ def solve(
     capture: Path = typer.Argument(..., help="Capture JSON (.json or .json.gz)."),
     budget: str = typer.Option(None, help="Exchange-table budget per tile, e.g. 80KiB (default: the machine's)."),
     fragments: int = typer.Option(None, help="Fragment limit per tile (default: the machine's)."),
-    mode: str = typer.Option("cpsat", help="cpsat (default) or greedy (the production rule)."),
+    mode: str = typer.Option("cpsat", help="cpsat (default: CP-SAT from the best incumbent, "
+                              "production rule or budget-greedy) or greedy (the production rule alone)."),
     output: Path = typer.Option(None, "-o", "--output", help="Write the plan here (.json or .json.gz)."),
     write_capture: Path = typer.Option(None, "--write-capture", help="Also write the rewritten program as a "
                                        "capture (the plan's delta applied)."),
@@ -116,6 +118,12 @@ def solve(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
 ) -> None:
     """Choose relays so every tile fits its exchange-table budget; print per phase before → after.
+
+    Modes: cpsat (default) searches with CP-SAT from the best incumbent it has: the production rule's plan or
+    placer's own budget-greedy construction (largest groups first, a group is relayed when one of its replicas is
+    over the budget and relaying lowers the total excess; not the production rule). The output says which plan it
+    kept ("plan from cp-sat", "budget-greedy" or "production rule"). greedy runs the production rule alone
+    (BRIEF §5): no search.
 
     Exit codes: 0 plan fits; 1 a schedule failed its check; 3 proved infeasible; 4 the plan (or the production
     rule's, in greedy mode or when CP-SAT finds nothing) breaks the budget.
@@ -152,6 +160,7 @@ def solve(
         if mode == "greedy":
             typer.echo(render_decisions(report["production_rule"]["decisions"], cap.phase_labels or {}) + "\n")
         typer.echo(render_summary(report["summary"], phase_table=mode != "greedy"))
+        typer.echo(render_changes(cap, outcome.plan))
         typer.echo(_status_line(outcome))
         if mode == "cpsat":
             typer.echo(render_time(report["time"]))
@@ -205,7 +214,7 @@ def accepted_horizons(capture: Capture, outcome: Outcome, scheduled: list[dict[s
 
 def render_schedule(rows: list[dict[str, Any]]) -> str:
     table = render(["phase", "label", "transfers", "horizon", "lower bound", "gap", "checked"],
-                   [[r["phase"], r["label"][:28], r["transfers"], r["horizon"], r["lower_bound"],
+                   [[r["phase"], r["label"], r["transfers"], r["horizon"], r["lower_bound"],
                      f"{r['gap']:.1%}", "ok" if r["valid"] else "INVALID"] for r in rows],
                    title="\nstream order (B1024 greedy), cycles without sync:")
     total = sum(r["horizon"] for r in rows)
@@ -359,7 +368,7 @@ def render_comparison(entry: dict[str, Any], *, all_groups: bool = False) -> str
         bnd = "-" if st["bound"] is None else f"{st['bound']:,.0f}"
         lines.append(f"  stage {st['stage']}: {st['status']}, objective {obj}, bound {bnd}{gap}, "
                      f"{st['runtime_s']:.2f} s")
-    rows = [[p["phase"], p["label"][:24], p["groups"], p["production_rule"]["reason"],
+    rows = [[p["phase"], p["label"], p["groups"], p["production_rule"]["reason"],
              f"{p['production_rule']['relayed']} / {p['production_rule']['relays']}",
              f"{p['cpsat']['relayed']} / {p['cpsat']['relays']}",
              p["table_before"], p["production_rule"]["table_after"], p["cpsat"]["table_after"], p["cycles_before"],

