@@ -15,7 +15,8 @@ from typing import Any
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from placer import IMPORTED, __version__, interrupt, solver
+import placer
+from placer import __version__, interrupt
 from placer.errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_TABLE, InputError
 
 # Command name -> (module, function). A command's module (and with it ortools, networkx, numpy, ...) is imported
@@ -104,7 +105,7 @@ def _root(
 
 def main() -> None:
     """Run the command line; every way it can end maps to one exit code of :data:`EXIT_CODES` (no traceback)."""
-    solver.COMMAND_START = IMPORTED  # the console command's clock starts with the interpreter, not the command
+    placer.CONSOLE = True  # a console command's clock starts when placer is imported, not when the command runs
     interrupt.install()
     sys.exit(run(sys.argv[1:]))
 

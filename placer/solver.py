@@ -256,12 +256,11 @@ def run(
     return solver, SolveResult(status, objective, bound, runtime, work=work, backstop=backstop)
 
 
-COMMAND_START: float | None = None  # set by the console entry point: when the process began (perf_counter)
-
-
 def command_start() -> float:
-    """When the running command began: the console process's start, or now (in-process callers, tests)."""
-    return COMMAND_START if COMMAND_START is not None else time.perf_counter()
+    """When the running command began: when the console process imported placer, or now (in-process callers)."""
+    import placer
+
+    return placer.IMPORTED if placer.CONSOLE else time.perf_counter()
 
 
 class Deadline:
