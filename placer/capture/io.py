@@ -345,7 +345,7 @@ def _repeat(raw: Any, phase_ids: set[int], path: str) -> Repeat | None:
     if len(set(map(repr, raw["phases"]))) != len(raw["phases"]):
         raise InputError(f"lists a phase twice: {raw['phases'][:20]!r}", path=path, where=f"{where}.phases")
     for p in raw["phases"]:
-        if p not in phase_ids:
+        if not _is_int(p) or p not in phase_ids:
             raise InputError(f"phase {p!r} is not a phase of this capture", path=path, where=f"{where}.phases")
     return Repeat(tuple(int(p) for p in raw["phases"]), int(iters))
 

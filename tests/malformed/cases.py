@@ -213,6 +213,9 @@ CASES: list[Case] = [
     Case("repeat-phase-twice", "inspect {f}",
          data=_cap(lambda d: d.update(placer={"version": 1, "repeat": {"phases": [0, 0], "iterations": 2}})),
          says=("f.json", "placer.repeat.phases", "twice")),
+    Case("repeat-phase-not-id", "inspect {f}",  # found by the nightly hypothesis run: was a TypeError
+         data=_cap(lambda d: d.update(placer={"version": 1, "repeat": {"phases": [[0]], "iterations": 2}})),
+         says=("f.json", "placer.repeat.phases", "[0]")),
     Case("source-2^31", "inspect {f}", data=_set("source", 2**31), says=("f.json", "source", str(2**31))),
     Case("source-wraps-to-1", "inspect {f}", data=_set("source", 2**32 + 1), says=("f.json", "source", str(2**32 + 1))),
     Case("dest-tile-wraps", "inspect {f}", data=_set("dest.tile", 2**32 + 1),
