@@ -123,7 +123,7 @@ def run(argv: list[str]) -> int:
     except interrupt.Interrupted as exc:
         return _fail(f"interrupted by {exc.name}: stopped; nothing written", exc.exit_code)
     except typer.TyperException as exc:  # typer's usage errors (its vendored click): bad option, missing argument
-        return _usage_error(exc)
+        return _usage_error(exc, argv)
     except MemoryError:
         return _fail("out of memory (the input is too large for this machine)", EXIT_INPUT)
     except BrokenPipeError:  # `placer ... | head`: the reader has gone; nothing to report to
@@ -147,14 +147,27 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
-def _usage_error(exc: typer.TyperException) -> int:
+def _usage_error(exc: typer.TyperException, argv: list[str]) -> int:
     ctx = getattr(exc, "ctx", None)
     if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:  # its message is the help
         typer.echo(exc.format_message())
         return _fail(f"missing command; `{ctx.command_path} --help` lists them", EXIT_INPUT)
     where = f"{ctx.command_path}: " if ctx is not None else ""
     code = exc.exit_code if exc.exit_code != 1 else EXIT_INPUT
-    return _fail(f"{where}{exc.format_message()}", code)
+    value = _given_value(getattr(exc, "param", None), argv)
+    got = f" (got {value!r})" if value is not None else ""
+    return _fail(f"{where}{exc.format_message()}{got}", code)
+
+
+def _given_value(param: Any, argv: list[str]) -> str | None:
+    """The text the user gave for an option typer refused (its message does not always repeat it)."""
+    for opt in getattr(param, "opts", None) or []:
+        for k, arg in enumerate(argv):
+            if arg == opt and k + 1 < len(argv):
+                return argv[k + 1]
+            if arg.startswith(opt + "="):
+                return arg[len(opt) + 1:]
+    return None
 
 
 if __name__ == "__main__":

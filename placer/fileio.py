@@ -73,6 +73,8 @@ def check_output(path: str | Path, flag: str, *, inputs: tuple[str | Path | None
         st = target.stat()
     except FileNotFoundError:
         st = None
+    except NotADirectoryError:
+        raise InputError("a directory on its path is a file", where=where) from None
     except OSError as exc:
         raise InputError(f"cannot use as output ({exc.strerror})", where=where) from None
     if st is not None and stat.S_ISDIR(st.st_mode):

@@ -96,9 +96,10 @@ def solve(solver: cp_model.CpSolver, call: Callable[[], Any]) -> Any:
         return call()
     with _lock:
         if _state["signum"] is not None:
-            from ortools.sat.python import cp_model
-
-            return cp_model.UNKNOWN  # already told to stop: no solution, no proof
+            # already told to stop: a zero time limit makes this solve end at once (no solution, no proof) while
+            # the solver is still a solved one whose statistics the caller may read
+            solver.parameters.max_time_in_seconds = 0.0
+            solver.parameters.max_deterministic_time = 0.0
         _solvers.add(solver)
     box: dict[str, Any] = {}
 

@@ -94,11 +94,10 @@ class SolverParams:
             text = resources.files("placer.params").joinpath("default.toml").read_text()
             where = "placer/params/default.toml"
         else:
+            from placer.fileio import read_text
+
             where = str(path)
-            try:
-                text = Path(path).read_text()
-            except OSError as exc:
-                raise InputError(f"cannot read ({exc.strerror})", path=where) from None
+            text = read_text(path)
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:

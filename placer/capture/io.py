@@ -228,7 +228,7 @@ def _locate_error(ts: list[Any], tiles: int, path: str, where: str) -> None:
                 raise InputError(f"missing field '{key}'", path=path, where=at)
         _check_int(t["source"], "source", at, path, tiles - 1)
         _check_int(t["words"], "words", at, path, MAX_WORDS, 1)
-        if t["width"] not in _WIDTH_CODE:
+        if not isinstance(t["width"], str) or t["width"] not in _WIDTH_CODE:
             raise InputError(f"field 'width' has unknown value {t['width']!r} (expected Word32 or Paired64)",
                              path=path, where=at)
         sa = t["source_addresses"]
