@@ -212,12 +212,15 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
         # the construction aimed below the budget: it relays more, which often lowers the worst tile at the same
         # cycles (what a tighter budget of a sweep used to find); fixed targets, so the choice is deterministic
         targets += TIGHTER_TARGETS
+    last = 0.0  # wall seconds the previous construction took: the next one is not started if it would overrun
     for share in targets:
-        if deadline.elapsed() >= end:
+        if deadline.elapsed() + last >= end:
             cut = True
             break
         target = int(share * table_budget)
+        began = time.perf_counter()
         plan = budget_plan(capture, scans, machine, target, fragment_limit)
+        last = time.perf_counter() - began
         candidates.append((Plan(plan.mode, machine, table_budget, fragment_limit, plan.relays),
                            "budget-greedy" if share == 1.0 else f"budget-greedy aimed at {target:,} B"))
     for h in hints:
