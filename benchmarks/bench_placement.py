@@ -6,9 +6,10 @@ Per instance and worker count: status, engine, wall seconds of ``solve_placement
 binary runs on every MiniMalloc-format instance right after placer, its placement is verified by our checker, and
 the table shows placer / MiniMalloc ratios of wall and CPU time; without it, the ratio is to MiniMalloc's published
 time (A–F only). The perfect-packing set (``placer.placement.generate``: zero slack, alignment, regions and
-conflicts in the dumps, infeasible twins one buffer 32 bytes larger) is written to a temporary folder each run.
+conflicts in the dumps, infeasible twins one buffer 32 bytes larger; ``pph``: zero slack at the peak step only) is
+written to a temporary folder each run.
 
-    python benchmarks/bench_placement.py [--time-limit 60] [--workers 1,2] [--only A,B] [--set data,pp]
+    python benchmarks/bench_placement.py [--time-limit 60] [--workers 1,2] [--only A,B] [--set data,pp,pph]
                                          [--pp-sizes 50,100,200,300,500] [--pp-seeds 0] [--minimalloc BIN]
                                          [--json out.json]
 """
@@ -36,6 +37,7 @@ from placer.placement.model import PlacementProblem  # noqa: E402
 from placer.solver import SolverParams  # noqa: E402
 
 DATA = ROOT / ".." / "shared" / "data"
+HOLES = 0.4  # the pph set: zero slack at the peak step only
 MINIMALLOC_SECONDS = {"A": 4.5, "B": 3.4, "C": 0.6, "D": 2.4, "E": 3.5, "F": 5.2}
 
 
@@ -50,9 +52,10 @@ def instances(sets: set[str], only: set[str] | None, pp_dir: Path, sizes: list[i
     files: list[Path] = []
     if "data" in sets and DATA.is_dir():
         files += sorted((DATA / "ipu-placement-dumps").glob("*.json")) + sorted((DATA / "minimalloc").glob("*.csv"))
-    if "pp" in sets:
-        generated = write_set(pp_dir, sizes, seeds)
-        files += sorted(generated, key=lambda p: (p.suffix, _size_of(p), p.name))
+    if sets & {"pp", "pph"}:
+        generated = write_set(pp_dir, sizes, seeds, ipu="pp" in sets, plain="pp" in sets,
+                              holes=HOLES if "pph" in sets else None)
+        files += sorted(generated, key=lambda p: (p.suffix, p.name.split("-")[0], _size_of(p), p.name))
     if only:
         files = [f for f in files if f.name.split(".")[0] in only or f.name in only]
     return files
@@ -98,7 +101,8 @@ def main() -> int:
     ap.add_argument("--workers", default="1,2", help="worker counts to run, e.g. 1,2")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--only", default="", help="comma-separated instance names (A,B,pp-100-s0,fragmented.json, ...)")
-    ap.add_argument("--set", default="data,pp", help="data (../shared/data) and/or pp (perfect packings)")
+    ap.add_argument("--set", default="data,pp,pph", help="data (../shared/data), pp (perfect packings: zero slack "
+                    "everywhere, CSVs and dumps), pph (zero slack at the peak only)")
     ap.add_argument("--pp-sizes", default="50,100,200,300,500")
     ap.add_argument("--pp-seeds", default="0")
     ap.add_argument("--minimalloc", default=None, help="a MiniMalloc binary to run right after placer")

@@ -3,6 +3,11 @@
     python benchmarks/bench_selection.py                          # SigLIP and PE-core, batches 1, 2, 4, at 80 KiB
     python benchmarks/bench_selection.py --models siglip-so400m --batches 2 --budgets 64KiB,72KiB,80KiB,96KiB
     python benchmarks/bench_selection.py --readme                 # just the README's "Where things stand" rows
+    python benchmarks/bench_selection.py --sweep --budgets 64KiB,72KiB,80KiB,96KiB   # option effects shared
+
+With --sweep the option effects are computed once per program (printed as "prepare") and the budgets are solved
+smallest first, each hinted with the smaller budgets' plans, as `placer compare` does; each budget still gets its
+own limit (wall seconds then exclude the shared preparation).
 
 Per (workload, batch, budget), exactly what `placer solve --budget B --time-limit S` does on the generated program
 (generation excluded, everything after it counted against S): the production rule's worst tile and cycles; CP-SAT's
@@ -18,7 +23,7 @@ import os
 import time
 
 from placer.machine import load_machine
-from placer.selection.select import Outcome, select
+from placer.selection.select import Outcome, prepare, select
 from placer.solver import Deadline, SolverParams
 from placer.units import format_size, parse_size_list
 from placer.validation import validate
@@ -50,12 +55,15 @@ def main() -> None:
     ap.add_argument("--batches", default="1,2,4")
     ap.add_argument("--budgets", default="80KiB")
     ap.add_argument("--time-limit", type=float, default=30.0)
+    ap.add_argument("--params", default=None, help="solver parameters TOML (e.g. a work_per_second that keeps the "
+                    "default work under a longer limit on a busy machine)")
     ap.add_argument("--readme", action="store_true", help="only the README rows (SigLIP b2, PE-core b2, SigLIP b4)")
     ap.add_argument("--no-validate", action="store_true")
+    ap.add_argument("--sweep", action="store_true", help="share option effects between budgets, as compare does")
     args = ap.parse_args()
     machine = load_machine()
     budgets = parse_size_list(args.budgets)
-    params = SolverParams.from_toml().with_overrides(time_limit=args.time_limit)
+    params = SolverParams.from_toml(args.params).with_overrides(time_limit=args.time_limit)
     runs = README_ROWS if args.readme else [(m, int(b)) for m in args.models.split(",")
                                             for b in args.batches.split(",")]
     print(f"{load()}; limit {params.time_limit:g} s per solve, {params.workers} workers, "
@@ -67,11 +75,18 @@ def main() -> None:
     readme = []
     for model, batch in runs:
         cap = generate(model, batch, 1, machine, 0)
-        for budget in budgets:
+        prepared, hints = None, []
+        if args.sweep:
+            began = time.perf_counter()
+            prepared = prepare(cap, machine, min(budgets), machine.budget.fragments)
+            print(f"{model.split('-')[0]} b{batch}: prepare {time.perf_counter() - began:.1f} s", flush=True)
+        for budget in (sorted(budgets) if args.sweep else budgets):
             began = time.perf_counter()
             out = select(cap, machine, budget, machine.budget.fragments, params=params,
-                         deadline=Deadline(params.time_limit, began))
+                         deadline=Deadline(params.time_limit, began), prepared=prepared, hints=hints)
             wall = time.perf_counter() - began
+            if args.sweep and out.objectives.fits:
+                hints.append(out.plan)
             g, c = out.greedy_objectives, out.objectives
             valid = "-"
             if not args.no_validate:

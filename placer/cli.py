@@ -1,22 +1,23 @@
-"""The ``placer`` command line. Each stage keeps its own command function; this module only wires them up.
-
-Exit codes (stable, for scripts): 0 success; 1 a checked plan is invalid; 2 unreadable or malformed input;
-3 proved infeasible; 4 no solution in time, or the fallback plan breaks the budget.
+"""The ``placer`` command line. Each stage keeps its own command function; this module only wires them up and
+turns every way a command can end into one line and one exit code (placer.errors.EXIT_TABLE, README).
 """
 
 from __future__ import annotations
 
 import ast
 import importlib
+import os
 import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from placer import IMPORTED, __version__, solver
-from placer.errors import InputError
+import placer
+from placer import __version__, interrupt
+from placer.errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_TABLE, InputError
 
 # Command name -> (module, function). A command's module (and with it ortools, networkx, numpy, ...) is imported
 # only when that command runs or shows its own help, so `placer --version` and `placer --help` start in a blink;
@@ -82,6 +83,7 @@ app = typer.Typer(
     rich_markup_mode=None,  # plain help: rich alone would take longer to import than the 0.2 s start-up budget
     name="placer",
     help="Optimise the data-movement plan (relays, SRAM placement, stream order) of a compiled IPU exchange.",
+    epilog=EXIT_TABLE,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -101,31 +103,71 @@ def _root(
     """placer: relays, placement and ordering for tile-array exchange plans."""
 
 
-
-
 def main() -> None:
-    solver.COMMAND_START = IMPORTED  # the console command's clock starts with the interpreter, not the command
-    try:
-        code = app(standalone_mode=False)
-    except InputError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        sys.exit(2)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except typer.Abort:
-        typer.echo("aborted", err=True)
-        sys.exit(130)
-    except KeyboardInterrupt:
-        typer.echo("interrupted", err=True)
-        sys.exit(130)
-    except Exception as exc:  # click usage errors carry their own exit code and message
-        import click
+    """Run the command line; every way it can end maps to one exit code of :data:`EXIT_CODES` (no traceback)."""
+    placer.CONSOLE = True  # a console command's clock starts when placer is imported, not when the command runs
+    interrupt.install()
+    sys.exit(run(sys.argv[1:]))
 
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise
-    sys.exit(code if isinstance(code, int) else 0)
+
+def run(argv: list[str]) -> int:
+    """Run ``placer ARGV`` and return its exit code; errors are one line on stderr."""
+    try:
+        code = app(args=argv, prog_name="placer", standalone_mode=False)
+    except InputError as exc:
+        return _fail(str(exc), EXIT_INPUT)
+    except typer.Exit as exc:
+        code = exc.exit_code
+    except typer.Abort:
+        return _fail("aborted", 130)
+    except interrupt.Interrupted as exc:
+        return _fail(f"interrupted by {exc.name}: stopped; nothing written", exc.exit_code)
+    except typer.TyperException as exc:  # typer's usage errors (its vendored click): bad option, missing argument
+        return _usage_error(exc, argv)
+    except MemoryError:
+        return _fail("out of memory (the input is too large for this machine)", EXIT_INPUT)
+    except BrokenPipeError:  # `placer ... | head`: the reader has gone; nothing to report to
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - keeps Python's exit-time flush quiet
+        return 1
+    except Exception as exc:  # a bug: one line (the traceback on request), never a silent or misleading code
+        if os.environ.get("PLACER_TRACEBACK"):
+            traceback.print_exc()
+        return _fail(f"internal error: {type(exc).__name__}: {exc} (a bug in placer; PLACER_TRACEBACK=1 shows "
+                     "where)", EXIT_INTERNAL)
+    code = code if isinstance(code, int) else 0
+    signal = interrupt.received()
+    if signal is not None and code not in interrupt.EXIT_CODES.values():
+        # a command that let CP-SAT stop early and did not report the interruption itself
+        return _fail(f"interrupted by {signal.name}: results above are incomplete", signal.exit_code)
+    return code
+
+
+def _fail(message: str, code: int) -> int:
+    typer.echo(f"error: {' '.join(message.split())}" if code != 130 and code != 143 else message, err=True)
+    return code
+
+
+def _usage_error(exc: typer.TyperException, argv: list[str]) -> int:
+    ctx = getattr(exc, "ctx", None)
+    if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:  # its message is the help
+        typer.echo(exc.format_message())
+        return _fail(f"missing command; `{ctx.command_path} --help` lists them", EXIT_INPUT)
+    where = f"{ctx.command_path}: " if ctx is not None else ""
+    code = exc.exit_code if exc.exit_code != 1 else EXIT_INPUT
+    value = _given_value(getattr(exc, "param", None), argv)
+    got = f" (got {value!r})" if value is not None else ""
+    return _fail(f"{where}{exc.format_message()}{got}", code)
+
+
+def _given_value(param: Any, argv: list[str]) -> str | None:
+    """The text the user gave for an option typer refused (its message does not always repeat it)."""
+    for opt in getattr(param, "opts", None) or []:
+        for k, arg in enumerate(argv):
+            if arg == opt and k + 1 < len(argv):
+                return argv[k + 1]
+            if arg.startswith(opt + "="):
+                return arg[len(opt) + 1:]
+    return None
 
 
 if __name__ == "__main__":

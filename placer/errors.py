@@ -1,6 +1,26 @@
-"""One exception type for every bad input, so the CLI can print one line and exit 2."""
+"""One exception type for every bad input, so the CLI can print one line and exit 2; and the exit-code table."""
 
 from __future__ import annotations
+
+# The exit codes of every placer command (README "Exit codes", `placer --help`). Scripts rely on them.
+EXIT_OK = 0
+EXIT_INVALID = 1  # a checked plan or schedule is invalid
+EXIT_INPUT = 2  # usage error; unreadable, malformed or nonsensical input; an output path that is refused
+EXIT_INFEASIBLE = 3  # proved infeasible
+EXIT_OVER_BUDGET = 4  # no solution within the time limit, or the result breaks the budget / does not fit
+EXIT_INTERNAL = 5  # a bug in placer (one line; PLACER_TRACEBACK=1 prints the traceback)
+EXIT_SIGINT = 130
+EXIT_SIGTERM = 143
+
+EXIT_TABLE = """\b
+Exit codes (every command):
+  0    success
+  1    a checked plan or schedule is invalid (validate, schedule, solve --schedule)
+  2    usage error, unreadable/malformed/nonsensical input, or a refused output path
+  3    proved infeasible (solve, place)
+  4    no solution in time, or the result breaks the budget (solve, compare, validate, inspect: DOES NOT FIT)
+  5    internal error (a bug; PLACER_TRACEBACK=1 shows the traceback)
+  130  interrupted by SIGINT; 143 by SIGTERM (solve writes its best valid plan so far if -o is given)"""
 
 
 class InputError(ValueError):

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import tomllib
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from placer.errors import InputError
+from placer.fileio import read_text
 
 
 @dataclass(frozen=True)
@@ -111,9 +113,31 @@ class Machine:
     def cycles_to_ms(self, cycles: float) -> float:
         return cycles / self.clock_hz * 1e3
 
+    def digest(self) -> str:
+        """SHA-256 of every constant (not the name): a plan records it, validate compares it."""
+        consts = {k: v for k, v in asdict(self).items() if k != "name"}
+        return hashlib.sha256(repr(sorted(consts.items())).encode()).hexdigest()
+
 
 _SECTIONS = {"memory": Memory, "exchange": Exchange, "budget": Budget, "cost": CostConstants, "geometry": Geometry}
 BUNDLED = ("ipu21", "mk1")
+
+
+_INT_MAX = 2**31 - 1
+_ADDRESS_MAX = 2**32
+# (minimum, maximum) of the fields that need more than "a non-negative integer below 2^31"
+_RANGES: dict[str, tuple[int, int]] = {
+    "tiles": (2, 1 << 20),
+    "memory.base": (0, _ADDRESS_MAX), "memory.end": (1, _ADDRESS_MAX), "memory.loader_limit": (1, _ADDRESS_MAX),
+    "memory.region0_end": (1, _ADDRESS_MAX), "memory.region0_element": (1, _INT_MAX),
+    "memory.region1_element": (1, _INT_MAX),
+    "exchange.bytes_per_cycle": (1, 1 << 16), "exchange.max_transfer_words": (1, 4148),
+    "exchange.send_count_words": (1, 4148),
+    "budget.table_bytes": (1, _INT_MAX), "budget.fragments": (1, _INT_MAX),
+    "cost.table_rounding": (1, 1 << 16),
+    "geometry.rows": (1, 1 << 20), "geometry.row_stride": (1, _INT_MAX),
+}
+_TOP_KEYS = {"name", "tiles", "clock_hz", "local_pack", *_SECTIONS}
 
 
 def load_machine(spec: str | Path | None = None) -> Machine:
@@ -124,11 +148,9 @@ def load_machine(spec: str | Path | None = None) -> Machine:
         text = resources.files("placer.machines").joinpath(f"{spec}.toml").read_text()
     else:
         where = str(spec)
-        try:
-            text = Path(spec).read_text()
-        except OSError as exc:
-            raise InputError(f"cannot read machine file ({exc.strerror}); bundled: {', '.join(BUNDLED)}",
-                             path=where) from None
+        if not Path(spec).exists():
+            raise InputError(f"no such machine file (bundled machines: {', '.join(BUNDLED)})", path=where)
+        text = read_text(spec)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -137,30 +159,52 @@ def load_machine(spec: str | Path | None = None) -> Machine:
 
 
 def _machine_from_dict(data: dict[str, Any], where: str) -> Machine:
-    def need(table: dict[str, Any], key: str, section: str) -> Any:
+    def need(table: dict[str, Any], key: str, section: str) -> int:
+        field = f"{section}{key}"
         if key not in table:
-            raise InputError("missing field", path=where, where=f"{section}{key}")
+            raise InputError("missing field", path=where, where=field)
         value = table[key]
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-            raise InputError(f"must be a non-negative number, got {value!r}", path=where, where=f"{section}{key}")
+        lo, hi = _RANGES.get(field, (0, _INT_MAX))
+        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+            raise InputError(f"must be an integer in {lo}..{hi:,}, got {value!r}", path=where, where=field)
         return value
 
+    def known(table: dict[str, Any], names: set[str], section: str) -> None:
+        for key in table:
+            if key not in names:
+                raise InputError(f"unknown field (known: {', '.join(sorted(names))})", path=where,
+                                 where=f"{section}{key}")
+
+    known(data, _TOP_KEYS, "")
     parts: dict[str, Any] = {}
     for section, cls in _SECTIONS.items():
         table = data.get(section)
         if not isinstance(table, dict):
             raise InputError("missing section", path=where, where=f"[{section}]")
-        parts[section] = cls(**{f.name: int(need(table, f.name, f"{section}.")) for f in fields(cls)})
-    tiles = int(need(data, "tiles", ""))
-    if tiles < 2:
-        raise InputError(f"a machine needs at least 2 tiles, got {tiles}", path=where, where="tiles")
+        known(table, {f.name for f in fields(cls)}, f"{section}.")
+        parts[section] = cls(**{f.name: need(table, f.name, f"{section}.") for f in fields(cls)})
+    tiles = need(data, "tiles", "")
+    clock = data.get("clock_hz")
+    if isinstance(clock, bool) or not isinstance(clock, int | float) or not 0 < clock < 1e12 or clock != clock:
+        raise InputError(f"must be a positive frequency in Hz, got {clock!r}", path=where, where="clock_hz")
+    name = data.get("name", Path(where).stem)
+    if not isinstance(name, str) or not name:
+        raise InputError(f"must be a non-empty string, got {name!r}", path=where, where="name")
     mem: Memory = parts["memory"]
     if not mem.base < mem.region0_end <= mem.end:
-        raise InputError("need base < region0_end <= end", path=where, where="memory")
+        raise InputError(f"need base < region0_end <= end, got {mem.base:#x}, {mem.region0_end:#x}, "
+                         f"{mem.end:#x}", path=where, where="memory")
+    if not mem.base < mem.loader_limit <= mem.end:
+        raise InputError(f"need base < loader_limit <= end, got {mem.loader_limit:#x}", path=where,
+                         where="memory.loader_limit")
+    budget: Budget = parts["budget"]
+    if budget.table_bytes > mem.end - mem.base:
+        raise InputError(f"{budget.table_bytes:,} bytes exceed the tile's memory ({mem.end - mem.base:,} bytes)",
+                         path=where, where="budget.table_bytes")
     return Machine(
-        name=str(data.get("name", Path(where).stem)),
+        name=name,
         tiles=tiles,
-        clock_hz=float(need(data, "clock_hz", "")),
+        clock_hz=float(clock),
         local_pack=_pack_kernel(data.get("local_pack"), where),
         **parts,
     )
@@ -169,11 +213,20 @@ def _machine_from_dict(data: dict[str, Any], where: str) -> Machine:
 def _pack_kernel(table: Any, where: str) -> PackKernel:
     if not isinstance(table, dict):
         raise InputError("missing section", path=where, where="[local_pack]")
+    for key in table:
+        if key not in ("segment_bytes", "cycles"):
+            raise InputError("unknown field (known: cycles, segment_bytes)", path=where, where=f"local_pack.{key}")
     xs, ys = table.get("segment_bytes"), table.get("cycles")
     if not isinstance(xs, list) or not isinstance(ys, list) or len(xs) != len(ys) or not xs:
         raise InputError("segment_bytes and cycles must be lists of equal, non-zero length", path=where,
                          where="local_pack")
-    if any(not isinstance(v, int) or v <= 0 for v in xs + ys):
-        raise InputError("entries must be positive integers", path=where, where="local_pack")
+    for name, values in (("segment_bytes", xs), ("cycles", ys)):
+        for k, v in enumerate(values):
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 < v <= _INT_MAX:
+                raise InputError(f"must be a positive integer below 2^31, got {v!r}", path=where,
+                                 where=f"local_pack.{name}[{k}]")
+    if len(set(xs)) != len(xs):
+        raise InputError("segment sizes must be distinct (one measured point per size)", path=where,
+                         where="local_pack.segment_bytes")
     order = sorted(range(len(xs)), key=lambda i: xs[i])
     return PackKernel(tuple(xs[i] for i in order), tuple(ys[i] for i in order))

@@ -7,6 +7,7 @@ same way (explicit worker count, seed, time limit) and reported the same way (st
 from __future__ import annotations
 
 import enum
+import math
 import sys
 import time
 import tomllib
@@ -16,7 +17,38 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from placer import interrupt
 from placer.errors import InputError
+
+MAX_WORKERS = 256  # CP-SAT starts one thread per worker; far beyond the cores only costs memory and time
+MAX_SEED = 2**31 - 1  # CP-SAT's random_seed is a 32-bit signed integer
+MAX_TIME_LIMIT = 7 * 24 * 3600.0
+
+
+def _check_param(key: str, value: Any, path: str, field: str) -> None:
+    """Refuse a parameter value CP-SAT would misread, overflow on, or silently skip the search for."""
+    def bad(need: str) -> InputError:
+        return InputError(f"must be {need}, got {value!r}", path=path, where=field)
+
+    if key == "backstop" and value is None:
+        return
+    if key in ("log", "deterministic"):
+        if not isinstance(value, bool):
+            raise bad("true or false")
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise bad("a number")
+    if key == "workers" and not (isinstance(value, int) and 1 <= value <= MAX_WORKERS):
+        raise bad(f"an integer in 1..{MAX_WORKERS}")
+    if key == "seed" and not (isinstance(value, int) and 0 <= value <= MAX_SEED):
+        raise bad(f"an integer in 0..{MAX_SEED}")
+    if key == "time_limit" and not (math.isfinite(value) and 0 < value <= MAX_TIME_LIMIT):
+        raise bad(f"a positive number of seconds up to {MAX_TIME_LIMIT:.0f}")
+    if key == "relative_gap" and not (math.isfinite(value) and 0 <= value <= 1):
+        raise bad("a fraction in 0..1")
+    if key in ("work_per_second", "backstop") and not (math.isfinite(value) and 0 < value <= MAX_TIME_LIMIT):
+        raise bad("a positive number")
+
 
 if TYPE_CHECKING:  # ortools takes a third of a second to import: only a solve imports it (CLI start-up)
     from ortools.sat.python import cp_model
@@ -62,41 +94,35 @@ class SolverParams:
             text = resources.files("placer.params").joinpath("default.toml").read_text()
             where = "placer/params/default.toml"
         else:
+            from placer.fileio import read_text
+
             where = str(path)
-            try:
-                text = Path(path).read_text()
-            except OSError as exc:
-                raise InputError(f"cannot read ({exc.strerror})", path=where) from None
+            text = read_text(path)
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise InputError(f"invalid TOML: {exc}", path=where) from None
-        known = {f.name: f.type for f in fields(cls)}
-        for key, value in data.items():
+        known = {f.name for f in fields(cls)}
+        for key in data:
             if key not in known:
-                raise InputError(f"unknown solver parameter {key!r} (known: {', '.join(known)})", path=where)
+                raise InputError(f"unknown solver parameter (known: {', '.join(sorted(known))})", path=where,
+                                 where=key)
             if key == "backstop":
-                raise InputError("parameter 'backstop' is set by the solver, not by a params file", path=where)
-            if not isinstance(value, int | float | bool):
-                raise InputError(f"parameter {key!r} has non-numeric value {value!r}", path=where)
-        params = cls(**data)
-        params.check(where)
-        return params
+                raise InputError("is set by the solver, not by a params file", path=where, where=key)
+        for key, value in data.items():
+            _check_param(key, value, where, key)
+        return cls(**data)
 
     def check(self, where: str = "solver parameters") -> None:
-        if self.time_limit <= 0:
-            raise InputError(f"time_limit must be positive, got {self.time_limit}", path=where)
-        if self.workers < 1:
-            raise InputError(f"workers must be at least 1, got {self.workers}", path=where)
-        if self.work_per_second <= 0:
-            raise InputError(f"work_per_second must be positive, got {self.work_per_second}", path=where)
+        for f in fields(self):
+            _check_param(f.name, getattr(self, f.name), where, f.name)
 
     def with_overrides(self, **overrides: Any) -> SolverParams:
         """Apply the CLI flags that were given (``None`` means "not given")."""
         given = {k: v for k, v in overrides.items() if v is not None}
-        params = replace(self, **given)
-        params.check()
-        return params
+        for key, value in given.items():
+            _check_param(key, value, "command line", "--" + key.replace("_", "-"))
+        return replace(self, **given)
 
     def apply(self, solver: cp_model.CpSolver) -> None:
         p = solver.parameters
@@ -115,6 +141,8 @@ class SolverParams:
         p.relative_gap_limit = float(self.relative_gap)
         p.log_search_progress = bool(self.log)
         p.log_to_stdout = False
+        # CP-SAT's own SIGINT handler would stop the search and hide the signal; placer.interrupt handles it
+        p.catch_sigint_signal = False
         if self.log:
             solver.log_callback = lambda line: print(line, file=sys.stderr)
 
@@ -211,7 +239,7 @@ def run(
         callback = _progress_callback(progress, start)
         if has_objective:
             solver.best_bound_callback = lambda bound: progress(time.perf_counter() - start, None, bound)
-    code = solver.solve(model, callback)
+    code = interrupt.solve(solver, lambda: solver.solve(model, callback))
     runtime = time.perf_counter() - start
     status = Status.from_cpsat(code)
     objective = bound = None
@@ -227,12 +255,11 @@ def run(
     return solver, SolveResult(status, objective, bound, runtime, work=work, backstop=backstop)
 
 
-COMMAND_START: float | None = None  # set by the console entry point: when the process began (perf_counter)
-
-
 def command_start() -> float:
-    """When the running command began: the console process's start, or now (in-process callers, tests)."""
-    return COMMAND_START if COMMAND_START is not None else time.perf_counter()
+    """When the running command began: when the console process imported placer, or now (in-process callers)."""
+    import placer
+
+    return placer.IMPORTED if placer.CONSOLE else time.perf_counter()
 
 
 class Deadline:

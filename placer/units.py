@@ -8,6 +8,13 @@ from __future__ import annotations
 
 import re
 
+from placer.errors import InputError
+
+# Any per-tile byte quantity a user gives (budgets, capacities): a tile has well under 1 MiB, and every model and
+# column that holds such a number is exact up to here (CP-SAT coefficients, int32 arrays).
+MAX_SIZE = 2**31 - 1
+MAX_COUNT = 2**31 - 1
+
 _BINARY = {"": 1, "B": 1, "KIB": 1024, "MIB": 1024**2, "GIB": 1024**3}
 _AMBIGUOUS = {"K", "KB", "M", "MB", "G", "GB"}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
@@ -23,6 +30,8 @@ def parse_size(text: str | int) -> int:
     if not match:
         raise ValueError(f"size {text!r} is not a number with an optional unit (B, KiB, MiB, GiB)")
     number, unit = match.groups()
+    if len(number) > 30:
+        raise ValueError(f"size {text!r} is far too large")
     key = unit.upper()
     if key in _AMBIGUOUS:
         raise ValueError(
@@ -30,15 +39,57 @@ def parse_size(text: str | int) -> int:
         )
     if key not in _BINARY:
         raise ValueError(f"size {text!r} has unknown unit {unit!r} (use B, KiB, MiB or GiB)")
-    value = float(number) * _BINARY[key]
-    if value != int(value):
-        raise ValueError(f"size {text!r} is not a whole number of bytes")
-    return int(value)
+    if "." in number:
+        whole, frac = number.split(".")
+        scaled = int(whole + frac) * _BINARY[key]  # exact: no float rounding on large sizes
+        value, rest = divmod(scaled, 10 ** len(frac))
+        if rest:
+            raise ValueError(f"size {text!r} is not a whole number of bytes")
+        return value
+    return int(number) * _BINARY[key]
 
 
 def parse_size_list(text: str) -> list[int]:
-    """Parse a comma-separated list of sizes (``64KiB,72KiB,80KiB``)."""
-    return [parse_size(part) for part in text.split(",") if part.strip()]
+    """Parse a comma-separated list of sizes (``64KiB,72KiB,80KiB``); an empty element is an error."""
+    parts = text.split(",")
+    for k, part in enumerate(parts):
+        if not part.strip():
+            raise ValueError(f"{text!r} has an empty element (item {k + 1})")
+    return [parse_size(part) for part in parts]
+
+
+def size_option(text: str, flag: str, *, minimum: int = 1, maximum: int = MAX_SIZE) -> int:
+    """A size given on the command line, checked: ``InputError`` naming the flag and the value otherwise."""
+    try:
+        value = parse_size(text)
+    except ValueError as exc:
+        raise InputError(str(exc), where=flag) from None
+    _in_range(value, text, flag, minimum, maximum)
+    return value
+
+
+def size_list_option(text: str, flag: str, *, minimum: int = 1, maximum: int = MAX_SIZE) -> list[int]:
+    try:
+        values = parse_size_list(text)
+    except ValueError as exc:
+        raise InputError(str(exc), where=flag) from None
+    for v in values:
+        _in_range(v, text, flag, minimum, maximum)
+    return values
+
+
+def count_option(value: int, flag: str, *, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
+    """An integer option (fragments, batch, layers, phase id) in ``minimum..maximum``."""
+    if not minimum <= value <= maximum:
+        raise InputError(f"must be in {minimum}..{maximum:,}, got {value}", where=flag)
+    return value
+
+
+def _in_range(value: int, text: str, flag: str, minimum: int, maximum: int) -> None:
+    if value < minimum:
+        raise InputError(f"must be at least {format_size(minimum)}, got {text!r}", where=flag)
+    if value > maximum:
+        raise InputError(f"must be at most {maximum:,} bytes, got {text!r}", where=flag)
 
 
 def format_size(n: int) -> str:

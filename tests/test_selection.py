@@ -119,8 +119,11 @@ def test_cpsat_never_worse_than_greedy_and_plans_valid(seed: int, groups: int, f
 
 def test_same_seed_same_plan() -> None:
     cap = relay_capture(groups=3, fragments=24, phases=2, seed=5)
-    a = select(cap, M, 400, 16384, params=FAST)
-    b = select(cap, M, 400, 16384, params=FAST)
+    # a fixed work allowance and a wall-clock limit the backstop never reaches, even on a busy machine
+    roomy = SolverParams(time_limit=600, workers=2, seed=0)
+    a = select(cap, M, 400, 16384, params=roomy, work=4.0)
+    b = select(cap, M, 400, 16384, params=roomy, work=4.0)
+    assert not a.backstop and not b.backstop
     assert json.dumps(a.plan.to_json(cap)) == json.dumps(b.plan.to_json(cap))
 
 

@@ -46,6 +46,6 @@ def test_time_limit_bounds_the_whole_command(tmp_path: Path) -> None:
     # the command's own clock starts when placer is imported; the interpreter's start-up comes before it
     assert report["time"]["wall_s"] <= 1.1 * limit, report["time"]
     assert wall <= 1.1 * limit + 3.0, wall  # + the interpreter's start-up (slow on a busy machine)
-    assert set(report["time"]["spent_s"]) >= {"load", "search", "output"}
+    assert set(report["time"]["spent_s"]) >= {"load", "output"}  # "search" too unless the imports took it all
     if not report["time"]["backstop"]:  # the work budget ran out first: it is derived from the limit
         assert report["time"]["work"] <= 1.05 * report["time"]["work_budget"]

@@ -52,7 +52,7 @@ def test_user_machine_file(tmp_path: Path) -> None:
     f.write_text(text.replace("sync_cycles = 600", "sync_cycles = -1"))
     with pytest.raises(InputError, match=r"exchange\.sync_cycles"):
         load_machine(f)
-    with pytest.raises(InputError, match="cannot read machine file"):
+    with pytest.raises(InputError, match="no such machine file"):
         load_machine(tmp_path / "missing.toml")
 
 
@@ -63,7 +63,7 @@ def test_solver_params(tmp_path: Path) -> None:
     f.write_text("time_limit = 3\nworkers = 1\n")
     assert SolverParams.from_toml(f).workers == 1
     f.write_text("time_limt = 3\n")
-    with pytest.raises(InputError, match="unknown solver parameter 'time_limt'"):
+    with pytest.raises(InputError, match="time_limt: unknown solver parameter"):
         SolverParams.from_toml(f)
-    with pytest.raises(InputError, match="workers must be at least 1"):
+    with pytest.raises(InputError, match=r"--workers: must be an integer in 1\.\.256, got 0"):
         p.with_overrides(workers=0)

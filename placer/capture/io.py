@@ -11,6 +11,7 @@ numpy; whenever that declines or anything is wrong, the orjson path below runs a
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from placer.capture.model import (
     EXTENSION_VERSION,
     SCHEMA_VERSION,
     WIDTH_NAMES,
+    WORD_BYTES,
     Allocations,
     Capture,
     PanelHint,
@@ -34,6 +36,11 @@ from placer.fileio import read_bytes, read_json
 from placer.progress import task
 
 MAX_WORDS = 4148  # the reference format's per-transfer limit; a machine file may be stricter, never looser
+ADDRESS_LIMIT = 2**32  # tile addresses are 32-bit byte addresses
+WORD_ALIGN = 4  # every transfer moves whole 32-bit words, from and to word-aligned addresses
+MAX_TILES = 1 << 20
+MAX_PHASE_ID = 2**31 - 1
+MAX_ITERATIONS = 1 << 20  # Repeat iterations: costs are multiplied by it and must stay exact in int64
 _TOP_KEYS = {"schema_version", "tile_count", "phases", "phase_labels", "phase_traffic", "placer"}
 _WIDTH_CODE = {name: code for code, name in enumerate(WIDTH_NAMES)}
 
@@ -67,8 +74,8 @@ def _read_fast(raw: bytes, path: str) -> Capture | None:
         cap = capture_from_json(split.doc, path)  # every check but the per-transfer ones (transfers are [] here)
         phases = []
         for skeleton, cols in zip(cap.phases, split.columns, strict=True):
-            phase = Phase.build(skeleton.phase, cols.source, cols.words, cols.dst_counts, cols.dst_tile,
-                                cols.dst_addr, cols.src_addr, cols.src_counts, cols.width)
+            phase = _build64(skeleton.phase, cols.source, cols.words, cols.dst_counts, cols.dst_tile,
+                             cols.dst_addr, cols.src_addr, cols.src_counts, cols.width)
             phase.extra = skeleton.extra
             _check_ranges(phase, cap.tile_count, path, f"phase {skeleton.phase}")
             phases.append(phase)
@@ -76,6 +83,27 @@ def _read_fast(raw: bytes, path: str) -> Capture | None:
         return None
     cap.phases = phases
     return cap
+
+
+def capture_digest(capture: Capture) -> str:
+    """SHA-256 of what a plan depends on: tile count, every phase's columns (fixed dtypes, so the in-memory
+    representation does not matter), the Repeat and the allocations. Labels, panel hints and unknown keys are left
+    out; so is the file's formatting (``.json`` and ``.json.gz`` of one program have one digest)."""
+    h = hashlib.sha256(f"placer-capture-v1 tiles={capture.tile_count}".encode())
+    for p in capture.phases:
+        h.update(f"|phase {p.phase} n={p.n}|".encode())
+        for name, dtype in _DIGEST_COLUMNS:
+            h.update(np.ascontiguousarray(getattr(p, name), dtype=dtype).tobytes())
+    if capture.repeat is not None:
+        h.update(f"|repeat {list(capture.repeat.phases)} x{capture.repeat.iterations}|".encode())
+    a = capture.allocations
+    for name in ("tile", "start", "end", "first", "last"):
+        h.update(np.ascontiguousarray(getattr(a, name), dtype="<i8").tobytes())
+    return h.hexdigest()
+
+
+_DIGEST_COLUMNS = (("source", "<i4"), ("words", "<i4"), ("width", "u1"), ("src_ptr", "<i8"), ("src_addr", "<i8"),
+                   ("dst_ptr", "<i8"), ("dst_tile", "<i4"), ("dst_addr", "<i8"))
 
 
 def write_capture(capture: Capture, path: str | Path) -> None:
@@ -96,8 +124,8 @@ def capture_from_json(doc: Any, path: str = "<capture>") -> Capture:
         raise InputError(f"unsupported schema version {version!r} (this placer reads {SCHEMA_VERSION})",
                          path=path, where="schema_version")
     tiles = doc["tile_count"]
-    if not _is_int(tiles) or tiles < 1:
-        raise InputError(f"must be a positive integer, got {tiles!r}", path=path, where="tile_count")
+    if not _is_int(tiles) or not 1 <= tiles <= MAX_TILES:
+        raise InputError(f"must be an integer in 1..{MAX_TILES:,}, got {tiles!r}", path=path, where="tile_count")
     if not isinstance(doc["phases"], list):
         raise InputError("must be a list", path=path, where="phases")
     phases = []
@@ -136,8 +164,9 @@ def _phase_from_json(raw: Any, k: int, tiles: int, path: str) -> Phase:
     where = f"phases[{k}]"
     if not isinstance(raw, dict):
         raise InputError("must be an object", path=path, where=where)
-    if "phase" not in raw or not _is_int(raw["phase"]):
-        raise InputError(f"'phase' must be an integer id, got {raw.get('phase')!r}", path=path, where=where)
+    if "phase" not in raw or not _is_int(raw["phase"]) or not 0 <= raw["phase"] <= MAX_PHASE_ID:
+        raise InputError(f"'phase' must be an integer id in 0..{MAX_PHASE_ID:,}, got {raw.get('phase')!r}",
+                         path=path, where=where)
     pid = raw["phase"]
     where = f"phase {pid}"
     transfers = raw.get("transfers")
@@ -167,7 +196,18 @@ def _fast_columns(pid: int, ts: list[dict[str, Any]]) -> Phase:
     dst_addr = _ints([d["address"] for ds in dsts for d in ds])
     if (src_counts == 0).any() or (dst_counts == 0).any():
         raise ValueError
-    return Phase.build(pid, source, words, dst_counts, dst_tile, dst_addr, src_addr, src_counts, width)
+    return _build64(pid, source, words, dst_counts, dst_tile, dst_addr, src_addr, src_counts, width)
+
+
+def _build64(pid: int, source: Any, words: Any, dst_counts: Any, dst_tile: Any, dst_addr: Any, src_addr: Any,
+             src_counts: Any, width: Any) -> Phase:
+    """A phase whose columns are all still int64: :func:`_check_ranges` narrows them once they are known to fit
+    (Phase.build casts at once, and 2**32 + 5 would become tile 5)."""
+    phase = Phase.build(pid, [], [], dst_counts, [], dst_addr, src_addr, src_counts, width)
+    phase.source = np.asarray(source, np.int64)
+    phase.words = np.asarray(words, np.int64)
+    phase.dst_tile = np.asarray(dst_tile, np.int64)
+    return phase
 
 
 def _ints(values: list[Any]) -> np.ndarray:
@@ -186,29 +226,31 @@ def _locate_error(ts: list[Any], tiles: int, path: str, where: str) -> None:
         for key in ("source", "source_addresses", "destinations", "words", "width"):
             if key not in t:
                 raise InputError(f"missing field '{key}'", path=path, where=at)
-        _check_int(t["source"], "source", at, path)
-        _check_int(t["words"], "words", at, path)
-        if t["width"] not in _WIDTH_CODE:
+        _check_int(t["source"], "source", at, path, tiles - 1)
+        _check_int(t["words"], "words", at, path, MAX_WORDS, 1)
+        if not isinstance(t["width"], str) or t["width"] not in _WIDTH_CODE:
             raise InputError(f"field 'width' has unknown value {t['width']!r} (expected Word32 or Paired64)",
                              path=path, where=at)
         sa = t["source_addresses"]
         if not isinstance(sa, list) or not sa:
             raise InputError(f"field 'source_addresses' must be a non-empty list, got {sa!r}", path=path, where=at)
         for a in sa:
-            _check_int(a, "source_addresses", at, path)
+            _check_int(a, "source_addresses", at, path, ADDRESS_LIMIT - 1)
         ds = t["destinations"]
         if not isinstance(ds, list) or not ds:
             raise InputError(f"field 'destinations' must be a non-empty list, got {ds!r}", path=path, where=at)
         for j, d in enumerate(ds):
             if not isinstance(d, dict) or "tile" not in d or "address" not in d:
                 raise InputError(f"destinations[{j}] must be {{tile, address}}, got {d!r}", path=path, where=at)
-            _check_int(d["tile"], f"destinations[{j}].tile", at, path)
-            _check_int(d["address"], f"destinations[{j}].address", at, path)
+            _check_int(d["tile"], f"destinations[{j}].tile", at, path, tiles - 1)
+            _check_int(d["address"], f"destinations[{j}].address", at, path, ADDRESS_LIMIT - 1)
 
 
-def _check_int(value: Any, name: str, at: str, path: str) -> None:
+def _check_int(value: Any, name: str, at: str, path: str, hi: int, lo: int = 0) -> None:
     if not _is_int(value):
         raise InputError(f"field '{name}' must be an integer, got {value!r}", path=path, where=at)
+    if not lo <= value <= hi:
+        raise InputError(f"field '{name}' = {value} is outside {lo}..{hi}", path=path, where=at)
 
 
 def _check_ranges(phase: Phase, tiles: int, path: str, where: str) -> None:
@@ -226,19 +268,55 @@ def _check_ranges(phase: Phase, tiles: int, path: str, where: str) -> None:
     if n and ((phase.words < 1) | (phase.words > MAX_WORDS)).any():
         fail((phase.words < 1) | (phase.words > MAX_WORDS), rows, f"field 'words' = {{}} is outside 1..{MAX_WORDS}",
              phase.words)
-    if (phase.src_addr < 0).any():
-        fail(phase.src_addr < 0, np.repeat(rows, np.diff(phase.src_ptr)),
-             "field 'source_addresses' has negative address {}", phase.src_addr)
+    src_rows = np.repeat(rows, np.diff(phase.src_ptr))
+    bad = (phase.src_addr < 0) | (phase.src_addr >= ADDRESS_LIMIT)
+    if bad.any():
+        fail(bad, src_rows, "field 'source_addresses' has address {} outside 0..2^32-1", phase.src_addr)
+    bad = phase.src_addr % WORD_ALIGN != 0
+    if bad.any():
+        fail(bad, src_rows, "field 'source_addresses' has address {} that is not a multiple of 4", phase.src_addr)
     dst_rows = phase.dst_transfer()
     bad_tile = (phase.dst_tile < 0) | (phase.dst_tile >= tiles)
     if bad_tile.any():
         fail(bad_tile, dst_rows, f"field 'destinations.tile' = {{}} is outside 0..{tiles - 1}", phase.dst_tile)
-    if (phase.dst_addr < 0).any():
-        fail(phase.dst_addr < 0, dst_rows, "field 'destinations.address' has negative address {}", phase.dst_addr)
+    bad = (phase.dst_addr < 0) | (phase.dst_addr >= ADDRESS_LIMIT)
+    if bad.any():
+        fail(bad, dst_rows, "field 'destinations.address' has address {} outside 0..2^32-1", phase.dst_addr)
+    bad = phase.dst_addr % WORD_ALIGN != 0
+    if bad.any():
+        fail(bad, dst_rows, "field 'destinations.address' has address {} that is not a multiple of 4",
+             phase.dst_addr)
+    if n:
+        nbytes = phase.words * WORD_BYTES
+        bad = phase.dst_addr + nbytes[dst_rows] > ADDRESS_LIMIT
+        if bad.any():
+            fail(bad, dst_rows, "destination address {} + the transfer's bytes passes 2^32", phase.dst_addr)
+        bad = phase.src_addr + nbytes[src_rows] > ADDRESS_LIMIT
+        if bad.any():
+            fail(bad, src_rows, "source address {} + the transfer's bytes passes 2^32", phase.src_addr)
+        _check_destination_sets(phase, dst_rows, path, where)
     # numpy int64 -> the narrower in-memory dtypes, now that ranges are known to fit
     phase.source = phase.source.astype(np.int32)
     phase.words = phase.words.astype(np.int32)
     phase.dst_tile = phase.dst_tile.astype(np.int32)
+
+
+def _check_destination_sets(phase: Phase, dst_rows: np.ndarray, path: str, where: str) -> None:
+    """A transfer names each destination tile once.
+
+    A source among its own destinations is accepted: the workload generator (whose per-tile tables are
+    calibrated against the reference compiler's) emits ~35k of them in batch-one SigLIP, so refusing them would
+    refuse the project's own captures; see docs/capture.md."""
+    multi = np.flatnonzero(phase.fanout > 1)
+    if multi.shape[0] == 0:
+        return
+    order = np.lexsort((phase.dst_tile, dst_rows))  # sorted by transfer, then tile
+    t, r = phase.dst_tile[order], dst_rows[order]
+    dup = (t[1:] == t[:-1]) & (r[1:] == r[:-1])
+    if dup.any():
+        k = int(np.flatnonzero(dup)[0])
+        raise InputError(f"destination tile {int(t[k])} appears twice in one transfer", path=path,
+                         where=f"{where}, transfer {int(r[k])}")
 
 
 def _labels(raw: Any, path: str) -> dict[int, str] | None:
@@ -261,10 +339,13 @@ def _repeat(raw: Any, phase_ids: set[int], path: str) -> Repeat | None:
     if not isinstance(raw, dict) or not isinstance(raw.get("phases"), list):
         raise InputError("must be {phases: [...], iterations: N}", path=path, where=where)
     iters = raw.get("iterations")
-    if not _is_int(iters) or iters < 1:
-        raise InputError(f"iterations must be a positive integer, got {iters!r}", path=path, where=where)
+    if not _is_int(iters) or not 1 <= iters <= MAX_ITERATIONS:
+        raise InputError(f"iterations must be an integer in 1..{MAX_ITERATIONS:,}, got {iters!r}", path=path,
+                         where=where)
+    if len(set(map(repr, raw["phases"]))) != len(raw["phases"]):
+        raise InputError(f"lists a phase twice: {raw['phases'][:20]!r}", path=path, where=f"{where}.phases")
     for p in raw["phases"]:
-        if p not in phase_ids:
+        if not _is_int(p) or p not in phase_ids:
             raise InputError(f"phase {p!r} is not a phase of this capture", path=path, where=f"{where}.phases")
     return Repeat(tuple(int(p) for p in raw["phases"]), int(iters))
 

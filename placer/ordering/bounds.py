@@ -51,7 +51,7 @@ def head_tail_bound(chunks: Chunks) -> int:
     one resource, every subset ``S`` of its chunks needs ``min_S r + Σ_S p + min_S q`` cycles; we take the subsets
     "every chunk with a head at least r_k" and "every chunk with a tail at least q_k". On a relayed phase this is
     what the plain port bound misses: a replica cannot receive a forward before the forward's gathers landed."""
-    head = earliest_starts(chunks)
+    head = _port_aware_heads(chunks, earliest_starts(chunks))
     reach = _reach_to_end(chunks)  # from a chunk's start to the horizon
     chunk, res = chunks.resources()
     lane = res < chunks.tiles
@@ -59,6 +59,33 @@ def head_tail_bound(chunks: Chunks) -> int:
     r = head[chunk]
     q = reach[chunk] - p
     return max(_one_machine(res, r, p, q), _one_machine(res, q, p, r))
+
+
+def _port_aware_heads(chunks: Chunks, head: np.ndarray) -> np.ndarray:
+    """Raise each chunk's head by its predecessors' shared receive port: the unicast predecessors of ``b`` that
+    land on one port (a relay's gathers) take the port one after another, so the last lands no earlier than their
+    smallest head + their words + their smallest tail. The dependency chain alone lets them all land at once."""
+    a, b = chunks.dep_pred, chunks.dep_succ
+    if len(a) == 0:
+        return head
+    size = np.array([len(t) for t in chunks.set_tiles], np.int64)
+    one = size[chunks.dset[a]] == 1
+    a, b = a[one], b[one]
+    if len(a) == 0:
+        return head
+    port = np.array([int(t[0]) if len(t) else -1 for t in chunks.set_tiles], np.int64)[chunks.dset[a]]
+    key = b * (chunks.tiles + 1) + port
+    o = np.argsort(key, kind="stable")
+    key, a, b = key[o], a[o], b[o]
+    first = np.ones(len(key), bool)
+    first[1:] = key[1:] != key[:-1]
+    starts = np.flatnonzero(first)
+    lo = np.minimum.reduceat(head[a], starts)
+    total = np.add.reduceat(chunks.words[a], starts)
+    tail = np.minimum.reduceat(chunks.tail[a], starts)
+    out = head.copy()
+    np.maximum.at(out, b[starts], lo + total + tail)
+    return out
 
 
 def _one_machine(res: np.ndarray, r: np.ndarray, p: np.ndarray, q: np.ndarray) -> int:

@@ -182,6 +182,7 @@ class Search {
   bool out_of_time() {
     const auto now = Clock::now();
     if (now > deadline_) return true;
+    if (PyErr_CheckSignals() < 0) return true;  // Ctrl-C: the KeyboardInterrupt propagates to the caller
     if (progress_ != nullptr && now >= next_report_) {
       next_report_ = now + std::chrono::milliseconds(500);
       const double elapsed = std::chrono::duration<double>(now - start_).count();

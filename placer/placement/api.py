@@ -94,6 +94,12 @@ def solve_placement(
     params = params or SolverParams()
     t0 = time.perf_counter()
     deadline = t0 + params.time_limit
+    if problem.is_flat and problem.n and _bound(problem) > problem.ranges[0][1]:
+        # live bytes over capacity: the sweep proves it faster than the mirror would fail (MiniMalloc's class)
+        proof = infeasibility_proof(problem)
+        if proof is not None:
+            return PlacementResult(Status.INFEASIBLE, None, "bound", time.perf_counter() - t0, reason=proof,
+                                   bound=_bound(problem), greedy="not run: live bytes exceed the capacity")
     g = greedy_place(problem)
     if g.addresses is not None:
         return _placed(problem, g.addresses, f"greedy-{g.phase}", t0, greedy=g.describe())

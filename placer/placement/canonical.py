@@ -95,13 +95,9 @@ class CanonicalSearch:
         self.aligned = any(a > 1 for a in alignments)
         times = sorted(set(starts) | set(ends))
         index = {t: k for k, t in enumerate(times)}
-        self.S = S = max(len(times) - 1, 0)
+        self.S = max(len(times) - 1, 0)
         self.slo = [index[t] for t in starts]
         self.shi = [index[t] for t in ends]
-        self.cuts0 = [0] * max(S - 1, 0)
-        for i in range(n):
-            for s in range(self.slo[i], self.shi[i] - 1):
-                self.cuts0[s] += 1
         self.starts, self.ends = list(starts), list(ends)
         self.prepared = False
         self.area = [sizes[i] * (ends[i] - starts[i]) for i in range(n)]
@@ -137,6 +133,10 @@ class CanonicalSearch:
         self.total0 = np.zeros(S, dtype=np.int64)
         for i in range(n):
             self.total0[self.slo[i]:self.shi[i]] += sizes[i]
+        self.cuts0 = [0] * max(S - 1, 0)
+        for i in range(n):
+            for s in range(self.slo[i], self.shi[i] - 1):
+                self.cuts0[s] += 1
 
     # ------------------------------------------------------------------------------------------------ driver
     def solve(self, time_limit: float, progress: CanonicalProgress | None = None,

@@ -12,12 +12,15 @@ from pathlib import Path
 import typer
 
 from placer.errors import InputError
+from placer.fileio import check_output
 from placer.placement.api import solve_placement
 from placer.placement.checker import check_placement
 from placer.placement.formats import read_problem, solution_json, write_solution
 from placer.progress import install, task
 from placer.solver import SolverParams, Status
-from placer.units import parse_size
+from placer.units import size_option
+
+MAX_ADDRESS = 2**32 - 1  # a tile address is 32 bits
 
 EXIT_PLACED = 0
 EXIT_INFEASIBLE = 3
@@ -45,16 +48,10 @@ def place(
     install(quiet)
     if mode not in ("greedy", "exact"):
         raise InputError(f"--mode must be greedy or exact, got {mode!r}")
-    cap = None
-    if capacity is not None:
-        try:
-            cap = parse_size(capacity)
-        except ValueError as exc:
-            raise InputError(str(exc), where="--capacity") from None
-        if cap <= 0:
-            raise InputError(f"capacity must be positive, got {capacity!r}", where="--capacity")
-    params = SolverParams(time_limit=time_limit, workers=workers, seed=seed)
-    params.check("command line")
+    if output is not None:
+        output = check_output(output, "-o", inputs=(file,))
+    cap = size_option(capacity, "--capacity", maximum=MAX_ADDRESS) if capacity is not None else None
+    params = SolverParams().with_overrides(time_limit=time_limit, workers=workers, seed=seed)
     if more or ray is not None:
         if output is not None:
             raise InputError("-o takes one input file; with several (or --ray) use --json", where="--output")
@@ -71,7 +68,7 @@ def place(
         if errors:  # never print or write a placement the independent checker rejects
             raise RuntimeError(f"internal error: placement failed the checker: {errors[0]}")
         verified = True
-    if output is not None and (result.placed or output.suffix.lower() != ".csv"):
+    if output is not None and result.placed:  # no placement, no file (exit 3 or 4 says why)
         write_solution(output, problem, result)
     if json:
         payload = solution_json(problem, result) if output is None else {"problem": problem.name, **result.to_json()}
@@ -88,7 +85,7 @@ def place(
             typer.echo(f"reason: {result.reason}")
         if result.greedy:
             typer.echo(f"production allocator: {result.greedy}")
-        if output is not None and (result.placed or output.suffix.lower() != ".csv"):
+        if output is not None and result.placed:
             typer.echo(f"wrote {output}")
         elif output is not None:
             typer.echo(f"nothing written to {output}: no placement")

@@ -49,7 +49,9 @@ def read_problem(path: str | Path, *, capacity: int | None = None) -> PlacementP
 
 
 # ------------------------------------------------------------------------------------------------------- dump
-def _int(value: Any, path: str, where: str, *, minimum: int = 0, maximum: int | None = None) -> int:
+def _int(value: Any, path: str, where: str, *, minimum: int = 0, maximum: int | None = 2**32) -> int:
+    # the default maximum: a 32-bit tile's addresses and sizes (larger values would overflow the engines' int64
+    # arithmetic in places, and are nonsense for one tile)
     if isinstance(value, bool) or not isinstance(value, int):
         raise InputError(f"expected an integer, got {value!r}", path=path, where=where)
     if value < minimum or (maximum is not None and value > maximum):
@@ -127,10 +129,11 @@ def _request(r: Any, path: str, where: str) -> Request:
     if alignment & (alignment - 1):
         raise InputError(f"alignment must be a power of two, got {alignment}", path=path, where=f"{where}.alignment")
     aliases = tuple(_pair(a, path, f"{where}.assignments[{k}]") for k, a in enumerate(r.get("assignments") or []))
+    # root ids are opaque 64-bit handles
     conflicts_raw = r.get("conflicts") or []
     if not isinstance(conflicts_raw, list):
         raise InputError(f"expected a list of root ids, got {conflicts_raw!r}", path=path, where=f"{where}.conflicts")
-    conflicts = tuple(_int(c, path, f"{where}.conflicts[{k}]") for k, c in enumerate(conflicts_raw))
+    conflicts = tuple(_int(c, path, f"{where}.conflicts[{k}]", maximum=2**63 - 1) for k, c in enumerate(conflicts_raw))
     stride = r.get("region1_stride")
     return Request(
         bytes=_int(r["bytes"], path, f"{where}.bytes", minimum=1),
@@ -190,9 +193,14 @@ def parse_minimalloc_csv(text: str, path: str, *, capacity: int | None = None) -
     if unknown:
         # gaps and the like would loosen the problem; ignoring them would make "infeasible" unsound
         raise InputError(f"unsupported column(s) {', '.join(unknown)}", path=path, where="line 1")
+    if len(set(header)) != len(header):
+        raise InputError(f"a column appears twice in header {','.join(header)}", path=path, where="line 1")
+    if len(rows) == 1:
+        raise InputError("no buffers: the file has a header and no rows", path=path, where="line 2")
     col = {name: header.index(name) for name in header}
     requests = []
     ids = []
+    seen: dict[str, int] = {}
     for lineno, row in enumerate(rows[1:], start=2):
         if len(row) != len(header):
             raise InputError(f"expected {len(header)} fields, got {len(row)}: {','.join(row)}", path=path,
@@ -208,7 +216,12 @@ def parse_minimalloc_csv(text: str, path: str, *, capacity: int | None = None) -
             return value
 
         bid = row[col["id"]].strip()
+        if bid in seen:
+            raise InputError(f"id {bid!r} already on line {seen[bid]}", path=path, where=f"line {lineno}")
+        seen[bid] = lineno
         lower, upper, size = num("lower"), num("upper"), num("size")
+        if max(abs(lower), abs(upper), abs(size)) >= 2**62:
+            raise InputError(f"value out of range in {','.join(row)}", path=path, where=f"line {lineno} (id {bid})")
         alignment = num("alignment") if "alignment" in col else 1
         if lower < 0 or upper <= lower:
             raise InputError(f"lifetime [lower, upper) must be non-empty, got [{lower}, {upper})", path=path,

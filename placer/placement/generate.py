@@ -6,15 +6,15 @@ buffer whose lifetime is its time extent and whose size is its address extent. L
 every step, so the instance is as tight as it can be and its known placement (the pieces' own addresses) proves it
 feasible. Address cuts fall on multiples of ``granule`` and every buffer's alignment divides its known offset.
 
-The **infeasible twin** makes one buffer ``granule`` bytes larger (32 by default): live bytes then exceed the
-capacity while it lives, so no placement exists (the peak bound proves it at once).
+The **infeasible twin** makes one buffer live at a zero-slack step 32 bytes larger: live bytes then exceed the
+capacity there, so no placement exists (the peak bound proves it at once).
 
 In the reference dump format (:func:`ipu_dump`) the rectangle straddles the region boundary (the first cut is at the
 boundary, so no buffer crosses it), some region-1 buffers are of the interleaved class, and pairs of buffers whose
 known placements share no memory element are declared conflicting: the known placement satisfies every rule of
 :mod:`placer.placement.checker`.
 
-    python -m placer.placement.generate OUT_DIR [--sizes 50,100,200,500] [--seeds 0,1] [--ipu]
+    python -m placer.placement.generate OUT_DIR [--sizes 50,100,200,500] [--seeds 0,1] [--no-ipu] [--holes 0.4]
 """
 
 from __future__ import annotations
@@ -99,9 +99,16 @@ def perfect_packing(n: int, *, capacity: int = CAPACITY, steps: int | None = Non
 
 
 def twin(pieces: list[Piece], *, seed: int = 0, extra: int = 32) -> list[Piece]:
-    """The infeasible twin: one buffer (drawn by ``seed``) ``extra`` bytes larger."""
+    """The infeasible twin: one buffer (drawn by ``seed`` among those live at the first zero-slack step) ``extra``
+    bytes larger, so live bytes exceed the capacity there."""
     pieces = list(pieces)
-    k = random.Random(seed).randrange(len(pieces))
+    steps = max(p.upper for p in pieces)
+    live = [0] * steps
+    for p in pieces:
+        for t in range(p.lower, p.upper):
+            live[t] += p.size
+    peak = live.index(max(live))
+    k = random.Random(seed).choice([k for k, p in enumerate(pieces) if p.lower <= peak < p.upper])
     p = pieces[k]
     pieces[k] = Piece(p.offset, p.size + extra, p.lower, p.upper, p.alignment)
     return pieces
@@ -145,18 +152,26 @@ def ipu_dump(pieces: list[Piece], base: int, capacity: int, *, seed: int = 0, co
             "requests": requests}
 
 
-def write_set(out: Path, sizes: list[int], seeds: list[int], *, ipu: bool = True) -> list[Path]:
-    """The benchmark set: per (size, seed) a MiniMalloc CSV, its infeasible twin and, with ``ipu``, a dump of 256
-    KiB straddling the region boundary and its twin. File names carry the capacity (``pp-100-s0.1048576.csv``)."""
+def write_set(out: Path, sizes: list[int], seeds: list[int], *, ipu: bool = True, plain: bool = True,
+              holes: float | None = None) -> list[Path]:
+    """The benchmark set: per (size, seed) a MiniMalloc CSV and its infeasible twin (``plain``); with ``ipu`` a dump
+    of 256 KiB straddling the region boundary and its twin; with ``holes`` a CSV whose only zero-slack step is the
+    peak (``pph-...``) and its twin. File names carry the capacity (``pp-100-s0.1048576.csv``)."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
+
+    def csv_pair(name: str, pieces: list[Piece], seed: int) -> None:
+        for stem, ps in ((name, pieces), (f"{name}-twin", twin(pieces, seed=seed))):
+            path = out / f"{stem}.{CAPACITY}.csv"
+            atomic_write_text(path, minimalloc_csv(ps))
+            written.append(path)
+
     for n in sizes:
         for seed in seeds:
-            pieces = perfect_packing(n, seed=seed)
-            for name, ps in ((f"pp-{n}-s{seed}", pieces), (f"pp-{n}-s{seed}-twin", twin(pieces, seed=seed))):
-                path = out / f"{name}.{CAPACITY}.csv"
-                atomic_write_text(path, minimalloc_csv(ps))
-                written.append(path)
+            if plain:
+                csv_pair(f"pp-{n}-s{seed}", perfect_packing(n, seed=seed), seed)
+            if holes:
+                csv_pair(f"pph-{n}-s{seed}", perfect_packing(n, seed=seed, holes=holes), seed)
             if ipu:
                 cap = 256 * 1024
                 base = REGION_BOUNDARY - cap // 2
@@ -175,10 +190,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default="50,100,200,500")
     ap.add_argument("--seeds", default="0,1")
     ap.add_argument("--no-ipu", action="store_true", help="MiniMalloc CSVs only")
+    ap.add_argument("--holes", type=float, default=None, help="also write pph-* files: this fraction of pieces "
+                    "removed away from the zero-slack peak")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     seeds = [int(s) for s in args.seeds.split(",") if s]
-    for path in write_set(args.out, sizes, seeds, ipu=not args.no_ipu):
+    for path in write_set(args.out, sizes, seeds, ipu=not args.no_ipu, holes=args.holes):
         print(path)
     return 0
 

@@ -16,6 +16,7 @@ import typer
 
 from placer.capture import read_capture
 from placer.errors import InputError
+from placer.fileio import check_output
 from placer.machine import load_machine
 from placer.progress import install, task
 from placer.units import format_size, parse_size
@@ -56,6 +57,7 @@ def report(
     from placer.report.html import render_page, write_page
 
     started = time.perf_counter()
+    output = check_output(output, "-o", inputs=(capture, *(plans or []), compare))
     mach = load_machine(machine)
     try:
         table_budget = parse_size(budget) if budget else None

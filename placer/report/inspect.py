@@ -12,11 +12,12 @@ import typer
 
 from placer.capture import read_capture
 from placer.capture.model import Capture, Phase
+from placer.errors import EXIT_OVER_BUDGET
 from placer.machine import load_machine
 from placer.problem.cost import program_cost
 from placer.progress import install, task, track
 from placer.report.table import render
-from placer.units import format_size, parse_size
+from placer.units import format_size, size_option
 
 
 def multicast_groups(phase: Phase) -> Counter[int]:
@@ -85,12 +86,17 @@ def inspect(
     json: bool = typer.Option(False, "--json", help="Print the same summary as JSON."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
 ) -> None:
-    """Per phase: transfers, words, multicast groups, worst-tile table bytes, fragments, cycles; then the program."""
+    """Per phase: transfers, words, multicast groups, worst-tile table bytes, fragments, cycles; then the program.
+
+    Exit codes: 0 fits; 4 DOES NOT FIT (table budget or fragment limit).
+    """
     install(quiet)
-    table_budget = parse_size(budget) if budget else None
+    table_budget = size_option(budget, "--budget") if budget is not None else None
     summary = inspect_summary(read_capture(capture), machine, table_budget)
     if json:
         typer.echo(jsonlib.dumps(summary, indent=2))
+        if not summary["program"]["fits"]:
+            raise typer.Exit(EXIT_OVER_BUDGET)
         return
     rows = [
         [p["phase"], p["label"], p["transfers"], p["words"], p["payload_bytes"] / 2**20,
@@ -109,3 +115,5 @@ def inspect(
         f"fragment maximum {prog['worst_fragments']:,} / {prog['fragment_limit']:,} "
         f"(tile {prog['worst_fragment_tile']}); {prog['cycles']:,} cycles ({prog['ms']:.3f} ms); {verdict}"
     )
+    if not prog["fits"]:
+        raise typer.Exit(EXIT_OVER_BUDGET)

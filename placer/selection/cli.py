@@ -9,11 +9,12 @@ from typing import Any
 
 import typer
 
+from placer import interrupt
 from placer.capture import read_capture
 from placer.capture import write_capture as save_capture
 from placer.capture.model import Capture
 from placer.errors import InputError
-from placer.fileio import write_json
+from placer.fileio import check_output, write_json
 from placer.machine import Machine, load_machine
 from placer.progress import install, task, track
 from placer.report.changes import render_changes
@@ -22,7 +23,7 @@ from placer.report.table import render
 from placer.selection.cpsat import OBJECTIVES
 from placer.selection.select import SEARCH_END, Outcome, prepare, select
 from placer.solver import Deadline, SolverParams, Status, command_start
-from placer.units import format_size, parse_size, parse_size_list
+from placer.units import count_option, format_size, size_list_option, size_option
 
 EXIT_INFEASIBLE = 3
 EXIT_OVER_BUDGET = 4
@@ -43,11 +44,19 @@ def _params(params_file: Path | None, time_limit: float | None, workers: int | N
 
 
 def _budgets(machine: Machine, budget: str | None, fragments: int | None) -> tuple[int, int]:
-    try:
-        table = parse_size(budget) if budget else machine.budget.table_bytes
-    except ValueError as exc:
-        raise InputError(f"--budget: {exc}") from None
-    return table, fragments if fragments is not None else machine.budget.fragments
+    table = size_option(budget, "--budget") if budget is not None else machine.budget.table_bytes
+    frag = count_option(fragments, "--fragments") if fragments is not None else machine.budget.fragments
+    return table, frag
+
+
+def _cpsat_only(mode: str, **given: object) -> None:
+    """``--mode greedy`` runs no search: a CP-SAT flag next to it is a mistake, not something to ignore."""
+    if mode != "greedy":
+        return
+    flags = [f"--{k.replace('_', '-')}" for k, v in given.items() if v is not None]
+    if flags:
+        raise InputError(f"{', '.join(flags)} only apply to --mode cpsat (--mode greedy runs no search)",
+                         where="--mode greedy")
 
 
 def time_json(deadline: Deadline, outcomes: list[Outcome]) -> dict[str, Any]:
@@ -131,7 +140,13 @@ def solve(
     install(quiet)
     began = command_start()
     if mode not in ("cpsat", "greedy"):
-        raise InputError(f"--mode {mode!r}: use cpsat or greedy")
+        raise InputError(f"use cpsat or greedy, got {mode!r}", where="--mode")
+    _cpsat_only(mode, objective=objective, time_limit=time_limit, workers=workers, seed=seed, params=params)
+    inputs = (capture, params, machine)
+    if output is not None:
+        output = check_output(output, "-o", inputs=inputs)
+    if write_capture is not None:
+        write_capture = check_output(write_capture, "--write-capture", inputs=inputs, outputs=(("-o", output),))
     mach = load_machine(machine)
     table, frag = _budgets(mach, budget, fragments)
     order = parse_objective(objective)
@@ -139,8 +154,12 @@ def solve(
     deadline = Deadline(solver_params.time_limit, began)
     cap = read_capture(capture)
     deadline.mark("load", began)
-    outcome = select(cap, mach, table, frag, mode=mode, params=solver_params, order=order, local_pack=local_pack,
-                     deadline=deadline)
+    with interrupt.graceful():  # a signal stops the search; the best plan so far is still reported below
+        outcome = select(cap, mach, table, frag, mode=mode, params=solver_params, order=order,
+                         local_pack=local_pack, deadline=deadline)
+    stopped = interrupt.received()
+    if stopped is not None:
+        _interrupted(stopped, cap, mach, outcome, output)
     t = time.perf_counter()
     report = outcome_json(cap, outcome)
     schedule_ok = True
@@ -180,6 +199,29 @@ def solve(
         raise typer.Exit(EXIT_INFEASIBLE)
     if not outcome.objectives.fits:
         raise typer.Exit(EXIT_OVER_BUDGET)
+
+
+def _interrupted(signal: interrupt.Interrupted, cap: Capture, mach: Machine, outcome: Outcome,
+                 output: Path | None) -> None:
+    """SIGINT/SIGTERM stopped the search: write the best plan so far if it passes the independent validator
+    (budget included), say so in one line, and end with 130/143."""
+    from placer.validation.plan import bind_plan, parse_plan
+    from placer.validation.validator import validate
+
+    status = f"cp-sat {outcome.status.value}, plan from {outcome.source}"
+    written = "no -o given"
+    if output is not None:
+        doc = outcome.plan.to_json(cap, plan_summary(cap, outcome.scans, outcome.plan, None))
+        checked = parse_plan(doc, "<plan>")
+        bind_plan(checked, cap, "<plan>")
+        report = validate(cap, checked, mach)
+        if report.valid:
+            write_json(output, doc)
+            written = f"best plan so far written to {output}"
+        else:
+            written = f"nothing written: the best plan so far fails validation ({report.errors[0]})"
+    typer.echo(f"interrupted by {signal.name}: search stopped ({status}); {written}", err=True)
+    raise typer.Exit(signal.exit_code)
 
 
 def schedule_plan(program: Capture, machine: Machine) -> tuple[list[dict[str, Any]], bool]:
@@ -262,10 +304,7 @@ def compare(
     began = command_start()
     install(quiet)
     mach = load_machine(machine)
-    try:
-        budgets = parse_size_list(budget) if budget else [mach.budget.table_bytes]
-    except ValueError as exc:
-        raise InputError(f"--budget: {exc}") from None
+    budgets = size_list_option(budget, "--budget") if budget is not None else [mach.budget.table_bytes]
     _, frag = _budgets(mach, None, fragments)
     order = parse_objective(objective)
     solver_params = _params(params, time_limit, workers, seed)

@@ -10,7 +10,7 @@ import numpy as np
 from placer.alternatives.groups import ReplicaGroup
 from placer.alternatives.relay import RelayRewrite, Variant
 from placer.alternatives.segments import Segmentation
-from placer.capture.io import phase_to_json
+from placer.capture.io import capture_digest, phase_to_json
 from placer.capture.model import Capture, Phase, Repeat
 from placer.machine import Machine
 
@@ -130,6 +130,10 @@ class Plan:
             "kind": "placer-plan",
             "mode": self.mode,
             "machine": self.machine.name,
+            # provenance: placer validate refuses a plan checked against another capture or machine
+            "machine_sha256": self.machine.digest(),
+            "capture": {"sha256": capture_digest(capture), "tile_count": capture.tile_count,
+                        "transfers": capture.transfer_count()},
             "budget": {"table_bytes": self.table_budget, "fragments": self.fragment_limit},
             "relays": relays,
             "delta": delta,

@@ -119,10 +119,10 @@ class _Fields:
             return default
         return self.obj[name]
 
-    def int(self, name: str, *, lo: int | None = 0, default: Any = ...) -> int:
+    def int(self, name: str, *, lo: int | None = 0, hi: int = 2**63 - 1, default: Any = ...) -> int:
         v = self.get(name, default)
-        if not _is_int(v) or (lo is not None and v < lo):
-            need = "an integer" if lo is None else f"an integer >= {lo}"
+        if not _is_int(v) or (lo is not None and v < lo) or v > hi:
+            need = "an integer" if lo is None else f"an integer in {lo}..{hi:,}"
             raise InputError(f"must be {need}, got {_show(v)}", path=self.path, where=self._at(name))
         return int(v)
 
@@ -162,7 +162,8 @@ def parse_plan(doc: Any, path: str = "<plan>") -> Plan:
     if kind != PLAN_KIND:
         raise InputError(f"must be {PLAN_KIND!r}, got {_show(kind)}", path=path, where="kind")
     budget = _Fields(top.get("budget"), path, "budget")
-    plan = Plan(table_bytes=budget.int("table_bytes", lo=1), fragments=budget.int("fragments", lo=1))
+    plan = Plan(table_bytes=budget.int("table_bytes", lo=1, hi=2**31 - 1),
+                fragments=budget.int("fragments", lo=1, hi=2**31 - 1))
     for i, raw in enumerate(top.list("relays", [])):
         plan.relays.append(_relay(raw, i, path))
     seen: set[int] = set()

@@ -149,15 +149,26 @@ class Program:
     # ---- resolution ---------------------------------------------------------------------------------------
     def layout(self) -> np.ndarray:
         """One base address per kind: first fit by (first phase, -size), lifetimes that intersect never share
-        bytes, no kind crosses the region boundary; raise InputError when tile memory is too small."""
+        bytes, no kind crosses the region boundary. If that order leaves no room, one retry places the largest
+        kinds first (as the production allocator's offline retry does); raise InputError when both fail."""
+        extent = np.array([int(k.sizes.max(initial=0)) for k in self.kinds], np.int64)
+        ks = self.kinds
+        orders = (lambda i: (ks[i].fixed is None, ks[i].region != R0, ks[i].first, -extent[i]),
+                  lambda i: (ks[i].fixed is None, ks[i].region != R0, -extent[i], ks[i].first))
+        first_error: InputError | None = None
+        for key in orders:
+            try:
+                return self._layout(sorted(range(len(ks)), key=key), extent)
+            except InputError as exc:
+                first_error = first_error or exc
+        assert first_error is not None
+        raise first_error
+
+    def _layout(self, order: list[int], extent: np.ndarray) -> np.ndarray:
         mem = self.machine.memory
         lo, r0_end, hi = mem.base, mem.region0_end, mem.loader_limit
         base = np.full(len(self.kinds), -1, np.int64)
-        extent = np.array([int(k.sizes.max(initial=0)) for k in self.kinds], np.int64)
         placed: list[int] = []
-        order = sorted(range(len(self.kinds)),
-                       key=lambda i: (self.kinds[i].fixed is None, self.kinds[i].region != R0, self.kinds[i].first,
-                                      -extent[i]))
         for i in order:
             k = self.kinds[i]
             if extent[i] == 0:

@@ -60,7 +60,7 @@ TARGETS: tuple[Target, ...] = (
     Target(_S, "qkv.in", "act", "payload_mib", 57.67, "16 activations alone"),
     Target(_S, "qkv.in", "act", "timed_rows", 12_008, "16 activations alone"),
     Target(_S, "qkv.in", "act", "cycles", 11_426, "16 activations alone"),
-    Target(_S, "qkv.out", "all", "payload_mib", 9.60, "18 QKV output -> owners"),
+    Target(_S, "qkv.out", "all", "payload_mib", 9.60, "18 QKV output → owners"),
     Target(_S, "mlp_up.in", "all", "transfers", 62_482, "50 MLP-up input + weights"),
     Target(_S, "mlp_up.in", "all", "payload_mib", 86.50 + 42.56, "50 MLP-up input + weights"),
     Target(_S, "mlp_up.in", "all", "rows", 17_908, "50 MLP-up input + weights (estimate)"),
@@ -71,7 +71,7 @@ TARGETS: tuple[Target, ...] = (
     Target(_S, "mlp_up.in", "act", "timed_rows", 17_176, "50 activations alone"),
     Target(_S, "mlp_up.in", "act", "cycles", 16_894, "50 activations alone"),
     Target(_S, "mlp_up.red", "all", "payload_mib", 24.63, "51 MLP-up reduction"),
-    Target(_S, "mlp_up.out", "all", "payload_mib", 11.96, "52 MLP-up output -> owners"),
+    Target(_S, "mlp_up.out", "all", "payload_mib", 11.96, "52 MLP-up output → owners"),
     Target(_S, "mlp_down.in", "all", "transfers", 196_830, "54 MLP-down input"),
     Target(_S, "mlp_down.in", "all", "payload_mib", 35.91, "54 MLP-down input"),
     Target(_S, "mlp_down.in", "all", "timed_rows", 9_684, "54 MLP-down input"),
@@ -82,9 +82,9 @@ TARGETS: tuple[Target, ...] = (
     Target(_S, "mlp_down.w", "all", "cycles", 22_673, "55 MLP-down weights"),
     Target(_S, "mlp_down.red", "all", "transfers", 17_040, "56 MLP-down reduction"),
     Target(_S, "mlp_down.red", "all", "payload_mib", 37.96, "56 MLP-down reduction"),
-    Target(_S, "mlp_down.out", "all", "transfers", 104_892, "57 MLP-down output -> owners"),
-    Target(_S, "mlp_down.out", "all", "payload_mib", 3.20, "57 MLP-down output -> owners"),
-    Target(_S, "map_kv.in", "all", "transfers", 139_808, "MAP head: FP16 rows -> heads"),
+    Target(_S, "mlp_down.out", "all", "transfers", 104_892, "57 MLP-down output → owners"),
+    Target(_S, "mlp_down.out", "all", "payload_mib", 3.20, "57 MLP-down output → owners"),
+    Target(_S, "map_kv.in", "all", "transfers", 139_808, "MAP head: FP16 rows → heads"),
     Target(_S, "map_kv.in", "all", "rows", 8_524, "MAP head (estimate)"),
     Target(_S, "map_kv.in", "all", "cycles", 11_465, "MAP head"),
     Target(_S, None, "all", "fragment_max", 15_017, "program fragment maximum"),
@@ -118,7 +118,7 @@ class Row:
 
 
 def phase_ids(model: str) -> dict[str, int]:
-    """Lowering key -> phase id of a bundled or given model (the ids do not depend on batch or layers)."""
+    """Lowering key → phase id of a bundled or given model (the ids do not depend on batch or layers)."""
     steps, _, _ = phase_steps(load_model(model))
     return {key: i for i, (key, _) in enumerate(steps)}
 

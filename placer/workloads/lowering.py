@@ -29,75 +29,77 @@ SCRATCH_MAX = 32 * 1024  # per-tile kernel scratch: seeded, so free memory diffe
 
 def phase_steps(spec: ModelSpec) -> tuple[list[tuple[str, str]], int, int]:
     """(key, label) per phase in program order, plus the first and one-past-last index of the layer body."""
-    steps = [(f"input.{c}", f"input: image chunk {c} -> token owners") for c in range(spec.input_chunks)]
+    steps = [(f"input.{c}", f"input: image chunk {c} → token owners") for c in range(spec.input_chunks)]
     steps += [
-        ("embed.prep", "embed: FP8 scale + bias -> grid"),
+        ("embed.prep", "embed: FP8 scale + bias → grid"),
         ("embed.in", "embed: patch input (replicated)"),
         ("embed.w", "embed: weights (replicated)"),
         ("embed.red", "embed: partial-sum reduction"),
-        ("embed.out", "embed: output -> owners"),
-        ("embed.pos", "embed: position rows (+class token) -> owners"),
+        ("embed.out", "embed: output → owners"),
+        ("embed.pos", "embed: position rows (+class token) → owners"),
     ]
     body = len(steps)
     steps += [
-        ("ln1", "ln1: norm parameters -> owners"),
-        ("qkv.prep", "qkv: FP8 scale + bias -> grid"),
+        ("ln1", "ln1: norm parameters → owners"),
+        ("qkv.prep", "qkv: FP8 scale + bias → grid"),
         ("qkv.in", "qkv: input + weights (replicated)"),
         ("qkv.red", "qkv: partial-sum reduction"),
-        ("qkv.out", "qkv: output -> owners"),
+        ("qkv.out", "qkv: output → owners"),
     ]
     for r in range(spec.attention_rounds):
         steps += [
-            (f"attn{r}.qk", f"attention round {r}: Q, K rows -> attention tiles"),
-            (f"attn{r}.v", f"attention round {r}: V rows -> attention tiles"),
+            (f"attn{r}.qk", f"attention round {r}: Q, K rows → attention tiles"),
+            (f"attn{r}.v", f"attention round {r}: V rows → attention tiles"),
             (f"attn{r}.max", f"attention round {r}: softmax row-max exchange"),
             (f"attn{r}.sum", f"attention round {r}: softmax row-sum exchange"),
             (f"attn{r}.red", f"attention round {r}: AV partial-sum reduction"),
-            (f"attn{r}.out", f"attention round {r}: output -> owners"),
+            (f"attn{r}.out", f"attention round {r}: output → owners"),
         ]
     steps += [
-        ("proj.prep", "proj: FP8 scale + bias -> grid"),
+        ("proj.prep", "proj: FP8 scale + bias → grid"),
         ("proj.in", "proj: input (replicated)"),
         ("proj.w", "proj: weights (replicated)"),
         ("proj.red", "proj: partial-sum reduction"),
-        ("proj.out", "proj: output -> owners (residual add)"),
-        ("ln2", "ln2: norm parameters -> owners"),
-        ("mlp_up.prep", "mlp-up: FP8 scale + bias -> grid"),
+        ("proj.out", "proj: output → owners (residual add)"),
+        ("ln2", "ln2: norm parameters → owners"),
+        ("mlp_up.prep", "mlp-up: FP8 scale + bias → grid"),
         ("mlp_up.in", "mlp-up: input + weights (replicated)"),
         ("mlp_up.red", "mlp-up: partial-sum reduction"),
-        ("mlp_up.out", "mlp-up: output -> owners"),
-        ("mlp_down.prep", "mlp-down: FP8 scale + bias -> grid"),
+        ("mlp_up.out", "mlp-up: output → owners"),
+        ("mlp_down.prep", "mlp-down: FP8 scale + bias → grid"),
         ("mlp_down.in", "mlp-down: input (replicated)"),
         ("mlp_down.w", "mlp-down: weights (replicated)"),
         ("mlp_down.red", "mlp-down: partial-sum reduction"),
-        ("mlp_down.out", "mlp-down: output -> owners (residual add)"),
+        ("mlp_down.out", "mlp-down: output → owners (residual add)"),
     ]
     end = len(steps)
     steps += [
-        ("post.ln", "post-norm parameters -> owners"),
-        ("map_kv.prep", "MAP head: FP8 scale + bias -> grid"),
-        ("map_kv.in", "MAP head: FP16 rows -> key/value projection (replicated) + weights"),
+        ("post.ln", "post-norm parameters → owners"),
+        ("map_kv.prep", "MAP head: FP8 scale + bias → grid"),
+        ("map_kv.in", "MAP head: FP16 rows → key/value projection (replicated) + weights"),
         ("map_kv.red", "MAP head: key/value partial-sum reduction"),
-        ("map_kv.out", "MAP head: key/value rows -> owners"),
-        ("map.heads", "MAP head: key/value head rows -> probe-attention tiles"),
-        ("map.reduce", "MAP head: probe-attention partials -> head roots"),
-        ("map.pool", "MAP head: pooled head outputs -> projection tiles"),
-        ("map.w", "MAP head: output projection weights -> projection tiles"),
-        ("head.out", "head: embedding -> output rows"),
-        ("output", "output: embedding -> IO tiles"),
+        ("map_kv.out", "MAP head: key/value rows → owners"),
+        ("map.heads", "MAP head: key/value head rows → probe-attention tiles"),
+        ("map.reduce", "MAP head: probe-attention partials → head roots"),
+        ("map.pool", "MAP head: pooled head outputs → projection tiles"),
+        ("map.w", "MAP head: output projection weights → projection tiles"),
+        ("head.out", "head: embedding → output rows"),
+        ("output", "output: embedding → IO tiles"),
     ]
     return steps, body, end
 
 
-def _replica_layout(low: MatmulLowering, b_of: np.ndarray, tpos: np.ndarray, widths: np.ndarray, tm_max: int,
+def _replica_layout(low: MatmulLowering, b_of: np.ndarray, tpos: np.ndarray, widths: np.ndarray, tm: int,
                     batch: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, list[int]]:
     """Where each (row, grain column) fragment of one replicated block X[m, k] lands on every replica, in listed
     order: (row index, column index, offset) per fragment, the replicas' extent and the native segment bounds.
 
     Layout [image][panel][token][the panel's columns]: a panel is ``panel`` grain columns (the last one may be
-    narrower), rows are packed inside it with no gap. With one panel per block (QKV, MLP-up) each source row's
-    fragments are contiguous on a replica, so a B1024 stream delivers them as one receive run longer than a short
-    receive, which the reference's final capture implies (1,314 separate short receives could not fit its 11,426
+    narrower), rows are packed inside it with no gap; ``tm`` is this M block's token count, so a group's
+    extent has no padding hole and every native segment is complete (an M block with fewer tokens simply has a
+    smaller extent: replicas of one group still share theirs). With one panel per block (QKV, MLP-up) each source
+    row's fragments are contiguous on a replica, so a B1024 stream delivers them as one receive run longer than a
+    short receive, which the reference's final capture implies (1,314 separate short receives could not fit its 11,426
     cycles; docs/ordering.md); with one-column panels every fragment is its own run.
     Listing: rows in runs of ``owner_run``; inside a run panel by panel, row by row, column by column (so
     ``owner_run = 1`` lists each source's fragments together). Native segments: image x panel, the row axis cut
@@ -108,9 +110,9 @@ def _replica_layout(low: MatmulLowering, b_of: np.ndarray, tpos: np.ndarray, wid
     panel_of = np.arange(w) // low.panel
     n_panels = int(panel_of[-1]) + 1
     pw = np.bincount(panel_of, weights=widths).astype(np.int64)  # bytes of one row in each panel
-    p0 = np.concatenate([[0], np.cumsum(pw)[:-1]]) * tm_max  # panel start inside an image
+    p0 = np.concatenate([[0], np.cumsum(pw)[:-1]]) * tm  # panel start inside an image
     c0 = np.concatenate([[0], np.cumsum(widths)[:-1]]) - np.concatenate([[0], np.cumsum(pw)[:-1]])[panel_of]
-    seg = tm_max * int(widths.sum())
+    seg = tm * int(widths.sum())
     ii, jj = np.meshgrid(np.arange(nrows), np.arange(w), indexing="ij")
     ii, jj = ii.reshape(-1), jj.reshape(-1)
     run = np.arange(nrows) // low.owner_run
@@ -118,7 +120,7 @@ def _replica_layout(low: MatmulLowering, b_of: np.ndarray, tpos: np.ndarray, wid
     ii, jj = ii[order], jj[order]
     pj = panel_of[jj]
     off = b_of[ii] * seg + p0[pj] + tpos[ii] * pw[pj] + c0[jj]
-    cuts = [int(c[0]) for c in np.array_split(np.arange(tm_max), min(low.row_blocks, tm_max))]
+    cuts = [int(c[0]) for c in np.array_split(np.arange(tm), min(low.row_blocks, tm))]
     bounds = sorted({b * seg + int(p0[p]) + c * int(pw[p]) for b in range(batch) for p in range(n_panels)
                      for c in cuts} | {batch * seg})
     return ii, jj, off, batch * seg, bounds
@@ -244,7 +246,6 @@ class Lowering:
         p_prep, p_in, p_red, p_out = i[f"{name}.prep"], i[f"{name}.in"], i[f"{name}.red"], i[f"{name}.out"]
         p_w = i.get(f"{name}.w", p_in)
         wspace = self.w_static if name in ("embed", "map_kv") else self.w_layer
-        tm_max = max(b.shape[0] for b in tblocks)
         batch = self.batch
 
         # reduction chunks: N-block n is cut into K column chunks; chunk j = n*K + c is reduced on the j-th tile
@@ -281,7 +282,7 @@ class Lowering:
             tpos = np.tile(np.arange(ntm), batch)
             r = rows.row(b_of, tb[tpos])
             for k, kb in enumerate(kblocks):
-                ii, jj, off, extent, bounds = _replica_layout(low, b_of, tpos, col_bytes[kb], tm_max, batch)
+                ii, jj, off, extent, bounds = _replica_layout(low, b_of, tpos, col_bytes[kb], ntm, batch)
                 c = kb[jj]
                 rr = r[ii]
                 dst = grid[m, :, k]

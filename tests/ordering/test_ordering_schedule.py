@@ -98,7 +98,7 @@ def test_workload_shapes(mode: str) -> None:
 
 def test_large_phase_uses_neighbourhoods_and_keeps_incumbent() -> None:
     phase = replica_phase(groups=8, replicas=10, fragments=200, sources=16, weight_words=2500, tiles=256)
-    ps = schedule_phase(phase, MACHINE, "cpsat", SolverParams(time_limit=3.0, workers=2),
+    ps = schedule_phase(phase, MACHINE, "cpsat", SolverParams(time_limit=1.5, workers=2),
                         OrderingParams(exact_chunks=10))
     assert ps.method == "neighbourhood"
     assert ps.horizon <= ps.greedy_horizon

@@ -47,7 +47,11 @@ def test_generator_is_deterministic():
 
 
 def test_twin_is_proved_infeasible():
-    pieces = perfect_packing(60, seed=1)
+    for pieces in (perfect_packing(60, seed=1), perfect_packing(60, seed=1, holes=0.4)):
+        _assert_infeasible_twin(pieces)
+
+
+def _assert_infeasible_twin(pieces):
     t = twin(pieces, seed=1)
     assert sum(p.size for p in t) == sum(p.size for p in pieces) + 32
     problem = parse_minimalloc_csv(minimalloc_csv(t), f"twin.{CAPACITY}.csv")

@@ -1,0 +1,123 @@
+"""Every malformed-input case of cases.py through the real ``placer`` entry point, in a subprocess: the README's
+exit code, one stderr line naming the file, the field and the value, no traceback, the pre-existing ``-o`` file
+unchanged and no temporary file left. The cases run concurrently once per session; each test checks one."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from .cases import CASES, Case
+
+ROOT = Path(__file__).parents[2]
+DEMO = ROOT / "examples" / "relay-demo.json"
+SENTINEL = b"pre-existing output: must survive every failed command\n"
+
+
+def entry_point() -> list[str]:
+    script = Path(sys.executable).parent / "placer"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "placer.cli"]
+
+
+def run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    # progress lines only for steps slower than an hour: stderr holds the error line alone
+    env = {**os.environ, "PLACER_PROGRESS_SECONDS": "3600"}
+    return subprocess.run([*entry_point(), *argv], capture_output=True, text=True, timeout=300, cwd=cwd, env=env)
+
+
+def _dumps(doc: Any) -> bytes:
+    return json.dumps(doc).encode()  # json, not orjson: the cases hold integers beyond 64 bits
+
+
+def _write_case_file(case: Case, f: Path, capture_doc: Any, capture_raw: bytes, plan_doc: Any) -> None:
+    if case.text is not None:
+        f.write_text(case.text)
+    elif isinstance(case.data, bytes):
+        f.write_bytes(case.data)
+    elif case.data is not None:
+        if getattr(case.data, "plan", False):
+            f.write_bytes(_dumps(case.data(plan_doc)))
+        elif getattr(case.data, "capture", False):
+            f.write_bytes(_dumps(case.data(capture_doc)))
+        else:
+            f.write_bytes(case.data(capture_raw))
+
+
+@pytest.fixture(scope="session")
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[subprocess.CompletedProcess[str], Path]]:
+    tmp = tmp_path_factory.mktemp("malformed")
+    cap = tmp / "relay-demo.json"
+    shutil.copy(DEMO, cap)
+    plan = tmp / "plan.json"
+    made = run(["solve", str(cap), "--mode", "greedy", "-o", str(plan)], tmp)
+    assert made.returncode == 0, made.stderr
+    greedy700 = tmp / "greedy700.json"
+    made = run(["solve", str(cap), "--mode", "greedy", "--budget", "700", "-o", str(greedy700)], tmp)
+    assert made.returncode == 4, made.stderr  # the production rule breaks 700 B; its plan is still written
+    csv = tmp / "small.1024.csv"
+    csv.write_text("id,lower,upper,size\nb1,0,3,4\nb2,3,9,4\n")
+    shared_dir = tmp / "adir"
+    shared_dir.mkdir()
+    capture_raw = cap.read_bytes()
+    capture_doc, plan_doc = orjson.loads(capture_raw), orjson.loads(plan.read_bytes())
+
+    jobs = []
+    for case in CASES:
+        sub = tmp / case.id
+        sub.mkdir()
+        out = sub / "out.json"
+        out.write_bytes(SENTINEL)
+        f = sub / case.name
+        if "symlink" in case.extra:
+            f.symlink_to(case.extra["symlink"].format(cap=cap))
+        else:
+            _write_case_file(case, f, capture_doc, capture_raw, plan_doc)
+        argv = case.argv.format(cap=cap, plan=plan, csv=csv, out=out, dir=shared_dir, f=f, tmp=sub,
+                                greedy700=greedy700).split()
+        jobs.append((case.id, argv, sub))
+    with ThreadPoolExecutor(4) as pool:
+        done = pool.map(lambda job: (job[0], run(job[1], job[2]), job[2]), jobs)
+        return {cid: (res, sub) for cid, res, sub in done}
+
+
+def test_at_least_80_cases() -> None:
+    assert len(CASES) >= 80 and len({c.id for c in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_case(case: Case, outcomes: dict[str, tuple[subprocess.CompletedProcess[str], Path]]) -> None:
+    res, sub = outcomes[case.id]
+    shown = f"exit {res.returncode}\nstdout: {res.stdout[-600:]}\nstderr: {res.stderr}"
+    assert res.returncode == case.code, shown
+    assert "Traceback" not in res.stderr and "Traceback" not in res.stdout, shown
+    if case.code == 2:
+        lines = res.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: "), shown
+        for text in case.says:
+            assert text in lines[0], (text, shown)
+    for text in case.stdout_says:
+        assert text in res.stdout, (text, shown)
+    assert (sub / "out.json").read_bytes() == SENTINEL, "the pre-existing -o file changed"
+    left = [p.name for p in sub.iterdir() if p.name.endswith(".tmp")]
+    assert not left, f"temporary files left: {left}"
+
+
+def test_symlink_output_is_written_through(tmp_path: Path) -> None:
+    """A link as -o: the file it points to gets the plan, the link stays a link (docs/robustness.md)."""
+    target = tmp_path / "real.json"
+    target.write_bytes(SENTINEL)
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    res = run(["solve", str(DEMO), "--mode", "greedy", "-o", str(link)], tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert link.is_symlink() and orjson.loads(target.read_bytes())["kind"] == "placer-plan"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.json", "real.json"]

@@ -1,0 +1,60 @@
+"""SIGINT and SIGTERM during a CP-SAT solve of the small demo: exit 130 / 143, one line saying so with the status,
+the best plan so far written only if it validates, and no temporary file left behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from placer.capture.io import read_capture
+from placer.machine import load_machine
+from placer.validation.plan import bind_plan, parse_plan
+from placer.validation.validator import validate
+
+ROOT = Path(__file__).parents[2]
+DEMO = ROOT / "examples" / "relay-demo.json"
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["INT", "TERM"])
+def test_signal_during_cpsat(sig: signal.Signals, code: int, tmp_path: Path) -> None:
+    out = tmp_path / "plan.json"
+    script = Path(sys.executable).parent / "placer"
+    argv = [str(script)] if script.exists() else [sys.executable, "-m", "placer.cli"]
+    # a long limit: the search is still running when the signal comes; the progress lines announce the stage
+    proc = subprocess.Popen([*argv, "solve", str(DEMO), "--budget", "700", "--time-limit", "120", "-o", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                            env={**os.environ, "PLACER_PROGRESS_SECONDS": "0"})
+    assert proc.stderr is not None
+    lines = []
+    deadline = time.monotonic() + 120
+    for line in proc.stderr:  # wait until CP-SAT runs (the line before its first stage)
+        lines.append(line)
+        if "cost incumbent candidates" in line or "cp-sat stage" in line or time.monotonic() > deadline:
+            break
+    time.sleep(1.0)
+    started = time.monotonic()
+    proc.send_signal(sig)
+    stdout, err_rest = proc.communicate(timeout=60)
+    stopped_in = time.monotonic() - started
+    err = "".join(lines) + err_rest
+    assert proc.returncode == code, (proc.returncode, err, stdout)
+    assert "Traceback" not in err
+    assert stopped_in < 30, f"took {stopped_in:.1f} s to stop"
+    last = [line for line in err.splitlines() if line.startswith("interrupted by")]
+    assert len(last) == 1 and sig.name in last[0] and "cp-sat" in last[0], err
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    if out.exists():  # written only when valid: check it independently
+        cap = read_capture(DEMO)
+        plan = parse_plan(orjson.loads(out.read_bytes()), str(out))
+        bind_plan(plan, cap, str(out))
+        assert validate(cap, plan, load_machine()).valid
+        assert "written to" in last[0]
+    else:
+        assert "nothing written" in last[0]
