@@ -55,6 +55,9 @@ def ray_session(address: str | None = None) -> Iterator[Any]:
         if target is not None:
             ray.init(address=target, **quiet)
         else:
+            # Ray's memory monitor kills the newest task when the *machine* passes 95 % memory, counting everyone's
+            # processes: on a shared machine it killed sweep jobs that used little (set the variable to re-enable)
+            os.environ.setdefault("RAY_memory_monitor_refresh_ms", "0")
             temp = tempfile.mkdtemp(prefix="placer-ray-")
             ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=False, _temp_dir=temp,
                      object_store_memory=OBJECT_STORE_BYTES, **quiet)
@@ -105,7 +108,7 @@ def ray_map(fn: Callable[..., Any], items: Sequence[Any], *, shared: Sequence[An
     with ray_session(address) as ray:
         check_task_cpus(ray, cpus, "the work")
         refs = [ray.put(v) for v in shared]
-        task = ray.remote(fn).options(num_cpus=cpus, max_retries=0)
+        task = ray.remote(fn).options(num_cpus=cpus, max_retries=1)  # a dead worker only; exceptions are not retried
         futures = [task.remote(*refs, item) for item in items]
         try:
             return list(ray.get(futures))

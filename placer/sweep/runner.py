@@ -125,8 +125,8 @@ def _run_ray(spec: SweepSpec, pending: list[Job], machine: Machine, address: str
                 done(job, JobOutput(error=errors[job.workload]))
                 continue
             cpus = spec.config.workers if job.mode == "cpsat" else 1
-            # no retries: a job that crashed its worker would most likely crash the next one too
-            ref = task.options(num_cpus=cpus, max_retries=0).remote(job, refs[job.workload], machine_ref, spec.config)
+            # one retry when the worker died (killed, out of memory); an exception in the job is never retried
+            ref = task.options(num_cpus=cpus, max_retries=1).remote(job, refs[job.workload], machine_ref, spec.config)
             futures[ref] = job
         while futures:
             ready, _ = ray.wait(list(futures), num_returns=1)
