@@ -35,4 +35,6 @@ class InputError(ValueError):
         self.where = where
         parts = [p for p in (path, where) if p]
         prefix = ": ".join(parts)
-        super().__init__(f"{prefix}: {message}" if prefix else message)
+        text = f"{prefix}: {message}" if prefix else message
+        # one line whatever the input held: a key or value with a line break is shown escaped
+        super().__init__(text.replace("\r", "\\r").replace("\n", "\\n"))
