@@ -54,7 +54,7 @@ def main() -> None:
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     size = html.stat().st_size
-    print(f"placer report, SigLIP b2 (64 phases, two plans, compare over 4 budgets): median of {args.runs}: "
+    print(f"placer report, SigLIP b2 (whole program, two plans, compare over 4 budgets): median of {args.runs}: "
           f"wall {statistics.median(walls):.1f} s, CPU {statistics.median(cpus):.1f} s; page {size / 2**20:.2f} MiB "
           f"(limits: 15 s, 20 MB); load average {os.getloadavg()[0]:.1f}")
 
