@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from placer.errors import InputError
+from placer.fileio import read_text
 from placer.units import format_size, parse_size
 
 MODES = ("greedy", "cpsat")
@@ -146,12 +147,7 @@ class SweepSpec:
 def load_spec(path: str | Path) -> SweepSpec:
     """Read and validate a sweep file; relative paths inside it are taken from the file's folder."""
     p = Path(path)
-    try:
-        text = p.read_text()
-    except FileNotFoundError:
-        raise InputError("no such file", path=str(p)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read ({getattr(exc, 'strerror', None) or exc})", path=str(p)) from None
+    text = read_text(p)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
