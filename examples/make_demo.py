@@ -1,8 +1,9 @@
 """Regenerate examples/relay-demo.json: a small program whose replicated operands overflow a 700-byte table budget.
 
 Two phases, each with four replica groups of 48 fragments on disjoint tiles (one of them unbalanced), one Repeat
-over both phases, a live allocation per tile. The production rule cannot lower the worst tile (its groups tie), so
-the greedy plan does not fit; CP-SAT finds one that does.
+over both phases, a live allocation per tile. The phases' padding holes differ, so their rows are not the same
+instructions and no tile can share one table between them (BRIEF §3). The production rule cannot lower the worst
+tile (its groups tie), so the greedy plan does not fit; CP-SAT finds one that does.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def demo() -> Capture:
         for g in range(4):
             first = 8 * g
             parts.append(group(pid, list(range(first, first + 4)), list(range(first + 4, first + 8)),
-                               48 + 8 * (g == 0), {5, 17}, 0x60000 + 0x8000 * pid))
+                               48 + 8 * (g == 0), {5 + 2 * pid, 17 + 2 * pid}, 0x60000 + 0x8000 * pid))
         phases.append(Phase.concat(pid, parts))
     tiles = 48
     alloc = Allocations(

@@ -51,6 +51,9 @@ class CostConstants:
     send_control_cycles: int
     receive_control_cycles: int
     pointer_reset_cycles: int
+    share_phase_tables: int  # 1: identical rows of two phases on a tile share one table (BRIEF §3); 0: never
+    shared_second_patch_bytes: int
+    shared_later_patch_bytes: int
 
 
 @dataclass(frozen=True)
@@ -134,10 +137,12 @@ _RANGES: dict[str, tuple[int, int]] = {
     "exchange.bytes_per_cycle": (1, 1 << 16), "exchange.max_transfer_words": (1, 4148),
     "exchange.send_count_words": (1, 4148),
     "budget.table_bytes": (1, _INT_MAX), "budget.fragments": (1, _INT_MAX),
-    "cost.table_rounding": (1, 1 << 16),
+    "cost.table_rounding": (1, 1 << 16), "cost.share_phase_tables": (0, 1),
     "geometry.rows": (1, 1 << 20), "geometry.row_stride": (1, _INT_MAX),
 }
 _TOP_KEYS = {"name", "tiles", "clock_hz", "local_pack", *_SECTIONS}
+# fields a machine file may leave out (added after machine files existed): the reference's values
+_DEFAULTS = {"cost.share_phase_tables": 1, "cost.shared_second_patch_bytes": 12, "cost.shared_later_patch_bytes": 4}
 
 
 def load_machine(spec: str | Path | None = None) -> Machine:
@@ -161,6 +166,8 @@ def load_machine(spec: str | Path | None = None) -> Machine:
 def _machine_from_dict(data: dict[str, Any], where: str) -> Machine:
     def need(table: dict[str, Any], key: str, section: str) -> int:
         field = f"{section}{key}"
+        if key not in table and field in _DEFAULTS:
+            return _DEFAULTS[field]
         if key not in table:
             raise InputError("missing field", path=where, where=field)
         value = table[key]

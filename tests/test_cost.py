@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from dataclasses import replace
+
 from placer.capture.model import PAIRED64, Capture, Phase, Repeat
 from placer.machine import load_machine
 from placer.problem.cost import program_cost, receive_resets, tile_counters
@@ -72,7 +74,7 @@ def test_paired64_splits_transmit_with_partner_lane() -> None:
 
 def test_program_totals_repeat_body_stored_once_cycles_per_iteration() -> None:
     a = phase([(0, [(1, 0)], 8)], pid=0)
-    b = phase([(0, [(1, 0)], 8)], pid=1)
+    b = phase([(0, [(1, 0)], 9)], pid=1)  # not the same row as a's (9 words), so nothing is shared
     cap = Capture(tile_count=T, phases=[a, b], repeat=Repeat((1,), 27))
     cost = program_cost(cap, M)
     assert cost.table_bytes[0] == 16 + 16  # each stored phase once
@@ -90,3 +92,73 @@ def test_row_estimate_sums_phase_maxima_not_one_tile() -> None:
     cost = program_cost(cap, M)
     assert cost.worst_table() == 24
     assert cost.row_estimate == 48
+
+
+# -- shared phase tables (BRIEF §3, the finer per-tile estimator) ------------------------------------------------
+
+def sharing_program(*phases: Phase, machine=M) -> tuple[np.ndarray, np.ndarray]:
+    cost = program_cost(Capture(tile_count=T, phases=list(phases)), machine)
+    return cost.table_bytes, cost.charged
+
+
+def test_identical_rows_share_one_table_for_free() -> None:
+    # same instructions, same addresses: the second phase patches nothing and costs nothing on either tile
+    total, charged = sharing_program(phase([(0, [(1, 100)], 8)], 0), phase([(0, [(1, 100)], 8)], 1))
+    assert charged[:, :2].tolist() == [[16, 24], [0, 0]]
+    assert total[:2].tolist() == [16, 24]
+
+
+def test_second_use_pays_12_per_patch_later_uses_4() -> None:
+    # the receive lands elsewhere each time: one patched address (the pointer reset); the sender patches nothing
+    rows = [phase([(0, [(1, 100 + 64 * i)], 8)], i) for i in range(4)]
+    total, charged = sharing_program(*rows)
+    assert charged[:, 1].tolist() == [24, 16, 8, 8]  # 12 -> 16 (rounded to 8), then 4 -> 8
+    assert charged[:, 0].tolist() == [16, 0, 0, 0]
+    assert total[1] == 56
+
+
+def test_sharing_dearer_than_own_rows_is_not_taken() -> None:
+    # three sends from three new source addresses: 3 patches x 12 = 36 -> 40 bytes, above the row's own 32
+    def three(pid: int, base: int) -> Phase:
+        return Phase.build(pid, [0, 0, 0], [8, 8, 8], [1, 1, 1], [1, 2, 3], [0, 0, 0], [base, base + 64, base + 128])
+
+    _, charged = sharing_program(three(0, 0), three(1, 1024))
+    assert charged[:, 0].tolist() == [32, 32]
+    assert charged[1, 1:4].tolist() == [0, 0, 0]  # the receivers' rows are the same as before: shared for free
+
+
+def test_different_rows_are_not_shared() -> None:
+    # a different word count, a different source, an extra receive: each is another row
+    base = phase([(0, [(1, 100)], 8)], 0)
+    for other in (phase([(0, [(1, 100)], 9)], 1), phase([(2, [(1, 100)], 8)], 1),
+                  phase([(0, [(1, 100)], 8), (0, [(1, 132)], 8)], 1)):
+        _, charged = sharing_program(base, other)
+        assert charged[1, 1] == tile_counters(other, M, T).table_bytes[1]
+
+
+def test_a_phase_reading_per_iteration_addresses_is_never_shared() -> None:
+    a = phase([(0, [(1, 100)], 8)], 0)
+    per_layer = Phase.build(1, [0], [8], [1], [1], [100], [0, 4096], src_counts=[2])
+    _, charged = sharing_program(a, per_layer)
+    assert charged[1, :2].tolist() == [16, 24]
+    same_address = Phase.build(1, [0], [8], [1], [1], [100], [0, 0], src_counts=[2])  # listed twice, never varies
+    _, charged = sharing_program(a, same_address)
+    assert charged[1, :2].tolist() == [0, 0]
+
+
+def test_sharing_can_be_switched_off_in_the_machine_file() -> None:
+    off = replace(M, cost=replace(M.cost, share_phase_tables=0))
+    total, charged = sharing_program(phase([(0, [(1, 100)], 8)], 0), phase([(0, [(1, 100)], 8)], 1), machine=off)
+    assert charged[:, :2].tolist() == [[16, 24], [16, 24]] and total[1] == 48
+
+
+def test_pinned_rows_are_every_saving_use_and_its_first_use() -> None:
+    cost = program_cost(Capture(tile_count=T, phases=[phase([(0, [(1, 100)], 8)], 0), phase([(2, [(3, 0)], 8)], 1),
+                                                      phase([(0, [(1, 100)], 8)], 2)]), M)
+    assert cost.sharing is not None
+    pinned = cost.sharing.pinned()
+    assert np.flatnonzero(pinned[0]).tolist() == [0, 1] and not pinned[1].any()
+    assert np.flatnonzero(pinned[2]).tolist() == [0, 1]
+    assert cost.sharing.shared_phases() == {0, 2}
+    # the row estimate (Σ of phase maxima) is the reference's coarse figure: no sharing in it
+    assert cost.row_estimate == 24 + 24 + 24

@@ -29,7 +29,7 @@ class ReplicaGroup:
     nbytes: np.ndarray  # int64 bytes of each transfer
     sources: np.ndarray  # int32 source tile of each transfer
     extent: int  # E: the replica extent in bytes (panel hint's, when given, else the end of the last fragment)
-    hint: PanelHint | None = None
+    hint: PanelHint | None = None  # the capture's panel hint (``splits = False``: the operand has no native panels)
 
     @property
     def fragments(self) -> int:
@@ -139,7 +139,7 @@ def _check_group(
         return reject("nothing to gain: every fragment is already its own contiguous run", 0)
     extent = int(off_s[-1] + nb_s[-1])
     hint = hints.get((phase.phase, tuple(int(t) for t in replicas)))
-    if hint is not None:
+    if hint is not None and hint.splits:
         if hint.boundaries[-1] < extent:
             return reject(f"panel hint extent {hint.boundaries[-1]} is shorter than the data ({extent})", 0)
         extent = hint.boundaries[-1]

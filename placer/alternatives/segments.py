@@ -47,7 +47,7 @@ def _from_bounds(group: ReplicaGroup, bounds: np.ndarray) -> Segmentation:
 
 
 def native(group: ReplicaGroup) -> Segmentation:
-    if group.hint is not None:
+    if group.hint is not None and group.hint.splits:
         return _from_bounds(group, np.asarray(group.hint.boundaries, dtype=np.int64))
     return _from_bounds(group, _inferred_cuts(group))
 

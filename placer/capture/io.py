@@ -391,12 +391,18 @@ def _panels(raw: Any, path: str) -> list[PanelHint]:
     out = []
     for i, p in enumerate(raw):
         try:
-            bounds = tuple(int(b) for b in p["boundaries"])
+            splits = p.get("splits", True)
+            if not isinstance(splits, bool):
+                raise TypeError
+            bounds = tuple(int(b) for b in p.get("boundaries", [] if splits is False else None))
             hint = PanelHint(int(p["phase"]), tuple(sorted(int(t) for t in p["tiles"])), bounds,
-                             str(p.get("operand", "")))
-        except (KeyError, TypeError, ValueError):
-            raise InputError("must be {phase, tiles, boundaries[, operand]}", path=path,
+                             str(p.get("operand", "")), splits)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise InputError("must be {phase, tiles, boundaries[, operand][, splits]}", path=path,
                              where=f"{where}[{i}]") from None
+        if not splits and not bounds:
+            out.append(hint)
+            continue
         if len(bounds) < 2 or bounds[0] != 0 or any(b <= a for a, b in itertools.pairwise(bounds)):
             raise InputError(f"boundaries must rise strictly from 0, got {list(bounds)[:6]}", path=path,
                              where=f"{where}[{i}]")
@@ -427,7 +433,7 @@ def capture_to_json(capture: Capture) -> dict[str, Any]:
     if capture.panels:
         ext["panels"] = [
             {"phase": h.phase, "tiles": list(h.tiles), "boundaries": list(h.boundaries),
-             **({"operand": h.operand} if h.operand else {})}
+             **({"operand": h.operand} if h.operand else {}), **({} if h.splits else {"splits": False})}
             for h in capture.panels
         ]
     if ext:

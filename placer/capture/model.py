@@ -228,13 +228,16 @@ class PanelHint:
     """Extension: panel (native segment) boundaries of a replicated operand.
 
     Identifies the replica group by phase and sorted destination set; ``boundaries`` are byte offsets relative to the
-    replicas' base address, strictly increasing, starting at 0 and ending at the extent.
+    replicas' base address, strictly increasing, starting at 0 and ending at the extent. ``splits = False`` says
+    the operand does *not* split into native panels on its replicas (e.g. row-major weights, whose column panels
+    are strided): the production rule keeps such a group direct, and ``boundaries`` may then be empty.
     """
 
     phase: int
     tiles: tuple[int, ...]
     boundaries: tuple[int, ...]
     operand: str = ""
+    splits: bool = True
 
 
 @dataclass(eq=False)

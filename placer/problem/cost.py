@@ -11,9 +11,10 @@ Per tile and phase:
   XOR 1, i.e. physical XOR 2), so its bytes are charged half to the sender's lane and half to the partner's.
 
 Tiles idle in a phase (no send, no receive) pay nothing for it: their table holds no entry for that phase.
-Whole program: table bytes and fragments sum over stored phases (a Repeat body is stored once); cycles multiply
-each phase's estimate by the times it executes. Two whole-program table figures: the per-tile worst (what the budget
-is checked against) and the reference's row estimate, Σ over stored phases of each phase's maximum.
+Whole program: table bytes and fragments sum over stored phases (a Repeat body is stored once), a tile's identical
+phase rows sharing one table (``placer.problem.sharing``); cycles multiply each phase's estimate by the times it
+executes. Two whole-program table figures: the per-tile worst (what the budget is checked against, sharing
+included) and the reference's row estimate, Σ over stored phases of each phase's maximum (no sharing).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import numpy as np
 from placer.capture.model import PAIRED64, WORD_BYTES, Capture, Phase
 from placer.errors import InputError
 from placer.machine import Machine
+from placer.problem.sharing import Sharing, share_tables
 
 
 @dataclass(eq=False)
@@ -73,6 +75,11 @@ def receive_resets(dst_tile: np.ndarray, dst_addr: np.ndarray, dst_bytes: np.nda
 
 def tile_counters(phase: Phase, machine: Machine, tiles: int) -> PhaseCost:
     """Cost one phase: every counter of BRIEF §3 for every tile."""
+    return _phase_counters(phase, machine, tiles)[0]
+
+
+def _phase_counters(phase: Phase, machine: Machine, tiles: int) -> tuple[PhaseCost, np.ndarray]:
+    """The phase's counters and the pointer-reset flag of each of its receive entries."""
     c = machine.cost
     nbytes = phase.nbytes
     long = (phase.words > machine.exchange.send_count_words).astype(np.int64)
@@ -88,8 +95,8 @@ def tile_counters(phase: Phase, machine: Machine, tiles: int) -> PhaseCost:
     dst_bytes = nbytes[dst_transfer]
     receives = np.bincount(phase.dst_tile, minlength=tiles).astype(np.int64)
     rx = np.bincount(phase.dst_tile, weights=dst_bytes, minlength=tiles)
-    resets = np.bincount(phase.dst_tile, weights=receive_resets(phase.dst_tile, phase.dst_addr, dst_bytes),
-                         minlength=tiles).astype(np.int64)
+    reset_flags = receive_resets(phase.dst_tile, phase.dst_addr, dst_bytes)
+    resets = np.bincount(phase.dst_tile, weights=reset_flags, minlength=tiles).astype(np.int64)
 
     active = (sends + receives) > 0
     raw = (
@@ -114,7 +121,7 @@ def tile_counters(phase: Phase, machine: Machine, tiles: int) -> PhaseCost:
         rx_bytes=rx_b,
         table_bytes=table,
         cycles=phase_cycles(tx_b, rx_b, controls, machine) if phase.n else 0,
-    )
+    ), reset_flags
 
 
 def phase_cycles(tx_bytes: np.ndarray, rx_bytes: np.ndarray, controls: np.ndarray, machine: Machine) -> int:
@@ -125,13 +132,29 @@ def phase_cycles(tx_bytes: np.ndarray, rx_bytes: np.ndarray, controls: np.ndarra
 
 @dataclass(eq=False)
 class ProgramCost:
-    """The whole program: per-phase costs and the per-tile totals over stored phases."""
+    """The whole program: per-phase costs and the per-tile totals over stored phases.
+
+    ``table_bytes`` is each tile's table as the reference's per-tile estimator charges it, identical phase rows
+    shared (``placer.problem.sharing``); ``PhaseCost.table_bytes`` is each phase's own rows, unshared, and
+    ``charged`` (phases x tiles) what each phase's row is charged after sharing."""
 
     phases: list[PhaseCost]
     iterations: list[int]  # times each stored phase executes
     table_bytes: np.ndarray
     fragments: np.ndarray
     machine: Machine
+    sharing: Sharing | None = None
+
+    @property
+    def charged(self) -> np.ndarray:
+        if self.sharing is not None:
+            return self.sharing.charged
+        return np.stack([p.table_bytes for p in self.phases]) if self.phases else np.zeros((0, 0), np.int64)
+
+    def shared_savings(self) -> int:
+        """Bytes sharing saves on the worst tile (its unshared total minus its charged total)."""
+        t = self.worst_tile()
+        return int(sum(int(p.table_bytes[t]) for p in self.phases) - int(self.table_bytes[t]))
 
     @property
     def cycles(self) -> int:
@@ -170,18 +193,20 @@ def program_tiles(capture: Capture, machine: Machine) -> int:
 
 def program_cost(capture: Capture, machine: Machine) -> ProgramCost:
     tiles = program_tiles(capture, machine)
-    phases = [tile_counters(p, machine, tiles) for p in capture.phases]
-    table = np.zeros(tiles, np.int64)
+    counted = [_phase_counters(p, machine, tiles) for p in capture.phases]
+    phases = [pc for pc, _ in counted]
+    own = np.stack([pc.table_bytes for pc in phases]) if phases else np.zeros((0, tiles), np.int64)
+    sharing = share_tables(capture.phases, own, [r for _, r in counted], machine, tiles)
     frags = np.zeros(tiles, np.int64)
     for pc in phases:
-        table += pc.table_bytes
         frags += pc.fragments
     return ProgramCost(
         phases=phases,
         iterations=[capture.iterations(p.phase) for p in capture.phases],
-        table_bytes=table,
+        table_bytes=sharing.charged.sum(axis=0) if phases else np.zeros(tiles, np.int64),
         fragments=frags,
         machine=machine,
+        sharing=sharing,
     )
 
 

@@ -115,6 +115,9 @@ def reads_a_destination(phase: Phase) -> tuple[int, int] | None:
 
 def native_panels(group: ReplicaGroup) -> Segmentation | str:
     """The group's native panels (the capture's panel hint, else inferred), or why the operand does not split."""
+    if group.hint is not None and not group.hint.splits:
+        return (f"operand {group.hint.operand or '?'} does not split into native panels (its panels are not "
+                "contiguous on the replicas)")
     bounds = np.asarray(group.hint.boundaries, np.int64) if group.hint is not None else native(group).bounds
     ends = group.offsets + group.nbytes
     inner = bounds[1:-1]
@@ -341,6 +344,9 @@ def budget_plan(capture: Capture, scans: list[GroupScan], machine: Machine, tabl
     table = cost.table_bytes[:tiles].copy()
     frags = cost.fragments[:tiles].copy()
     phases = {p.phase: p for p in capture.phases}
+    # rows that share a table with another phase host nothing (``selection.problem.pinned_tiles``)
+    pins = cost.sharing.pinned() if cost.sharing is not None else np.zeros((len(capture.phases), tiles), bool)
+    pinned = {p.phase: pin for p, pin in zip(capture.phases, pins, strict=True)}
     states: dict[int, tuple[PhaseState, PhaseMemory, np.ndarray]] = {}
     groups = sorted((g for s in scans for g in s.groups), key=lambda g: (-g.fragments * g.replica_count, g.key()))
     done: set[tuple[int, int]] = set()
@@ -355,7 +361,7 @@ def budget_plan(capture: Capture, scans: list[GroupScan], machine: Machine, tabl
             phase = phases[group.phase]
             if group.phase not in states:
                 states[group.phase] = (PhaseState(phase, machine, tiles), PhaseMemory(capture, phase, machine),
-                                       np.zeros(tiles + 1, bool))
+                                       np.concatenate([pinned[group.phase][:tiles], [False]]))
             state, memory, hosting = states[group.phase]
             seg = native(group)
             picked = pick_hosts(group, seg.count, seg.segment_bytes(), hosting, memory, tiles,

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from placer.alternatives.groups import GroupScan, scan_capture
+from placer.alternatives.groups import GroupScan, Rejection, scan_capture
 from placer.alternatives.memory import PhaseMemory
 from placer.capture.model import Capture, Phase
 from placer.machine import Machine
@@ -72,15 +72,59 @@ class SelectionProblem:
         return sum(len(p.options) for p in self.phases)
 
 
+def pinned_tiles(direct: ProgramCost) -> np.ndarray:
+    """Per phase (capture order) and tile, whether the row takes part in a shared table (``Sharing.pinned``).
+    Changing such a row would change what another phase is charged, which the model's per-phase deltas do not
+    see, so the selection keeps these rows as they are: no relay is hosted there and no group whose replicas or
+    senders include one is offered an option."""
+    if direct.sharing is None:
+        return np.zeros((len(direct.phases), int(direct.table_bytes.shape[0])), bool)
+    return direct.sharing.pinned()
+
+
+def selection_scans(capture: Capture, direct: ProgramCost) -> list[GroupScan]:
+    """The replica groups the optimiser may relay: every eligible group, except those touching a pinned row
+    (``pinned_tiles``), which stay direct with the reason."""
+    scans = scan_capture(capture)
+    for pi, (scan, pin) in enumerate(zip(scans, pinned_tiles(direct), strict=True)):
+        if not pin.any():
+            continue
+        keep = []
+        for g in scan.groups:
+            touched = np.concatenate([g.replicas, g.sources]).astype(np.int64)
+            hit = touched[pin[touched]]
+            if hit.size == 0:
+                keep.append(g)
+                continue
+            t = int(hit[0])
+            why = f"tile {t}'s row shares its table with phase {_sharing_partner(direct, pi, t)}"
+            scan.rejected.append(Rejection(scan.phase, g.index, g.replica_count, g.fragments, why,
+                                           int(g.transfers[0])))
+        scan.groups = keep
+    return scans
+
+
+def _sharing_partner(direct: ProgramCost, p: int, t: int) -> int:
+    """The id of a phase whose table tile t's row in phase index p shares (its first use, or a later use)."""
+    assert direct.sharing is not None
+    first = direct.sharing.first_use
+    if first[p, t] >= 0:
+        return direct.phases[int(first[p, t])].phase
+    users = np.flatnonzero(first[:, t] == p)
+    return direct.phases[int(users[0])].phase if users.size else -1
+
+
 def build_problem(capture: Capture, machine: Machine, table_budget: int, fragment_limit: int, *,
                   scans: list[GroupScan] | None = None, local_pack: bool = True,
-                  max_counts: int = 4, aggregate: bool = True) -> SelectionProblem:
+                  max_counts: int = 4, aggregate: bool = True, direct: ProgramCost | None = None) -> SelectionProblem:
     tiles = program_tiles(capture, machine)
-    scans = scans if scans is not None else scan_capture(capture)
-    direct = program_cost(capture, machine)
+    direct = direct if direct is not None else program_cost(capture, machine)
+    scans = scans if scans is not None else selection_scans(capture, direct)
     problem = SelectionProblem(capture, machine, tiles, table_budget, fragment_limit, scans, direct)
+    pinned = pinned_tiles(direct)
     next_id = max(capture.phase_ids(), default=0) + 1
-    for phase, scan in track(zip(capture.phases, scans, strict=True), "option effects", len(scans), "phases"):
+    for pi, (phase, scan) in track(enumerate(zip(capture.phases, scans, strict=True)), "option effects", len(scans),
+                                   "phases"):
         if not scan.groups:
             continue
         state = PhaseState(phase, machine, tiles)
@@ -88,6 +132,7 @@ def build_problem(capture: Capture, machine: Machine, table_budget: int, fragmen
         options = [group_options(state, g, machine, local_pack=local_pack, max_counts=max_counts)
                    for g in scan.groups]
         gaps = memory.largest_gaps(tiles)
+        gaps[pinned[pi][:tiles]] = 0  # a pinned row hosts nothing (see pinned_tiles)
         problem.phases.append(PhaseData(phase, capture.iterations(phase.phase), state, memory, options,
                                         state.raw_table()[:tiles], gaps, next_id))
         next_id += 1

@@ -39,3 +39,74 @@ def phase_table(phase: Phase, tiles: int, machine: Machine) -> tuple[np.ndarray,
     )
     r = max(c.table_rounding, 1)
     return (raw + r - 1) // r * r, sends + receives
+
+
+def _rows(phase: Phase, tiles: int) -> tuple[list[bytes | None], list[np.ndarray]]:
+    """Per tile: an exact description of its row in the phase (sends' word counts; receives' source, word count and
+    pointer reset, all in listed order), None if the tile takes no part; and the addresses a shared use patches
+    (each send's source address, each pointer reset's destination address)."""
+    desc: list[bytes | None] = [None] * tiles
+    addrs: list[np.ndarray] = [np.zeros(0, np.int64)] * tiles
+    if phase.n == 0:
+        return desc, addrs
+    src = phase.source.astype(np.int64)
+    words = phase.words.astype(np.int64)
+    first_addr = phase.src_addr[phase.src_ptr[:-1]]
+    s_order = np.argsort(src, kind="stable")
+    s_bound = np.searchsorted(src[s_order], np.arange(tiles + 1))
+    dt = phase.dst_tile.astype(np.int64)
+    owner = np.repeat(np.arange(phase.n), np.diff(phase.dst_ptr))
+    r_order = np.argsort(dt, kind="stable")
+    t_sorted = dt[r_order]
+    a_sorted = phase.dst_addr[r_order]
+    end_sorted = a_sorted + WORD_BYTES * words[owner][r_order]
+    reset = np.ones(len(r_order), bool)
+    reset[1:] = (t_sorted[1:] != t_sorted[:-1]) | (a_sorted[1:] != end_sorted[:-1])
+    r_bound = np.searchsorted(t_sorted, np.arange(tiles + 1))
+    r_desc = np.stack([src[owner][r_order], words[owner][r_order], reset.astype(np.int64)], axis=1)
+    s_words = words[s_order]
+    s_addr = first_addr[s_order]
+    for t in np.flatnonzero((np.diff(s_bound) > 0) | (np.diff(r_bound) > 0)).tolist():
+        sa, sb, ra, rb = s_bound[t], s_bound[t + 1], r_bound[t], r_bound[t + 1]
+        desc[t] = s_words[sa:sb].tobytes() + b"/" + r_desc[ra:rb].tobytes()
+        addrs[t] = np.concatenate([s_addr[sa:sb], a_sorted[ra:rb][reset[ra:rb]]])
+    return desc, addrs
+
+
+def _varies_per_iteration(phase: Phase) -> bool:
+    counts = np.diff(phase.src_ptr)
+    return bool((phase.src_addr != np.repeat(phase.src_addr[phase.src_ptr[:-1]], counts)).any())
+
+
+def program_table(program: list[Phase], tiles: int, machine: Machine) -> tuple[np.ndarray, np.ndarray]:
+    """Per tile, the whole program's table bytes and fragments (each stored phase once), with the reference's
+    sharing of identical rows (BRIEF §3): the first use of a row costs its bytes, the second 12 bytes per patched
+    address, later uses 4 per patched address, rounded up, never more than the row's own bytes; a phase whose
+    sources change between Repeat iterations is never shared."""
+    c = machine.cost
+    r = max(c.table_rounding, 1)
+    table = np.zeros(tiles, np.int64)
+    frags = np.zeros(tiles, np.int64)
+    seen: list[dict[bytes, tuple[np.ndarray, int]]] = [{} for _ in range(tiles)]
+    for ph in program:
+        own, f = phase_table(ph, tiles, machine)
+        frags += f
+        if not c.share_phase_tables or _varies_per_iteration(ph):
+            table += own
+            continue
+        desc, addrs = _rows(ph, tiles)
+        charge = own.copy()
+        for t, d in enumerate(desc):
+            if d is None:
+                continue
+            first = seen[t].get(d)
+            if first is None:
+                seen[t][d] = (addrs[t], 1)
+                continue
+            a0, uses = first
+            patches = int((a0 != addrs[t]).sum())
+            per = c.shared_second_patch_bytes if uses == 1 else c.shared_later_patch_bytes
+            charge[t] = min(int(own[t]), (per * patches + r - 1) // r * r)
+            seen[t][d] = (a0, uses + 1)
+        table += charge
+    return table, frags

@@ -21,7 +21,7 @@ from placer.progress import task, track
 from placer.validation import intervals as iv
 from placer.validation.plan import Kernel, Plan, Relay, Segment, bind_plan, parse_plan
 from placer.validation.replay import Patterns, ReadIssue, Seq, Writes, replay
-from placer.validation.table import phase_table
+from placer.validation.table import program_table
 
 MAX_LINES = 20
 
@@ -598,12 +598,7 @@ def _check_budget(
     capture: Capture, program: list[Phase], plan: Plan, machine: Machine
 ) -> tuple[dict[str, Any], list[str]]:
     tiles = capture.tile_count
-    table = np.zeros(tiles, np.int64)
-    frags = np.zeros(tiles, np.int64)
-    for ph in program:
-        b, f = phase_table(ph, tiles, machine)
-        table += b
-        frags += f
+    table, frags = program_table(program, tiles, machine)
     wt = int(np.argmax(table))
     wf = int(np.argmax(frags))
     stats = {

@@ -74,7 +74,7 @@ class Program:
         self.kinds: list[Kind] = []
         self.parts: dict[int, list[Part]] = defaultdict(list)
         self.labels: dict[int, str] = {}
-        self.hints: list[tuple[int, np.ndarray, list[int], str]] = []
+        self.hints: list[tuple[int, np.ndarray, list[int], str, bool]] = []
         self.spaces: list[ParamSpace] = []
         # free bytes left above each tile's buffers: most tiles keep tens of KB, about a fifth only a little
         small = self.rng.random(self.tiles) < 0.2
@@ -121,6 +121,20 @@ class Program:
             done += take
         return holder, offset
 
+    def place_at(self, sp: ParamSpace, holder: object, nbytes: object) -> np.ndarray:
+        """Offsets of parameter pieces held by the given tiles (each tile's pieces packed in the order given)."""
+        holder = np.asarray(holder, np.int64)
+        size = -(-_arr(nbytes, holder.shape[0]) // 8) * 8
+        order = np.argsort(holder, kind="stable")
+        h, sz = holder[order], size[order]
+        first = np.r_[0, np.flatnonzero(np.diff(h)) + 1] if h.size else np.zeros(0, np.int64)
+        run = np.repeat(first, np.diff(np.r_[first, h.shape[0]]))
+        before = np.cumsum(sz) - sz
+        offset = np.empty(holder.shape[0], np.int64)
+        offset[order] = sp.load[h] + before - before[run]
+        np.add.at(sp.load, holder, size)
+        return offset
+
     # ---- transfers ----------------------------------------------------------------------------------------
     def add(self, phase: int, source: object, nbytes: object, src_kind: object, src_off: object,
             dst_counts: object, dst_tile: object, dst_kind: object, dst_off: object) -> None:
@@ -143,8 +157,8 @@ class Program:
         part.words = part.words // 4
         self.parts[phase].append(part)
 
-    def hint(self, phase: int, tiles: np.ndarray, boundaries: list[int], operand: str) -> None:
-        self.hints.append((phase, np.asarray(tiles), boundaries, operand))
+    def hint(self, phase: int, tiles: np.ndarray, boundaries: list[int], operand: str, splits: bool = True) -> None:
+        self.hints.append((phase, np.asarray(tiles), boundaries, operand, splits))
 
     # ---- resolution ---------------------------------------------------------------------------------------
     def layout(self) -> np.ndarray:
@@ -231,8 +245,8 @@ class Program:
         allocations = Allocations(
             tile=tile_col[srt], start=np.concatenate(start)[srt], end=np.concatenate(end)[srt],
             first=np.concatenate(first)[srt], last=np.concatenate(last)[srt], name=[names[i] for i in srt])
-        panels = [PanelHint(p, tuple(sorted(int(t) for t in tl)), tuple(int(b) for b in bd), op)
-                  for p, tl, bd, op in self.hints]
+        panels = [PanelHint(p, tuple(sorted(int(t) for t in tl)), tuple(int(b) for b in bd), op, sp)
+                  for p, tl, bd, op, sp in self.hints]
         return Capture(tile_count=self.tiles, phases=phases, phase_labels={p: self.labels[p] for p in order},
                        repeat=repeat, allocations=allocations, panels=panels)
 

@@ -295,8 +295,10 @@ class Lowering:
         x_kind = prog.kind(f"{name}.x", np.concatenate(x_tiles), np.concatenate(x_sizes), p_in, p_w, R1)
         self._patch_kind(p_in, x_kind)
 
-        # -- replicated weight blocks W[k, n] -> the M tiles of (:, n, k), cut at the holders' slices
-        s = low.weight_slice
+        # -- replicated weight blocks W[k, n] -> the M tiles of (:, n, k). A block lives, unreplicated, in slices on
+        # `homes` of the tiles that use it (the last M-blocks': the first M-block holds none), so a home's own
+        # slice never travels; each slice goes out in pieces of at most `weight_slice` bytes, multicast to the
+        # block's other M - 1 tiles, read at one source address per layer
         gk, gn = np.meshgrid(np.arange(k_blocks), np.arange(n_blocks), indexing="ij")
         gk, gn = gk.reshape(-1), gn.reshape(-1)
         # every K block of the weight holds the same padded row count (a multiple of 8): MLP-down's 4,304 rows are
@@ -304,16 +306,8 @@ class Lowering:
         k_elems = kd // spec.input_element_bytes(name)
         w_rows = -(-k_elems // (8 * k_blocks)) * 8
         gsize = w_rows * spec.weight_bytes * nsize[gn]
-        pieces = -(-gsize // s)
-        g = np.repeat(np.arange(gk.shape[0]), pieces)
-        idx = np.arange(g.shape[0]) - np.repeat(np.cumsum(pieces) - pieces, pieces)
-        plen = np.minimum(s, gsize[g] - idx * s)
-        holder, hoff = prog.place(wspace, plen)
-        dst = grid[:, gn[g], gk[g]].T  # (pieces, M)
         w_kind = prog.kind(f"{name}.w", grid[:, gn, gk].T.reshape(-1), np.repeat(gsize, m_blocks), p_w, p_w, R1)
-        prog.add(p_w, holder, plen, wspace.kind, hoff, m_blocks, dst.reshape(-1), w_kind,
-                 np.repeat(idx * s, m_blocks))
-
+        self._weight_pieces(p_w, name, low, wspace, w_kind, grid, gk, gn, gsize)
         # -- partial-sum reduction and output to the owners
         rm = np.array([batch * b.shape[0] for b in tblocks], np.int64)
         part_kind = prog.kind(f"{name}.partial", grid.reshape(-1),
@@ -348,6 +342,43 @@ class Lowering:
             col = out_col0 + n0[ch_n_a[jj]] + ch_col0_a[jj]
             prog.add(p_out, base + jj, cb, sum_kind, ri * cb, 1, rows.owner[rr], out.kind,
                      rows.slot[rr] * out.stride + col * PARTIAL_BYTES)
+
+    def _weight_pieces(self, phase: int, low_name: str, low: MatmulLowering, wspace: ParamSpace, w_kind: int,
+                       grid: np.ndarray, gk: np.ndarray, gn: np.ndarray, gsize: np.ndarray) -> None:
+        """Each block's slices on its homes (32-byte grains split evenly, the remainder on the last home), each
+        slice's pieces multicast from its home to the block's other replicas, block by block in listing order."""
+        m_blocks = grid.shape[0]
+        homes = min(low.homes(), m_blocks)
+        s = low.weight_slice
+        home_m = np.arange(m_blocks - homes, m_blocks)
+        src, plen, doff, dst = [], [], [], []
+        for b in range(gk.shape[0]):
+            tiles = grid[:, gn[b], gk[b]]
+            grains = int(gsize[b]) // GRAIN
+            share = np.array([grains // homes + (j < grains % homes) for j in range(homes)], np.int64) * GRAIN
+            share[-1] += int(gsize[b]) - int(share.sum())
+            start = np.concatenate([[0], np.cumsum(share)[:-1]])
+            for j in range(homes):
+                if share[j] == 0 or m_blocks == 1:
+                    continue
+                home = int(tiles[home_m[j]])
+                cuts = np.arange(0, int(share[j]), s, dtype=np.int64)
+                src.append(np.full(cuts.shape[0], home, np.int64))
+                plen.append(np.minimum(s, share[j] - cuts))
+                doff.append(start[j] + cuts)
+                others = np.delete(tiles, home_m[j])
+                dst.append(np.tile(others, (cuts.shape[0], 1)))
+                # row-major on every replica: its column panels are strided, so the operand has no native panels
+                self.prog.hint(phase, others, [], f"{low_name}.w", splits=False)
+        if not src:
+            return
+        source = np.concatenate(src)
+        nbytes = np.concatenate(plen)
+        # a home's pieces are contiguous in its copy of the layer's parameters
+        piece_home = self.prog.place_at(wspace, source, nbytes)
+        dsts = np.concatenate(dst)
+        self.prog.add(phase, source, nbytes, wspace.kind, piece_home, m_blocks - 1, dsts.reshape(-1), w_kind,
+                      np.repeat(np.concatenate(doff), m_blocks - 1))
 
     def _add_grains(self, phase: int, source: np.ndarray, nbytes: object, src_kind: int, src_off: object,
                     fan: int, dst_tile: np.ndarray, dst_kind: int, dst_off: np.ndarray) -> None:

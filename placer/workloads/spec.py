@@ -29,8 +29,14 @@ class MatmulLowering:
     panel: int = 1  # grain columns per native segment
     order: str = "k"  # grid axis that runs fastest in the tile numbering: "k" or "n"
     owner_run: int = 5  # token rows listed together per grain column (listing order; drives pointer resets)
-    weight_slice: int = 2048  # bytes per weight-holder slice (one weight transfer covers at most one slice)
+    weight_slice: int = 2048  # bytes per weight transfer at most (a home's slice is cut into such pieces)
     row_blocks: int = 1  # native segments cut each panel's row axis into this many blocks
+    weight_homes: int = 0  # tiles of its own M replicas that hold a weight block (0: M - 1, all but the first)
+
+    def homes(self) -> int:
+        """How many of a weight block's M replica tiles hold a slice of it (its "homes")."""
+        m = self.grid[0]
+        return self.weight_homes or max(1, m - 1)
 
     @property
     def tiles(self) -> int:
@@ -214,7 +220,8 @@ def _lowering(raw: Any, where: str, prefix: str) -> MatmulLowering:
     slice_bytes = _int(raw, "weight_slice", where, prefix, lo=32, hi=16384, default=2048)
     if slice_bytes % 32:
         raise InputError(f"must be a multiple of 32, got {slice_bytes}", path=where, where=f"{prefix}weight_slice")
-    unknown = set(raw) - {"grid", "panel", "order", "owner_run", "weight_slice", "row_blocks"}
+    homes = _int(raw, "weight_homes", where, prefix, lo=0, hi=max(1, grid[0]), default=0)
+    unknown = set(raw) - {"grid", "panel", "order", "owner_run", "weight_slice", "row_blocks", "weight_homes"}
     if unknown:
         raise InputError(f"unknown key(s) {sorted(unknown)}", path=where, where=prefix.rstrip("."))
     return MatmulLowering(
@@ -224,6 +231,7 @@ def _lowering(raw: Any, where: str, prefix: str) -> MatmulLowering:
         owner_run=_int(raw, "owner_run", where, prefix, default=5),
         weight_slice=slice_bytes,
         row_blocks=_int(raw, "row_blocks", where, prefix, default=1),
+        weight_homes=homes,
     )
 
 

@@ -1,6 +1,6 @@
-"""The generated batch-two programs against the reference's direct figures (BRIEF §8): every figure that needs no
-schedule (transfers, payload, estimated rows, the whole-program figures) stays inside the tolerance. Scheduled
-cycles and timed rows take minutes with the B1024 mirror: benchmarks/bench_workloads.py prints them."""
+"""The generated batch-two programs against the reference's direct figures (BRIEF §8): every figure stays inside the
+tolerance, except the few docs/workloads.md explains ("Why the figures still outside"), which are checked to be
+still outside -- so a change that brings one in (or pushes another out) shows up here."""
 
 from __future__ import annotations
 
@@ -11,6 +11,12 @@ from placer.machine import Machine
 from placer.workloads.calibration import TARGETS, TOLERANCE, Target, measure, phase_ids, render_rows
 
 FAST = [t for t in TARGETS if not t.slow]
+# the figures docs/workloads.md gives reasons for: the B1024 mirror's horizons of the weight-carrying phases and of
+# the MAP input, and two timed-row figures (phase 55's contradict BRIEF §8's own transfers and payload)
+KNOWN_OUT = {"siglip-so400m:qkv.in:all:cycles", "siglip-so400m:mlp_up.in:all:cycles",
+             "siglip-so400m:mlp_down.w:all:cycles", "siglip-so400m:mlp_down.w:all:timed_rows",
+             "siglip-so400m:mlp_down.in:all:timed_rows", "siglip-so400m:map_kv.in:all:cycles",
+             "pe-core-l14:map_kv.in:all:cycles"}
 
 
 def _id(t: Target) -> str:
@@ -23,10 +29,28 @@ def rows(siglip2: Capture, pe2: Capture, machine: Machine) -> dict[str, float]:
     return {_id(r.target): r.ratio for r in got}
 
 
+@pytest.fixture(scope="module")
+def scheduled(siglip2: Capture, pe2: Capture, machine: Machine) -> dict[str, float]:
+    slow = [t for t in TARGETS if t.slow]
+    got = measure(siglip2, machine, slow, "siglip-so400m") + measure(pe2, machine, slow, "pe-core-l14")
+    return {_id(r.target): r.ratio for r in got}
+
+
 @pytest.mark.parametrize("target", FAST, ids=_id)
 def test_figure_within_tolerance(rows: dict[str, float], target: Target) -> None:
     ratio = rows[_id(target)]
     assert abs(ratio - 1.0) <= TOLERANCE, f"{target.what} {target.metric}: ratio {ratio:.3f}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", [t for t in TARGETS if t.slow], ids=_id)
+def test_scheduled_figure(scheduled: dict[str, float], target: Target) -> None:
+    ratio = scheduled[_id(target)]
+    inside = abs(ratio - 1.0) <= TOLERANCE
+    if _id(target) in KNOWN_OUT:
+        assert not inside, f"{target.what} {target.metric} is now inside ({ratio:.3f}): update docs and KNOWN_OUT"
+    else:
+        assert inside, f"{target.what} {target.metric}: ratio {ratio:.3f}"
 
 
 def test_every_target_measured_and_phase_ids_stable() -> None:

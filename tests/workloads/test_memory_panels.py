@@ -64,7 +64,8 @@ def test_panel_hints_match_groups(siglip2: Capture) -> None:
     native = {16: 18, 50: 24, 54: 6}
     by_phase: dict[int, list] = {}
     for h in siglip2.panels:
-        by_phase.setdefault(h.phase, []).append(h)
+        if h.splits:  # the weights' hints say they do not split (checked in test_weight_hints_do_not_split)
+            by_phase.setdefault(h.phase, []).append(h)
     for phase, n in counts.items():
         hints = by_phase[phase]
         assert len(hints) == n
@@ -90,3 +91,14 @@ def test_panel_hints_match_groups(siglip2: Capture) -> None:
             # every replica receives at the same address (coordinate-preserving)
             for r in rows[:50]:
                 assert len(set(p.dst_addr[p.dst_ptr[r]:p.dst_ptr[r + 1]].tolist())) == 1
+
+
+def test_weight_hints_do_not_split(siglip2: Capture) -> None:
+    """Every weight multicast carries a hint saying its operand has no native panels (row-major blocks)."""
+    hints = {(h.phase, h.tiles): h for h in siglip2.panels if not h.splits}
+    assert hints and all(h.operand.endswith(".w") and not h.boundaries for h in hints.values())
+    p = siglip2.phase_by_id(16)
+    w = np.flatnonzero(p.fanout == 9)
+    for i in w[:: len(w) // 20].tolist():
+        tiles = tuple(sorted(p.dst_tile[p.dst_ptr[i]:p.dst_ptr[i + 1]].tolist()))
+        assert (16, tiles) in hints
