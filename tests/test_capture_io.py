@@ -98,7 +98,7 @@ phases = st.lists(
                  unique_by=lambda d: d[0]),  # the reader refuses a tile twice in one transfer
         st.integers(1, 4148),
         st.sampled_from(["Word32", "Paired64"]),
-    ),
+    ).filter(lambda tr: all(t != tr[0] for t, _ in tr[2])),  # nor its own source
     max_size=12,
 )
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from dataclasses import replace
+
+import numpy as np
 
 from placer.capture.model import PAIRED64, Capture, Phase, Repeat
 from placer.machine import load_machine

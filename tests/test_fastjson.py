@@ -32,7 +32,7 @@ transfer = st.tuples(
     st.lists(st.tuples(st.integers(0, 7), address), min_size=1, max_size=8, unique_by=lambda d: d[0]),  # fan-out
     st.integers(1, 4148),
     st.sampled_from(["Word32", "Paired64"]),
-)
+).filter(lambda tr: all(t != tr[0] for t, _ in tr[2]))  # the reader refuses a tile sending to itself
 phase_st = st.tuples(st.lists(transfer, max_size=8), st.one_of(st.none(), label_text))
 
 

@@ -113,7 +113,10 @@ def write_capture(capture: Capture, path: str | Path) -> None:
     write_capture_fast(capture, path)
 
 
-def capture_from_json(doc: Any, path: str = "<capture>") -> Capture:
+def capture_from_json(doc: Any, path: str = "<capture>", *, self_sends: bool = False) -> Capture:
+    """A capture from its parsed JSON, every field checked (``InputError`` names the file, field and value).
+    ``self_sends`` lets a transfer name its own source among its destinations (the validator reads a plan's
+    transfers this way, to report such a relay as an invalid plan rather than a malformed file)."""
     if not isinstance(doc, dict):
         raise InputError(f"top level must be an object, got {type(doc).__name__}", path=path)
     for key in ("schema_version", "tile_count", "phases"):
@@ -131,7 +134,7 @@ def capture_from_json(doc: Any, path: str = "<capture>") -> Capture:
     phases = []
     seen: set[int] = set()
     for k, raw in enumerate(doc["phases"]):
-        phase = _phase_from_json(raw, k, tiles, path)
+        phase = _phase_from_json(raw, k, tiles, path, self_sends)
         if phase.phase in seen:
             raise InputError(f"duplicate phase id {phase.phase}", path=path, where=f"phases[{k}].phase")
         seen.add(phase.phase)
@@ -160,7 +163,7 @@ def _is_int(x: Any) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def _phase_from_json(raw: Any, k: int, tiles: int, path: str) -> Phase:
+def _phase_from_json(raw: Any, k: int, tiles: int, path: str, self_sends: bool = False) -> Phase:
     where = f"phases[{k}]"
     if not isinstance(raw, dict):
         raise InputError("must be an object", path=path, where=where)
@@ -179,7 +182,7 @@ def _phase_from_json(raw: Any, k: int, tiles: int, path: str) -> Phase:
         _locate_error(transfers, tiles, path, where)
         raise InputError("malformed transfers", path=path, where=where) from None
     phase.extra = extra
-    _check_ranges(phase, tiles, path, where)
+    _check_ranges(phase, tiles, path, where, self_sends)
     return phase
 
 
@@ -253,7 +256,7 @@ def _check_int(value: Any, name: str, at: str, path: str, hi: int, lo: int = 0) 
         raise InputError(f"field '{name}' = {value} is outside {lo}..{hi}", path=path, where=at)
 
 
-def _check_ranges(phase: Phase, tiles: int, path: str, where: str) -> None:
+def _check_ranges(phase: Phase, tiles: int, path: str, where: str, self_sends: bool = False) -> None:
     """Vectorised range checks; on failure name the first offending transfer and its value."""
 
     def fail(mask: np.ndarray, rows: np.ndarray, msg: str, values: np.ndarray) -> None:
@@ -294,19 +297,22 @@ def _check_ranges(phase: Phase, tiles: int, path: str, where: str) -> None:
         bad = phase.src_addr + nbytes[src_rows] > ADDRESS_LIMIT
         if bad.any():
             fail(bad, src_rows, "source address {} + the transfer's bytes passes 2^32", phase.src_addr)
-        _check_destination_sets(phase, dst_rows, path, where)
+        _check_destination_sets(phase, dst_rows, path, where, self_sends)
     # numpy int64 -> the narrower in-memory dtypes, now that ranges are known to fit
     phase.source = phase.source.astype(np.int32)
     phase.words = phase.words.astype(np.int32)
     phase.dst_tile = phase.dst_tile.astype(np.int32)
 
 
-def _check_destination_sets(phase: Phase, dst_rows: np.ndarray, path: str, where: str) -> None:
-    """A transfer names each destination tile once.
-
-    A source among its own destinations is accepted: the workload generator (whose per-tile tables are
-    calibrated against the reference compiler's) emits ~35k of them in batch-one SigLIP, so refusing them would
-    refuse the project's own captures; see docs/capture.md."""
+def _check_destination_sets(phase: Phase, dst_rows: np.ndarray, path: str, where: str,
+                            self_sends: bool = False) -> None:
+    """A transfer names each destination tile once, and never its own source (a tile does not exchange with
+    itself: a copy to its own memory is not an exchange transfer)."""
+    own = phase.dst_tile == phase.source[dst_rows]
+    if own.any() and not self_sends:
+        k = int(np.flatnonzero(own)[0])
+        raise InputError(f"destination tile {int(phase.dst_tile[k])} is the transfer's own source", path=path,
+                         where=f"{where}, transfer {int(dst_rows[k])}")
     multi = np.flatnonzero(phase.fanout > 1)
     if multi.shape[0] == 0:
         return

@@ -49,7 +49,8 @@ def replica_phase(
     dst_base = 0xA0000  # clear of the reads below, so the phase has no dependencies
     per_owner = fragments // sources + 1
     for g in range(groups):
-        owners = rng.choice(tiles, size=sources, replace=False)
+        # owners outside the group: a tile never sends to itself
+        owners = rng.choice(np.setdiff1d(np.arange(tiles), members[g]), size=sources, replace=False)
         k = np.arange(fragments)
         src = owners[k % sources]  # strided: consecutive fragments come from different owners
         off = k * fragment_bytes

@@ -42,8 +42,9 @@ def inspect_summary(capture: Capture, machine_name: str, budget: int | None) -> 
         cost = program_cost(capture, machine)
     table_budget = machine.budget.table_bytes if budget is None else budget
     phases = []
-    for phase, pc, iters in track(zip(capture.phases, cost.phases, cost.iterations, strict=True), "multicast groups",
-                                  len(capture.phases), "phases"):
+    shared = cost.sharing.first_use >= 0 if cost.sharing is not None else None
+    for pi, (phase, pc, iters) in enumerate(track(zip(capture.phases, cost.phases, cost.iterations, strict=True),
+                                                  "multicast groups", len(capture.phases), "phases")):
         groups = multicast_groups(phase)
         phases.append({
             "phase": phase.phase,
@@ -57,6 +58,8 @@ def inspect_summary(capture: Capture, machine_name: str, budget: int | None) -> 
             "worst_fragments": int(pc.fragments.max(initial=0)),
             "cycles": pc.cycles,
             "iterations": iters,
+            # tiles whose row in this phase reuses an earlier phase's table (BRIEF §3, shared phase tables)
+            "shared_tiles": int(shared[pi].sum()) if shared is not None else 0,
         })
     worst = cost.worst_tile()
     return {
@@ -67,6 +70,7 @@ def inspect_summary(capture: Capture, machine_name: str, budget: int | None) -> 
             "transfers": capture.transfer_count(),
             "worst_tile": worst,
             "worst_table_bytes": cost.worst_table(),
+            "shared_savings_bytes": cost.shared_savings(),
             "row_estimate_bytes": cost.row_estimate,
             "table_budget": table_budget,
             "worst_fragment_tile": int(np.argmax(cost.fragments)),
@@ -111,7 +115,8 @@ def inspect(
     typer.echo(
         f"\nprogram: {prog['transfers']:,} transfers; worst tile {prog['worst_tile']}: "
         f"{prog['worst_table_bytes']:,} table bytes / {format_size(prog['table_budget'])} budget (per-tile worst, "
-        f"what the budget is checked against); row estimate (Σ of phase maxima) {prog['row_estimate_bytes']:,} B; "
+        f"what the budget is checked against; shared phase tables save {prog['shared_savings_bytes']:,} B there); "
+        f"row estimate (Σ of phase maxima, no sharing) {prog['row_estimate_bytes']:,} B; "
         f"fragment maximum {prog['worst_fragments']:,} / {prog['fragment_limit']:,} "
         f"(tile {prog['worst_fragment_tile']}); {prog['cycles']:,} cycles ({prog['ms']:.3f} ms); {verdict}"
     )

@@ -75,23 +75,24 @@ class SelectionProblem:
 def pinned_tiles(direct: ProgramCost) -> np.ndarray:
     """Per phase (capture order) and tile, whether the row takes part in a shared table (``Sharing.pinned``).
     Changing such a row would change what another phase is charged, which the model's per-phase deltas do not
-    see, so the selection keeps these rows as they are: no relay is hosted there and no group whose replicas or
-    senders include one is offered an option."""
+    see, so the selection keeps these rows as they are: no relay is hosted there, no group with such a replica is
+    offered an option, and a group with such a sender no local-pack option (a direct-receive gather leaves its
+    senders' rows as they were: the same sends, from the same addresses)."""
     if direct.sharing is None:
         return np.zeros((len(direct.phases), int(direct.table_bytes.shape[0])), bool)
     return direct.sharing.pinned()
 
 
 def selection_scans(capture: Capture, direct: ProgramCost) -> list[GroupScan]:
-    """The replica groups the optimiser may relay: every eligible group, except those touching a pinned row
-    (``pinned_tiles``), which stay direct with the reason."""
+    """The replica groups the optimiser may relay: every eligible group, except those with a replica whose row is
+    pinned (``pinned_tiles``), which stay direct with the reason."""
     scans = scan_capture(capture)
     for pi, (scan, pin) in enumerate(zip(scans, pinned_tiles(direct), strict=True)):
         if not pin.any():
             continue
         keep = []
         for g in scan.groups:
-            touched = np.concatenate([g.replicas, g.sources]).astype(np.int64)
+            touched = g.replicas.astype(np.int64)
             hit = touched[pin[touched]]
             if hit.size == 0:
                 keep.append(g)
@@ -129,8 +130,8 @@ def build_problem(capture: Capture, machine: Machine, table_budget: int, fragmen
             continue
         state = PhaseState(phase, machine, tiles)
         memory = PhaseMemory(capture, phase, machine)
-        options = [group_options(state, g, machine, local_pack=local_pack, max_counts=max_counts)
-                   for g in scan.groups]
+        options = [group_options(state, g, machine, local_pack=local_pack and not pinned[pi][g.sources].any(),
+                                 max_counts=max_counts) for g in scan.groups]
         gaps = memory.largest_gaps(tiles)
         gaps[pinned[pi][:tiles]] = 0  # a pinned row hosts nothing (see pinned_tiles)
         problem.phases.append(PhaseData(phase, capture.iterations(phase.phase), state, memory, options,

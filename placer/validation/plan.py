@@ -264,7 +264,7 @@ def _transfers(raw: list[Any], pid: int, capture: Capture, path: str, where: str
         "phases": [{"phase": pid, "transfers": raw}],
     }
     try:
-        return capture_from_json(mini, path).phases[0]
+        return capture_from_json(mini, path, self_sends=True).phases[0]  # the validator reports those itself
     except InputError as exc:
         prefix = ": ".join(p for p in (exc.path, exc.where) if p)
         msg = str(exc)[len(prefix) + 2 :] if prefix else str(exc)

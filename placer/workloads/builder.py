@@ -43,6 +43,7 @@ class ParamSpace:
     kind: int
     load: np.ndarray  # bytes of one copy held by each tile so far
     salt: int
+    planned: np.ndarray | None = None  # bytes each tile will still get as a weight home (place_at), known up front
 
 
 @dataclass
@@ -111,10 +112,11 @@ class Program:
         holder = np.empty(nbytes.shape[0], np.int64)
         offset = np.empty(nbytes.shape[0], np.int64)
         rot = (np.arange(self.tiles) - sp.salt) % self.tiles
+        ahead = sp.planned if sp.planned is not None else 0
         done = 0
         while done < nbytes.shape[0]:
             take = min(self.tiles, nbytes.shape[0] - done)
-            order = np.lexsort((rot, sp.load))[:take]
+            order = np.lexsort((rot, sp.load + ahead))[:take]
             holder[done:done + take] = order
             offset[done:done + take] = sp.load[order]
             sp.load[order] += size[done:done + take]
@@ -133,12 +135,16 @@ class Program:
         offset = np.empty(holder.shape[0], np.int64)
         offset[order] = sp.load[h] + before - before[run]
         np.add.at(sp.load, holder, size)
+        if sp.planned is not None:
+            np.subtract.at(sp.planned, holder, size)
         return offset
 
     # ---- transfers ----------------------------------------------------------------------------------------
     def add(self, phase: int, source: object, nbytes: object, src_kind: object, src_off: object,
             dst_counts: object, dst_tile: object, dst_kind: object, dst_off: object) -> None:
-        """Add transfers (listed in the given order); ``nbytes`` over the transfer limit are cut in pieces."""
+        """Add transfers (listed in the given order); ``nbytes`` over the transfer limit are cut in pieces. A tile
+        never sends to itself: a destination equal to the transfer's source is a local copy and is left out (a
+        transfer left with no destination is dropped)."""
         source = np.asarray(source, dtype=np.int64)
         n = source.shape[0]
         if n == 0:
@@ -149,6 +155,10 @@ class Program:
         m = dst_tile.shape[0]
         part = Part(source, nbytes, _arr(src_kind, n), _arr(src_off, n), dst_counts, dst_tile, _arr(dst_kind, m),
                     _arr(dst_off, m))
+        part = _without_self(part)
+        if part.source.shape[0] == 0:
+            return
+        nbytes = part.words
         if (nbytes % 4).any() or (nbytes <= 0).any():
             raise AssertionError("transfer sizes must be positive whole words")
         limit = self.max_words * 4
@@ -285,6 +295,18 @@ def _first_fit(busy: list[tuple[int, int]], regions: list[tuple[int, int]], size
         if addr + size <= hi:
             return addr
     return None
+
+
+def _without_self(part: Part) -> Part:
+    """The part with every destination equal to its transfer's source removed, and transfers left empty dropped."""
+    owner = np.repeat(np.arange(part.source.shape[0]), part.dst_counts)
+    keep = part.dst_tile != part.source[owner]
+    if keep.all():
+        return part
+    counts = np.bincount(owner[keep], minlength=part.source.shape[0])
+    live = counts > 0
+    return Part(part.source[live], part.words[live], part.src_kind[live], part.src_off[live], counts[live],
+                part.dst_tile[keep], part.dst_kind[keep], part.dst_off[keep])
 
 
 def _split(part: Part, limit: int) -> Part:

@@ -133,20 +133,47 @@ def _split_cols(n: int, parts: int) -> list[np.ndarray]:
 
 
 class Rows:
-    """Canonical owners: row r = b * tokens + t lives on tile r * tiles // rows (spread over every tile)."""
+    """Canonical owners, spread over every tile: row r = b * tokens + t is the k-th in token order (k = t * batch
+    + b) and lives on tile (k * tiles // rows + tiles // 2) mod tiles. A matmul's M-block m (a contiguous run of
+    tokens, every image) sits on a contiguous run of grid tiles at about the same fraction of the machine as its
+    tokens, so owners half a machine away are never replicas of their own rows: no transfer's source is one of
+    its destinations."""
 
     def __init__(self, batch: int, tokens: int, tiles: int) -> None:
         self.batch, self.tokens = batch, tokens
         n = batch * tokens
         r = np.arange(n, dtype=np.int64)
-        self.owner = r * tiles // n
+        k = (r % tokens) * batch + r // tokens
+        unrotated = k * tiles // n
         first = -(-np.arange(tiles, dtype=np.int64) * n // tiles)
-        self.slot = r - first[self.owner]
+        self.slot = k - first[unrotated]
+        self.owner = (unrotated + tiles // 2) % tiles
         self.per_owner = np.bincount(self.owner, minlength=tiles)
         self.owners = np.flatnonzero(self.per_owner)
 
     def row(self, b: np.ndarray, t: np.ndarray) -> np.ndarray:
         return b * self.tokens + t
+
+
+@dataclass(frozen=True, eq=False)
+class WeightBlocks:
+    """A matmul's weight blocks W[k, n] (index b over (k, n)) and where their slices live."""
+
+    name: str
+    low: MatmulLowering
+    grid: np.ndarray  # (M, N, K) tile of each grid position
+    gk: np.ndarray  # K index of block b
+    gn: np.ndarray  # N index of block b
+    gsize: np.ndarray  # bytes of block b
+    home_m: np.ndarray  # the M-blocks that hold a slice (home j on M-block home_m[j])
+    share: np.ndarray  # (blocks, homes) bytes of each home's slice
+
+    def home_bytes(self, tiles: int) -> np.ndarray:
+        """Per tile, the bytes of one layer's copy it holds as a home."""
+        out = np.zeros(tiles, np.int64)
+        held = self.grid[self.home_m][:, self.gn, self.gk].T  # (blocks, homes) home tile
+        np.add.at(out, held.reshape(-1), self.share.reshape(-1))
+        return out
 
 
 @dataclass
@@ -194,6 +221,14 @@ class Lowering:
         # one parameter sequence for the layer body (a copy per layer, fixed stride) and one for the rest
         self.w_layer = prog.space("weights.layers", True, 0, self.last)
         self.w_static = prog.space("weights.static", False, 0, self.last)
+        # the weight homes are known before anything is placed: the small parameters placed least-loaded first
+        # (norms, biases) then go where no home will be, and every tile holds about the same bytes
+        for sp in (self.w_layer, self.w_static):
+            sp.planned = np.zeros(self.tiles, np.int64)
+        for name in ("embed", "qkv", "proj", "mlp_up", "mlp_down", "map_kv"):
+            space = self.w_static if name in ("embed", "map_kv") else self.w_layer
+            assert space.planned is not None
+            space.planned += -(-self._weight_blocks(name).home_bytes(self.tiles) // 8) * 8
 
     # ---- whole program -------------------------------------------------------------------------------------
     def build(self) -> None:
@@ -299,15 +334,10 @@ class Lowering:
         # `homes` of the tiles that use it (the last M-blocks': the first M-block holds none), so a home's own
         # slice never travels; each slice goes out in pieces of at most `weight_slice` bytes, multicast to the
         # block's other M - 1 tiles, read at one source address per layer
-        gk, gn = np.meshgrid(np.arange(k_blocks), np.arange(n_blocks), indexing="ij")
-        gk, gn = gk.reshape(-1), gn.reshape(-1)
-        # every K block of the weight holds the same padded row count (a multiple of 8): MLP-down's 4,304 rows are
-        # stored as 12 x 360, which is what the reference's 94.92 MiB for its weight phase implies
-        k_elems = kd // spec.input_element_bytes(name)
-        w_rows = -(-k_elems // (8 * k_blocks)) * 8
-        gsize = w_rows * spec.weight_bytes * nsize[gn]
-        w_kind = prog.kind(f"{name}.w", grid[:, gn, gk].T.reshape(-1), np.repeat(gsize, m_blocks), p_w, p_w, R1)
-        self._weight_pieces(p_w, name, low, wspace, w_kind, grid, gk, gn, gsize)
+        blocks = self._weight_blocks(name)
+        w_kind = prog.kind(f"{name}.w", blocks.grid[:, blocks.gn, blocks.gk].T.reshape(-1),
+                           np.repeat(blocks.gsize, m_blocks), p_w, p_w, R1)
+        self._weight_pieces(p_w, name, blocks, wspace, w_kind)
         # -- partial-sum reduction and output to the owners
         rm = np.array([batch * b.shape[0] for b in tblocks], np.int64)
         part_kind = prog.kind(f"{name}.partial", grid.reshape(-1),
@@ -343,22 +373,43 @@ class Lowering:
             prog.add(p_out, base + jj, cb, sum_kind, ri * cb, 1, rows.owner[rr], out.kind,
                      rows.slot[rr] * out.stride + col * PARTIAL_BYTES)
 
-    def _weight_pieces(self, phase: int, low_name: str, low: MatmulLowering, wspace: ParamSpace, w_kind: int,
-                       grid: np.ndarray, gk: np.ndarray, gn: np.ndarray, gsize: np.ndarray) -> None:
-        """Each block's slices on its homes (32-byte grains split evenly, the remainder on the last home), each
-        slice's pieces multicast from its home to the block's other replicas, block by block in listing order."""
-        m_blocks = grid.shape[0]
+    def _weight_blocks(self, name: str) -> WeightBlocks:
+        """The matmul's weight blocks W[k, n]: their replica tiles and sizes, and each block's home slices."""
+        spec = self.spec
+        kd, nd = spec.matmul_shape(name)
+        low = self.lowering_of(name)
+        m_blocks, n_blocks, k_blocks = low.grid
+        nsize = np.array([b.shape[0] for b in _split_cols(nd, n_blocks)], np.int64)
+        mm_, nn_, kk_ = np.meshgrid(np.arange(m_blocks), np.arange(n_blocks), np.arange(k_blocks), indexing="ij")
+        grid = (mm_ * n_blocks + nn_) * k_blocks + kk_ if low.order == "k" else (mm_ * k_blocks + kk_) * n_blocks + nn_
+        gk, gn = np.meshgrid(np.arange(k_blocks), np.arange(n_blocks), indexing="ij")
+        gk, gn = gk.reshape(-1), gn.reshape(-1)
+        # every K block of the weight holds the same padded row count (a multiple of 8): MLP-down's 4,304 rows are
+        # stored as 12 x 360, which is what the reference's 94.92 MiB for its weight phase implies
+        k_elems = kd // spec.input_element_bytes(name)
+        w_rows = -(-k_elems // (8 * k_blocks)) * 8
+        gsize = w_rows * spec.weight_bytes * nsize[gn]
         homes = min(low.homes(), m_blocks)
+        # 32-byte grains split evenly over the homes, the remainder on the last one
+        grains = gsize // GRAIN
+        share = (grains[:, None] // homes + (np.arange(homes)[None, :] < (grains % homes)[:, None])) * GRAIN
+        share[:, -1] += gsize - share.sum(axis=1)
+        return WeightBlocks(name, low, grid, gk, gn, gsize, np.arange(m_blocks - homes, m_blocks), share)
+
+    def _weight_pieces(self, phase: int, low_name: str, blocks: WeightBlocks, wspace: ParamSpace,
+                       w_kind: int) -> None:
+        """Each block's slices on its homes, each slice's pieces multicast from its home to the block's other
+        replicas, block by block in listing order."""
+        grid, gk, gn, low = blocks.grid, blocks.gk, blocks.gn, blocks.low
+        m_blocks = grid.shape[0]
         s = low.weight_slice
-        home_m = np.arange(m_blocks - homes, m_blocks)
+        home_m = blocks.home_m
         src, plen, doff, dst = [], [], [], []
         for b in range(gk.shape[0]):
             tiles = grid[:, gn[b], gk[b]]
-            grains = int(gsize[b]) // GRAIN
-            share = np.array([grains // homes + (j < grains % homes) for j in range(homes)], np.int64) * GRAIN
-            share[-1] += int(gsize[b]) - int(share.sum())
+            share = blocks.share[b]
             start = np.concatenate([[0], np.cumsum(share)[:-1]])
-            for j in range(homes):
+            for j in range(home_m.shape[0]):
                 if share[j] == 0 or m_blocks == 1:
                     continue
                 home = int(tiles[home_m[j]])

@@ -33,7 +33,9 @@ word_address = st.integers(0, 2**20).map(lambda a: 4 * a)
 @st.composite
 def transfers(draw: st.DrawFn) -> dict[str, Any]:
     source = draw(st.integers(0, TILES - 1))
-    tiles = draw(st.lists(st.integers(0, TILES - 1), min_size=1, max_size=4, unique=True))
+    # never its own source: a tile does not exchange with itself (the reader refuses that)
+    tiles = draw(st.lists(st.integers(0, TILES - 1).filter(lambda t: t != source), min_size=1, max_size=4,
+                          unique=True))
     return {"source": source, "source_addresses": draw(st.lists(word_address, min_size=1, max_size=3)),
             "destinations": [{"tile": t, "address": draw(word_address)} for t in tiles],
             "words": draw(st.integers(1, 4148)), "width": draw(st.sampled_from(["Word32", "Paired64"]))}
@@ -109,6 +111,7 @@ def _sane(cap: Capture) -> None:
             assert p.source.min() >= 0 and p.source.max() < cap.tile_count
             assert p.words.min() >= 1 and p.words.max() <= 4148
             assert p.dst_tile.min() >= 0 and p.dst_tile.max() < cap.tile_count
+            assert not (p.dst_tile == p.source[p.dst_transfer()]).any()
             assert p.dst_addr.min() >= 0 and p.dst_addr.max() < 2**32 and (p.dst_addr % 4 == 0).all()
             assert p.src_addr.min() >= 0 and p.src_addr.max() < 2**32 and (p.src_addr % 4 == 0).all()
     if cap.repeat is not None:
