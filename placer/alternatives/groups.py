@@ -30,6 +30,7 @@ class ReplicaGroup:
     sources: np.ndarray  # int32 source tile of each transfer
     extent: int  # E: the replica extent in bytes (panel hint's, when given, else the end of the last fragment)
     hint: PanelHint | None = None  # the capture's panel hint (``splits = False``: the operand has no native panels)
+    runs: int = 0  # contiguous runs its fragments form on a replica (a relay forwards about this many intervals)
 
     @property
     def fragments(self) -> int:
@@ -66,12 +67,31 @@ class GroupScan:
     rejected: list[Rejection]
 
 
+NOTHING_TO_GAIN = "nothing to gain: every fragment is already its own contiguous run"
+NO_PANELS = "its operand does not split into native panels (the capture's panel hint says so)"
+
+
+def gainful(scan: GroupScan) -> GroupScan:
+    """The groups the optimiser considers: a relay can merge their fragments (fewer runs than fragments) and their
+    operand splits into panels (a row-major weight block, whose panels are strided, is left direct: relaying it
+    whole would save each replica at most a receive or two)."""
+    keep, rejected = [], list(scan.rejected)
+    for g in scan.groups:
+        why = NOTHING_TO_GAIN if g.runs >= g.fragments else NO_PANELS if g.hint is not None and not g.hint.splits \
+            else None
+        if why is None:
+            keep.append(g)
+        else:
+            rejected.append(Rejection(g.phase, g.index, g.replica_count, g.fragments, why, int(g.transfers[0])))
+    return GroupScan(scan.phase, keep, rejected)
+
+
 def scan_phase(phase: Phase, hints: dict[tuple[int, tuple[int, ...]], PanelHint] | None = None, *,
                gainful_only: bool = True) -> GroupScan:
     """Find the replica groups of one phase, vectorised over its transfers.
 
-    ``gainful_only=False`` keeps groups a relay cannot improve (every fragment its own run): the production rule
-    (BRIEF §5) relays them too, while the optimiser has no reason to consider them.
+    ``gainful_only=False`` keeps every eligible group (BRIEF §4), as the production rule (BRIEF §5) needs;
+    ``gainful_only=True`` is ``gainful`` of that, what the optimiser considers.
     """
     hints = hints or {}
     groups: list[ReplicaGroup] = []
@@ -93,17 +113,17 @@ def scan_phase(phase: Phase, hints: dict[tuple[int, tuple[int, ...]], PanelHint]
     firsts = members_sorted[starts]
     for index, g in enumerate(np.argsort(firsts, kind="stable")):
         members = members_sorted[starts[g] : ends[g]]
-        group = _check_group(phase, index, members, hints, gainful_only)
+        group = _check_group(phase, index, members, hints)
         if isinstance(group, Rejection):
             rejected.append(group)
         else:
             groups.append(group)
-    return GroupScan(phase.phase, groups, rejected)
+    scan = GroupScan(phase.phase, groups, rejected)
+    return gainful(scan) if gainful_only else scan
 
 
 def _check_group(
     phase: Phase, index: int, members: np.ndarray, hints: dict[tuple[int, tuple[int, ...]], PanelHint],
-    gainful_only: bool = True,
 ) -> ReplicaGroup | Rejection:
     fan = int(phase.fanout[members[0]])
     starts = phase.dst_ptr[members]
@@ -135,8 +155,6 @@ def _check_group(
     if overlap.size:
         return reject("fragments overlap", int(by_offset[overlap[0] + 1]))
     runs = 1 + int((off_s[1:] != off_s[:-1] + nb_s[:-1]).sum())
-    if gainful_only and runs >= len(members):
-        return reject("nothing to gain: every fragment is already its own contiguous run", 0)
     extent = int(off_s[-1] + nb_s[-1])
     hint = hints.get((phase.phase, tuple(int(t) for t in replicas)))
     if hint is not None and hint.splits:
@@ -154,6 +172,7 @@ def _check_group(
         sources=phase.source[members[by_offset]],
         extent=extent,
         hint=hint,
+        runs=runs,
     )
 
 
@@ -161,6 +180,7 @@ def panel_index(capture: Capture) -> dict[tuple[int, tuple[int, ...]], PanelHint
     return {(h.phase, h.tiles): h for h in capture.panels}
 
 
-def scan_capture(capture: Capture) -> list[GroupScan]:
+def scan_capture(capture: Capture, gainful_only: bool = True) -> list[GroupScan]:
     hints = panel_index(capture)
-    return [scan_phase(p, hints) for p in track(capture.phases, "scan replica groups", unit="phases")]
+    return [scan_phase(p, hints, gainful_only=gainful_only)
+            for p in track(capture.phases, "scan replica groups", unit="phases")]

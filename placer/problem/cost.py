@@ -19,6 +19,7 @@ included) and the reference's row estimate, Σ over stored phases of each phase'
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,8 +79,30 @@ def tile_counters(phase: Phase, machine: Machine, tiles: int) -> PhaseCost:
     return _phase_counters(phase, machine, tiles)[0]
 
 
+# Phases are not changed once built (a rewrite makes new Phase objects), so a phase's counters are computed once
+# per (machine, tiles) and kept as long as the phase lives: the production rule, the incumbents' exact re-costs
+# and the reports all cost the same unchanged phases again. The cached arrays are read-only.
+_COUNTERS: weakref.WeakKeyDictionary[Phase, dict[tuple[Machine, int], tuple[PhaseCost, np.ndarray]]] = \
+    weakref.WeakKeyDictionary()
+
+
 def _phase_counters(phase: Phase, machine: Machine, tiles: int) -> tuple[PhaseCost, np.ndarray]:
-    """The phase's counters and the pointer-reset flag of each of its receive entries."""
+    """The phase's counters and the pointer-reset flag of each of its receive entries (cached, read-only)."""
+    per = _COUNTERS.get(phase)
+    if per is None:
+        per = _COUNTERS.setdefault(phase, {})
+    hit = per.get((machine, tiles))
+    if hit is None:
+        hit = per[(machine, tiles)] = _count(phase, machine, tiles)
+        for a in (*(getattr(hit[0], f) for f in _ARRAYS), hit[1]):
+            a.flags.writeable = False
+    return hit
+
+
+_ARRAYS = ("sends", "long_sends", "receives", "resets", "tx_bytes", "rx_bytes", "table_bytes")
+
+
+def _count(phase: Phase, machine: Machine, tiles: int) -> tuple[PhaseCost, np.ndarray]:
     c = machine.cost
     nbytes = phase.nbytes
     long = (phase.words > machine.exchange.send_count_words).astype(np.int64)
@@ -95,7 +118,7 @@ def _phase_counters(phase: Phase, machine: Machine, tiles: int) -> tuple[PhaseCo
     dst_bytes = nbytes[dst_transfer]
     receives = np.bincount(phase.dst_tile, minlength=tiles).astype(np.int64)
     rx = np.bincount(phase.dst_tile, weights=dst_bytes, minlength=tiles)
-    reset_flags = receive_resets(phase.dst_tile, phase.dst_addr, dst_bytes)
+    reset_flags = receive_resets(phase.dst_tile, phase.dst_addr, dst_bytes).astype(np.int8)
     resets = np.bincount(phase.dst_tile, weights=reset_flags, minlength=tiles).astype(np.int64)
 
     active = (sends + receives) > 0

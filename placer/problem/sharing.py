@@ -20,6 +20,7 @@ the tiles whose signature repeats.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,9 +79,22 @@ def _per_tile(tile: np.ndarray, value: np.ndarray, tiles: int) -> tuple[np.ndarr
     return sig, order, counts
 
 
+# per phase (a phase is not changed once built) and tile count: its rows' signatures, computed once
+_ROWS: weakref.WeakKeyDictionary[Phase, dict[int, RowSignatures]] = weakref.WeakKeyDictionary()
+
+
 def row_signatures(phase: Phase, resets: np.ndarray, tiles: int) -> RowSignatures:
-    """Signatures and patchable addresses of every tile's row in ``phase``; ``resets`` flags each receive entry
-    (the phase's ``dst_*`` order) that resets the tile's receive pointer."""
+    """Signatures and patchable addresses of every tile's row in ``phase`` (cached); ``resets`` flags each receive
+    entry (the phase's ``dst_*`` order) that resets the tile's receive pointer."""
+    per = _ROWS.get(phase)
+    if per is None:
+        per = _ROWS.setdefault(phase, {})
+    if tiles not in per:
+        per[tiles] = _row_signatures(phase, resets, tiles)
+    return per[tiles]
+
+
+def _row_signatures(phase: Phase, resets: np.ndarray, tiles: int) -> RowSignatures:
     empty = RowSignatures(np.zeros(tiles, np.uint64), np.zeros(tiles + 1, np.int64), np.zeros(0, np.int64))
     if phase.n == 0 or varies_per_iteration(phase):
         return empty

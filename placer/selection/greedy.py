@@ -35,7 +35,7 @@ from placer.alternatives.relay import RelayRewrite, direct_receive
 from placer.alternatives.segments import Segmentation, native
 from placer.capture.model import Capture, Phase
 from placer.machine import Machine
-from placer.problem.cost import PhaseCost, program_cost, program_tiles, tile_counters
+from placer.problem.cost import PhaseCost, ProgramCost, program_cost, program_tiles, tile_counters
 from placer.problem.state import PhaseState, TileCounters
 from placer.progress import track
 from placer.selection.plan import Plan, RelayChoice
@@ -152,9 +152,10 @@ class Candidate:
     direct: list[str]
 
 
-def candidate_groups(phase: Phase, hints: dict) -> Candidate:
-    """The phase's kept groups and their native panels (BRIEF §5's eligibility and grouping)."""
-    scan = scan_phase(phase, hints, gainful_only=False)
+def candidate_groups(phase: Phase, hints: dict, scan: GroupScan | None = None) -> Candidate:
+    """The phase's kept groups and their native panels (BRIEF §5's eligibility and grouping); ``scan`` is the
+    phase's full scan (``gainful_only=False``) when the caller has it."""
+    scan = scan if scan is not None else scan_phase(phase, hints, gainful_only=False)
     direct = [f"group {r.index}: {r.reason}" for r in scan.rejected]
     kept, panels = [], []
     for g in scan.groups:
@@ -205,7 +206,7 @@ def assign_hosts(groups: list[ReplicaGroup], panels: list[Segmentation], memory:
 
 
 def decide_phase(phase: Phase, before: PhaseCost, capture: Capture, machine: Machine, tiles: int,
-                 hints: dict) -> tuple[list[RelayChoice], Decision]:
+                 hints: dict, scan: GroupScan | None = None) -> tuple[list[RelayChoice], Decision]:
     """Apply the rule to one phase: the relays it takes (all of the candidate's or none) and why."""
     figures = {"cycles_before": before.cycles, "rows_before": before.worst_table()}
     if phase.n == 0 or not (phase.fanout >= 2).any():
@@ -214,7 +215,7 @@ def decide_phase(phase: Phase, before: PhaseCost, capture: Capture, machine: Mac
     if alias is not None:
         return [], Decision(phase.phase, RECEIVE_THEN_FORWARD, detail=f"tile {alias[0]} reads {alias[1]:#x}, "
                             "which the phase also writes", **figures)
-    cand = candidate_groups(phase, hints)
+    cand = candidate_groups(phase, hints, scan)
     direct = {"direct_groups": len(cand.direct), "direct_reasons": tuple(cand.direct[:MAX_REASONS])}
     if not cand.groups:
         return [], Decision(phase.phase, NO_ELIGIBLE_GROUP, **direct, **figures)
@@ -256,27 +257,31 @@ def _skipped_note(skipped: list[int]) -> str:
     return f"passed over {len(skipped):,} tiles whose free memory cannot hold the buffer ({shown})"
 
 
-def production_plan(capture: Capture, machine: Machine, table_budget: int,
-                    fragment_limit: int) -> tuple[Plan, list[Decision]]:
-    """The production rule over the whole program: its plan and one decision per phase, in phase order."""
+def production_plan(capture: Capture, machine: Machine, table_budget: int, fragment_limit: int, *,
+                    scans: list[GroupScan] | None = None,
+                    direct: ProgramCost | None = None) -> tuple[Plan, list[Decision]]:
+    """The production rule over the whole program: its plan and one decision per phase, in phase order.
+    ``scans`` (every phase's full scan, ``gainful_only=False``) and ``direct`` (the program's cost) save the work
+    when the caller has them."""
     tiles = program_tiles(capture, machine)
-    direct = program_cost(capture, machine)
+    direct = direct if direct is not None else program_cost(capture, machine)
     hints = panel_index(capture)
     plan = Plan(RULE_NAME, machine, table_budget, fragment_limit)
     decisions = []
-    for phase, before in track(zip(capture.phases, direct.phases, strict=True), "production rule",
-                               len(capture.phases), "phases"):
-        choices, decision = decide_phase(phase, before, capture, machine, tiles, hints)
+    per_phase = scans if scans is not None else [None] * len(capture.phases)
+    for phase, before, scan in track(zip(capture.phases, direct.phases, per_phase, strict=True), "production rule",
+                                     len(capture.phases), "phases"):
+        choices, decision = decide_phase(phase, before, capture, machine, tiles, hints, scan)
         plan.relays.extend(choices)
         decisions.append(decision)
     return plan, decisions
 
 
 def greedy_plan(capture: Capture, scans: list[GroupScan], machine: Machine, table_budget: int,
-                fragment_limit: int) -> tuple[Plan, list[Decision]]:
-    """The entry point select.py calls: the production rule (``scans`` is not needed: the rule scans each phase
-    itself, keeping groups the optimiser prunes)."""
-    return production_plan(capture, machine, table_budget, fragment_limit)
+                fragment_limit: int, direct: ProgramCost | None = None) -> tuple[Plan, list[Decision]]:
+    """The entry point select.py calls: the production rule, on every phase's full scan (``gainful_only=False``:
+    the rule keeps groups the optimiser prunes)."""
+    return production_plan(capture, machine, table_budget, fragment_limit, scans=scans, direct=direct)
 
 
 # -- placer's budget-aware construction ("budget-greedy"): NOT the production rule ----------------------------------

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from placer.alternatives.groups import GroupScan, Rejection, scan_capture
+from placer.alternatives.groups import GroupScan, Rejection, gainful, scan_capture
 from placer.alternatives.memory import PhaseMemory
 from placer.capture.model import Capture, Phase
 from placer.machine import Machine
@@ -83,10 +83,11 @@ def pinned_tiles(direct: ProgramCost) -> np.ndarray:
     return direct.sharing.pinned()
 
 
-def selection_scans(capture: Capture, direct: ProgramCost) -> list[GroupScan]:
-    """The replica groups the optimiser may relay: every eligible group, except those with a replica whose row is
-    pinned (``pinned_tiles``), which stay direct with the reason."""
-    scans = scan_capture(capture)
+def selection_scans(capture: Capture, direct: ProgramCost, full: list[GroupScan] | None = None) -> list[GroupScan]:
+    """The replica groups the optimiser may relay: every gainful group (``groups.gainful``; ``full`` is the
+    capture's full scan when the caller has it), except those with a replica whose row is pinned
+    (``pinned_tiles``), which stay direct with the reason."""
+    scans = [gainful(s) for s in full] if full is not None else scan_capture(capture)
     for pi, (scan, pin) in enumerate(zip(scans, pinned_tiles(direct), strict=True)):
         if not pin.any():
             continue

@@ -26,7 +26,7 @@ from placer.selection.cpsat import (
 )
 from placer.selection.greedy import Decision, budget_plan, greedy_plan
 from placer.selection.plan import Plan
-from placer.selection.problem import SelectionProblem, bucket_hosts, build_problem
+from placer.selection.problem import SelectionProblem, bucket_hosts, build_problem, selection_scans
 from placer.selection.realise import realise
 from placer.solver import Deadline, Progress, SolveResult, SolverParams, Status
 
@@ -132,21 +132,24 @@ class Outcome:
 
 @dataclass(eq=False)
 class Prepared:
-    """What does not depend on the budget: the group scan and every option's effect, computed once per capture and
+    """What does not depend on the budget: the group scans and every option's effect, computed once per capture and
     shared by every budget of a sweep."""
 
-    scans: list[GroupScan]
+    scans: list[GroupScan]  # what the optimiser may relay
     problem: SelectionProblem
+    full: list[GroupScan] | None = None  # every eligible group (the production rule's view)
 
     def for_budget(self, table_budget: int) -> SelectionProblem:
         return replace(self.problem, table_budget=table_budget)
 
 
 def prepare(capture: Capture, machine: Machine, table_budget: int, fragment_limit: int, *,
-            local_pack: bool = True, scans: list[GroupScan] | None = None) -> Prepared:
-    scans = scans if scans is not None else scan_capture(capture)
+            local_pack: bool = True) -> Prepared:
+    direct = program_cost(capture, machine)
+    full = scan_capture(capture, gainful_only=False)
+    scans = selection_scans(capture, direct, full)
     return Prepared(scans, build_problem(capture, machine, table_budget, fragment_limit, scans=scans,
-                                         local_pack=local_pack))
+                                         local_pack=local_pack, direct=direct), full)
 
 
 TIGHTER_TARGETS = (0.8, 0.7)  # large programs: the budget-aware construction also aimed at these shares
@@ -184,8 +187,13 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     params = params or SolverParams()
     deadline = deadline or Deadline(params.time_limit, start)
     t = start
-    scans = prepared.scans if prepared is not None else scan_capture(capture)
-    greedy, decisions = greedy_plan(capture, scans, machine, table_budget, fragment_limit)
+    if prepared is not None:
+        direct, full, scans = prepared.problem.direct, prepared.full, prepared.scans
+    else:
+        direct = program_cost(capture, machine)
+        full = scan_capture(capture, gainful_only=False)
+        scans = selection_scans(capture, direct, full)
+    greedy, decisions = greedy_plan(capture, full, machine, table_budget, fragment_limit, direct)
     g_obj = plan_objectives(capture, greedy)
     t = deadline.mark("production rule", t)
     if mode == "greedy":
@@ -198,7 +206,8 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     if prepared is not None:
         problem = prepared.for_budget(table_budget)
     else:
-        problem = build_problem(capture, machine, table_budget, fragment_limit, scans=scans, local_pack=local_pack)
+        problem = build_problem(capture, machine, table_budget, fragment_limit, scans=scans, local_pack=local_pack,
+                                direct=direct)
     t = deadline.mark("options", t)
 
     # the incumbent: the production rule, placer's budget-aware construction, or a plan of another budget
@@ -453,9 +462,17 @@ def _best_tables(problem: SelectionProblem) -> np.ndarray:
         for opts in pd.options:
             per_tile: dict[int, int] = {}
             for op in opts[1:]:
+                # the option's whole effect on each of its tiles: the phase's change plus, for local-pack, the
+                # rows its replicas get in the extra phase (their entry there is in the slack)
+                effect: dict[int, int] = {}
                 for t, d in zip(op.tiles.tolist(), op.delta.raw.tolist(), strict=True):
+                    effect[t] = effect.get(t, 0) + int(d)
+                if op.ext is not None:
+                    for t, d in zip(op.ext_tiles.tolist(), op.ext.raw.tolist(), strict=True):
+                        effect[t] = effect.get(t, 0) + int(d)
+                for t in {*per_tile, *effect}:
                     if t < problem.tiles:
-                        per_tile[t] = min(per_tile.get(t, 0), d)
+                        per_tile[t] = min(per_tile.get(t, 0), effect.get(t, 0))
             for t, d in per_tile.items():
                 best[t] += d
     for t, s in model_slack(problem).items():
