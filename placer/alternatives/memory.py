@@ -9,6 +9,9 @@ running it.
 
 from __future__ import annotations
 
+import weakref
+from dataclasses import dataclass
+
 import numpy as np
 
 from placer.capture.model import Capture, Phase
@@ -22,25 +25,82 @@ BUFFER_ALIGNMENT = 8  # Paired64 forwards need 8-byte aligned sources
 _PLACEMENT_PARAMS = SolverParams(time_limit=5.0, workers=1)
 
 
+@dataclass(eq=False)
+class _Busy:
+    """One phase's busy intervals on every tile, sorted by (tile, start), and the free gaps between them (both as
+    arrays with a per-tile pointer): computed once per (phase, allocations, machine) and shared, read-only."""
+
+    tile: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    ptr: np.ndarray
+    gap_ptr: np.ndarray
+    gap_start: np.ndarray
+    gap_end: np.ndarray
+
+
+_BUSY: weakref.WeakKeyDictionary[Phase, dict[tuple[object, Machine, int], _Busy]] = weakref.WeakKeyDictionary()
+
+
+def _busy(capture: Capture, phase: Phase, machine: Machine) -> _Busy:
+    per = _BUSY.get(phase)
+    if per is None:
+        per = _BUSY.setdefault(phase, {})
+    key = (capture.allocations, machine, capture.tile_count)
+    if key not in per:
+        per[key] = _build_busy(capture, phase, machine)
+    return per[key]
+
+
+def _build_busy(capture: Capture, phase: Phase, machine: Machine) -> _Busy:
+    src_rows = np.repeat(np.arange(phase.n), np.diff(phase.src_ptr))
+    nb = phase.nbytes
+    dst_rows = phase.dst_transfer()
+    alloc = capture.allocations
+    live = (alloc.first <= phase.phase) & (alloc.last >= phase.phase)
+    # an empty interval at the region boundary on every tile splits any gap that would straddle it
+    boundary = np.arange(capture.tile_count, dtype=np.int64)
+    edge = np.full(capture.tile_count, machine.memory.region0_end, np.int64)
+    tile = np.concatenate([phase.source[src_rows], phase.dst_tile, alloc.tile[live], boundary]).astype(np.int64)
+    start = np.concatenate([phase.src_addr, phase.dst_addr, alloc.start[live], edge])
+    end = np.concatenate([phase.src_addr + nb[src_rows], phase.dst_addr + nb[dst_rows], alloc.end[live], edge])
+    order = np.argsort((tile << 33) | start)  # addresses < 2^32: one key sorts by (tile, start)
+    tile, start, end = tile[order], start[order], end[order]
+    ptr = np.searchsorted(tile, np.arange(capture.tile_count + 1))
+    # free gaps, as ``PhaseMemory.gaps`` walks them: from the running end of the busy intervals before each one (the
+    # base for a tile's first) to its start, and from the last running end to the top, inside [base, top)
+    mem = machine.memory
+    lo, hi = mem.base, min(mem.end, mem.loader_limit)
+    band = np.int64(1) << 40
+    run_end = np.maximum.accumulate(end + tile * band) - tile * band
+    first = np.r_[True, tile[1:] != tile[:-1]] if tile.size else np.zeros(0, bool)
+    before = np.where(first, lo, np.r_[lo, run_end[:-1]]) if tile.size else np.zeros(0, np.int64)
+    before = np.maximum(before, lo)
+    g_lo, g_hi, g_tile = before, np.minimum(start, hi), tile
+    last = np.r_[tile[1:] != tile[:-1], True] if tile.size else np.zeros(0, bool)
+    t_lo = np.maximum(run_end[last], lo)
+    t_tile = tile[last]
+    gs = np.concatenate([g_lo, t_lo])
+    ge = np.concatenate([g_hi, np.full(t_lo.shape[0], hi, np.int64)])
+    gt = np.concatenate([g_tile, t_tile])
+    keep = ge > gs
+    gs, ge, gt = gs[keep], ge[keep], gt[keep]
+    o = np.lexsort((gs, gt))
+    gs, ge, gt = gs[o], ge[o], gt[o]
+    gptr = np.searchsorted(gt, np.arange(capture.tile_count + 1))
+    for a in (tile, start, end, ptr, gs, ge, gptr):
+        a.flags.writeable = False
+    return _Busy(tile, start, end, ptr, gptr, gs, ge)
+
+
 class PhaseMemory:
-    """Busy byte intervals of every tile during one phase."""
+    """Busy byte intervals of every tile during one phase, and this user's reservations on top of them."""
 
     def __init__(self, capture: Capture, phase: Phase, machine: Machine) -> None:
         self.machine = machine
-        src_rows = np.repeat(np.arange(phase.n), np.diff(phase.src_ptr))
-        nb = phase.nbytes
-        dst_rows = phase.dst_transfer()
-        alloc = capture.allocations
-        live = (alloc.first <= phase.phase) & (alloc.last >= phase.phase)
-        # an empty interval at the region boundary on every tile splits any gap that would straddle it
-        boundary = np.arange(capture.tile_count, dtype=np.int64)
-        edge = np.full(capture.tile_count, machine.memory.region0_end, np.int64)
-        tile = np.concatenate([phase.source[src_rows], phase.dst_tile, alloc.tile[live], boundary]).astype(np.int64)
-        start = np.concatenate([phase.src_addr, phase.dst_addr, alloc.start[live], edge])
-        end = np.concatenate([phase.src_addr + nb[src_rows], phase.dst_addr + nb[dst_rows], alloc.end[live], edge])
-        order = np.lexsort((start, tile))
-        self.tile, self.start, self.end = tile[order], start[order], end[order]
-        self.ptr = np.searchsorted(self.tile, np.arange(capture.tile_count + 1))
+        busy = _busy(capture, phase, machine)
+        self._busy = busy
+        self.tile, self.start, self.end, self.ptr = busy.tile, busy.start, busy.end, busy.ptr
         self.extra: dict[int, list[tuple[int, int]]] = {}
 
     def reserve(self, tile: int, start: int, nbytes: int) -> None:
@@ -72,6 +132,12 @@ class PhaseMemory:
         """Lowest aligned address of a free gap that holds ``nbytes`` -- for one request among fixed ranges this
         is exactly what the engine's first-fit mirror answers, at a fraction of the cost (the greedy asks it
         thousands of times)."""
+        if tile not in self.extra:  # the precomputed gaps
+            b = self._busy
+            a, z = b.gap_ptr[tile], b.gap_ptr[tile + 1]
+            starts = -(-b.gap_start[a:z] // align) * align
+            fits = np.flatnonzero(starts + nbytes <= b.gap_end[a:z])
+            return int(starts[fits[0]]) if fits.size else None
         for x, y in self.gaps(tile):
             start = -(-x // align) * align
             if start + nbytes <= y:

@@ -55,19 +55,18 @@ def native(group: ReplicaGroup) -> Segmentation:
 def _inferred_cuts(group: ReplicaGroup) -> np.ndarray:
     src = group.sources.astype(np.int64)
     n = src.shape[0]
-    # prev[i]: the previous fragment index with the same sender (-1 if none)
-    order = np.lexsort((np.arange(n), src))
-    prev = np.full(n, -1, np.int64)
-    same = src[order][1:] == src[order][:-1]
-    prev[order[1:][same]] = order[:-1][same]
-    cuts = []
-    start = 0
-    while start < n:
-        hits = np.flatnonzero(prev[start + 1 :] >= start)
-        if hits.size == 0:
-            break
-        start = start + 1 + int(hits[0])
-        cuts.append(int(group.offsets[start]))
+    if n <= 1 or np.unique(src).shape[0] == n:  # no sender repeats: one segment
+        return np.zeros(0, np.int64)
+    # one pass over the fragments in offset order: a sender already seen in the current segment starts the next
+    cuts: list[int] = []
+    seen: set[int] = set()
+    offsets = group.offsets.tolist()
+    for i, s in enumerate(src.tolist()):
+        if s in seen:
+            cuts.append(offsets[i])
+            seen = {s}
+        else:
+            seen.add(s)
     return np.asarray(cuts, np.int64)
 
 

@@ -8,6 +8,7 @@ costs a few tens of MB and every cost rule is a numpy expression.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +64,9 @@ class Phase:
         """
         if self.n == 0:
             return np.zeros(0, np.int64)
+        cached = _SET_IDS.get(self)
+        if cached is not None:
+            return cached
         rng = np.random.default_rng(0x5EED)
         top = int(self.dst_tile.max()) + 1
         sig_a = rng.integers(0, 2**63, size=top, dtype=np.int64).view(np.uint64)
@@ -71,9 +75,23 @@ class Phase:
         with np.errstate(over="ignore"):
             ha = np.add.reduceat(sig_a[self.dst_tile], starts)
             hb = np.add.reduceat(sig_b[self.dst_tile], starts)
-        keys = np.stack([ha.view(np.int64), hb.view(np.int64), self.fanout], axis=1)
-        _, ids = np.unique(keys, axis=0, return_inverse=True)
-        return ids.reshape(-1).astype(np.int64)
+        # one sort on the first signature; the second and the fan-out only confirm it (they differ inside a run
+        # of equal first signatures with probability about 2^-64, and then the exact three-key sort decides)
+        key = ha.view(np.int64)  # the same order as the exact sort's first key, so ids keep their old values
+        order = np.argsort(key, kind="stable")
+        a_s = key[order]
+        new = np.r_[True, a_s[1:] != a_s[:-1]]
+        run = np.cumsum(new) - 1
+        head = order[np.flatnonzero(new)][run]
+        if (hb[order] == hb[head]).all() and (self.fanout[order] == self.fanout[head]).all():
+            ids = np.empty(self.n, np.int64)
+            ids[order] = run
+        else:
+            keys = np.stack([ha.view(np.int64), hb.view(np.int64), self.fanout], axis=1)
+            ids = np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64)
+        ids.flags.writeable = False
+        _SET_IDS[self] = ids
+        return ids
 
     def first_src_addr(self) -> np.ndarray:
         return self.src_addr[self.src_ptr[:-1]]
@@ -165,6 +183,10 @@ class Phase:
         return self.phase == other.phase and all(
             np.array_equal(getattr(self, k), getattr(other, k)) for k in names
         ) and self.extra == other.extra
+
+
+# a phase is not changed once built, so its destination-set ids are computed once (read-only)
+_SET_IDS: weakref.WeakKeyDictionary[Phase, np.ndarray] = weakref.WeakKeyDictionary()
 
 
 def _ptr(counts: np.ndarray) -> np.ndarray:

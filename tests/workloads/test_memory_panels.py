@@ -102,3 +102,18 @@ def test_weight_hints_do_not_split(siglip2: Capture) -> None:
     for i in w[:: len(w) // 20].tolist():
         tiles = tuple(sorted(p.dst_tile[p.dst_ptr[i]:p.dst_ptr[i + 1]].tolist()))
         assert (16, tiles) in hints
+
+
+def test_first_fit_is_the_lowest_aligned_gap(siglip2: Capture, machine: Machine) -> None:
+    """The precomputed gaps answer first_fit exactly as walking the tile's busy intervals does."""
+    import random
+
+    from placer.alternatives.memory import PhaseMemory
+
+    rng = random.Random(7)
+    for p in siglip2.phases[::9]:
+        mem = PhaseMemory(siglip2, p, machine)
+        for _ in range(200):
+            t, nb = rng.randrange(siglip2.tile_count), rng.choice([8, 96, 2336, 20_000, 90_000])
+            walked = next((-(-x // 8) * 8 for x, y in mem.gaps(t) if -(-x // 8) * 8 + nb <= y), None)
+            assert mem.first_fit(t, nb) == walked, (p.phase, t, nb)
