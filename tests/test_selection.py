@@ -243,6 +243,7 @@ def test_large_program_path_on_a_small_one(seed: int, monkeypatch: pytest.Monkey
     monkeypatch.setattr(select_mod, "EXACT_HOST_LIMIT", 0)
     monkeypatch.setattr(select_mod, "MONOLITHIC_OPTIONS", 0)
     monkeypatch.setattr(select_mod, "LNS_MIN_WORK", 0.0)
+    monkeypatch.setattr(select_mod, "_at_cycles_bound", lambda *a, **k: None)  # the path when cycles must rise
     cap = relay_capture(groups=3, fragments=24, replicas=3, phases=3, seed=seed)
     out = select(cap, M, 420, 16384, params=FAST)
     assert "neighbourhoods" in out.note
@@ -250,5 +251,26 @@ def test_large_program_path_on_a_small_one(seed: int, monkeypatch: pytest.Monkey
     assert out.objectives.key(order) <= out.greedy_objectives.key(order)
     assert validate(cap, out.plan.to_json(cap), M).valid == out.objectives.fits
     assert out.staged is not None
+    for name, res in out.staged.stages:
+        assert res.bound is not None and res.objective is not None and res.bound <= res.objective, name
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_large_program_at_the_cycles_bound(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The large-program path when a plan reaches the cycles bound: the constructive search and the capacity model;
+    never worse than the production rule, plans validate, the cycles stage is optimal and bounds are below."""
+    import placer.selection.select as select_mod
+    from placer.validation import validate
+
+    monkeypatch.setattr(select_mod, "MONOLITHIC_OPTIONS", 0)
+    cap = relay_capture(groups=3, fragments=24, replicas=3, phases=3, seed=seed)
+    out = select(cap, M, 600, 16384, params=FAST)
+    assert "cycles bound" in out.note
+    order = ("cycles", "table", "scratch", "relays")
+    assert out.objectives.key(order) <= out.greedy_objectives.key(order)
+    assert validate(cap, out.plan.to_json(cap), M).valid == out.objectives.fits
+    assert out.staged is not None
+    stages = dict(out.staged.stages)
+    assert stages["cycles"].status is Status.OPTIMAL
     for name, res in out.staged.stages:
         assert res.bound is not None and res.objective is not None and res.bound <= res.objective, name

@@ -9,10 +9,17 @@ hosts, minus the model's slack (a seam's pointer reset, a local-pack replica's p
 8 bytes: ``select.model_slack``); the worst tile is at least that for every tile. Aggregated tile classes (tiles no
 option touches and that look alike) share one host variable per phase.
 
-What this bound ignores (so it stays a bound, and why it is far from tight on real programs): the integrality of
-the choices and of the hosting -- a segment's rows land on one tile, they are not spread thinly over many -- the
-tiles barred from hosting a segment (its replicas and senders), the phase-entry bytes a host pays when it had no
-traffic, and the cycle objective ranked before it.
+What this bound ignores (so it stays a bound): the integrality of the choices and of the hosting -- a segment's
+rows land on one tile, they are not spread thinly over many -- the tiles barred from hosting a segment (its
+replicas and senders) and the phase-entry bytes a host pays when it had no traffic.
+
+**With the cycles stage proved** (``caps``): when the plan's cycles equal their lower bound, every selection phase
+runs at exactly its own bound (each phase's cycles are at least its bound, and the sum is at the sum), so a
+lexicographically optimal plan keeps every tile's receive and transmit bytes under the phase's cap: no local-pack
+option (its extra phase adds a sync), and a tile can host only if its bytes leave room for the phase's smallest
+relay segment. On the bundled workloads that is what limits the table stage -- in the embed, proj and MLP-down
+inputs almost every tile is at the phase's busiest port, so few of their groups can be relayed at all -- and the
+bound without it stays far below every plan.
 """
 
 from __future__ import annotations
@@ -25,8 +32,11 @@ from ortools.linear_solver import pywraplp
 from placer.selection.problem import SelectionProblem
 
 
-def table_lp_bound(problem: SelectionProblem, slack: dict[int, int], time_limit: float = 20.0) -> int | None:
-    """The relaxation's optimum rounded down to the table rounding, or None if GLOP did not finish in time."""
+def table_lp_bound(problem: SelectionProblem, slack: dict[int, int], time_limit: float = 20.0,
+                   caps: dict[int, int] | None = None) -> int | None:
+    """The relaxation's optimum rounded down to the table rounding, or None if GLOP did not finish in time.
+    ``caps`` (selection phase index -> bytes a tile may transmit or receive) restricts it to plans that keep
+    every phase's cycles at their bound (see the module docstring)."""
     tiles = problem.tiles
     lp = pywraplp.Solver.CreateSolver("GLOP")
     if lp is None:
@@ -57,14 +67,18 @@ def table_lp_bound(problem: SelectionProblem, slack: dict[int, int], time_limit:
             row(t)
     for tc in problem.tile_classes:
         row(int(tc.tiles[0]))
-    for pd in problem.phases:
+    for pi, pd in enumerate(problem.phases):
         hosted = lp.Constraint(0.0, inf)  # Σ hosted rows - Σ chosen segments' rows ≥ 0
         segments = lp.Constraint(-inf, 0.0)  # Σ chosen segments ≤ the tiles that can host one (set below)
         cap = 0
         smallest = None
+        byte_cap = None if caps is None else caps.get(pi)
+        seg_rx = seg_tx = None  # the smallest relay segment's receive and transmit bytes, under a cap
         for opts in pd.options:
             pick = lp.Constraint(1.0, 1.0)
             for op in opts:
+                if byte_cap is not None and op.variant == "local-pack":
+                    continue  # its extra phase would add a sync: not in a plan at the cycles bound
                 v = lp.NumVar(0.0, 1.0, "")
                 pick.SetCoefficient(v, 1.0)
                 if op.variant == "direct":
@@ -78,6 +92,9 @@ def table_lp_bound(problem: SelectionProblem, slack: dict[int, int], time_limit:
                 cap = max(cap, int(seg_rows.max()))
                 small = int(op.buffer_bytes.min())
                 smallest = small if smallest is None else min(smallest, small)
+                rx_min, tx_min = int(op.host.rx.min()), int(op.host.tx.min())
+                seg_rx = rx_min if seg_rx is None else min(seg_rx, rx_min)
+                seg_tx = tx_min if seg_tx is None else min(seg_tx, tx_min)
                 per_tile: dict[int, int] = {}
                 for t, d in zip(op.tiles.tolist(), op.delta.raw.tolist(), strict=True):
                     if t < tiles:
@@ -93,6 +110,11 @@ def table_lp_bound(problem: SelectionProblem, slack: dict[int, int], time_limit:
         if cap == 0 or smallest is None:
             continue
         fits = pd.largest_gap >= smallest
+        if byte_cap is not None and seg_rx is not None and seg_tx is not None:
+            # a host's receive and transmit bytes grow by its segment's (a direct-receive relay leaves every other
+            # tile's bytes as they were), and must stay under the phase's cap
+            st = pd.state
+            fits &= (st.rx[:tiles] + seg_rx <= byte_cap) & (st.tx[:tiles] + seg_tx <= byte_cap)
         segments.SetUb(float(int(fits.sum())))  # a tile hosts at most one segment per phase
         for t in np.flatnonzero(fits & (class_of < 0)).tolist():
             h = lp.NumVar(0.0, float(cap), "")

@@ -6,6 +6,7 @@ Built once, shared by the greedy and the CP-SAT model, so both see the same grou
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -65,7 +66,7 @@ class SelectionProblem:
     tile_classes: list[TileClass] = field(default_factory=list)
     explicit: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # tiles the model names one by one
     # budget-independent results shared by every budget of a sweep (the dict survives dataclasses.replace)
-    shared: dict[str, int] = field(default_factory=dict)
+    shared: dict[str, Any] = field(default_factory=dict)
 
     @property
     def group_count(self) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -13,7 +14,8 @@ from placer.alternatives.groups import GroupScan, scan_capture
 from placer.capture.model import Capture
 from placer.machine import Machine
 from placer.problem.cost import program_cost, tile_counters
-from placer.progress import track
+from placer.progress import task, track
+from placer.selection import capacity
 from placer.selection.bounds import table_lp_bound
 from placer.selection.cpsat import (
     EXACT_HOST_LIMIT,
@@ -218,9 +220,18 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     cut = False  # the wall clock skipped a construction: reported like a search the backstop cut
     targets = [1.0] if not g_obj.fits or large else []
     if large:
-        # the construction aimed below the budget: it relays more, which often lowers the worst tile at the same
-        # cycles (what a tighter budget of a sweep used to find); fixed targets, so the choice is deterministic
-        targets += TIGHTER_TARGETS
+        # the constructive search at the cycles bound (budget-independent: computed once per capture); when it
+        # fits there, the cycles stage is settled and the budget-aware constructions have nothing to add
+        at_bound = _capacity_plan(problem)
+        a_obj = plan_objectives(capture, at_bound)
+        if a_obj.key(order) < best_obj.key(order):
+            best_plan, best_obj, source = at_bound, a_obj, "capacity search"
+        if a_obj.fits and a_obj.cycles <= lower_bounds(problem)["cycles"]:
+            targets = []
+        else:
+            # the construction aimed below the budget: it relays more, which often lowers the worst tile at the
+            # same cycles; fixed targets, so the choice is deterministic
+            targets += TIGHTER_TARGETS
     last = 0.0  # wall seconds the previous construction took: the next one is not started if it would overrun
     for share in targets:
         if deadline.elapsed() + last >= end:
@@ -249,8 +260,11 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     clock = SearchClock(deadline, params.work_per_second * params.time_limit if work is None else work, end,
                         backstop=cut)
     if not monolithic(problem):
-        out = _lns(capture, problem, params, order, best_plan, best_obj, source, greedy, g_obj, decisions,
-                   progress, start, scans, clock)
+        out = _at_cycles_bound(capture, problem, params, order, best_plan, best_obj, source, greedy, g_obj,
+                               decisions, progress, start, scans, clock)
+        if out is None:
+            out = _lns(capture, problem, params, order, best_plan, best_obj, source, greedy, g_obj, decisions,
+                       progress, start, scans, clock)
         deadline.mark("search", t)
         return out
     out = _monolithic(capture, problem, params, order, best_plan, best_obj, source, greedy, g_obj, decisions,
@@ -519,6 +533,76 @@ def _windows(problem: SelectionProblem, fixed: list[PhaseFixed]) -> list[tuple[i
     out += [(pi,) for pi in sorted(range(len(problem.phases)), key=lambda pi: (-load[pi], pi))]
     seen: set[tuple[int, ...]] = set()
     return [w for w in out if not (w in seen or seen.add(w))]  # type: ignore[func-returns-value]
+
+
+def _at_cycles_bound(capture: Capture, problem: SelectionProblem, params: SolverParams, order: tuple[str, ...],
+                     best_plan: Plan, best_obj: Objectives, source: str, greedy: Plan, g_obj: Objectives,
+                     decisions: list[Decision], progress: Progress | None, start: float, scans: list[GroupScan],
+                     clock: SearchClock) -> Outcome | None:
+    """The table stage of a large program whose cycles are at their lower bound (``placer.selection.capacity``):
+    the constructive search, then CP-SAT on the capacity model for a better plan and the stage's bound. None when
+    the objectives are not cycles then table, or no plan reaches the cycles bound (the caller searches
+    neighbourhoods instead)."""
+    if tuple(order[:2]) != ("cycles", "table"):
+        return None
+    bounds = lower_bounds(problem)
+    caps = capacity.phase_caps(problem)
+    if not best_obj.fits or best_obj.cycles > bounds["cycles"]:
+        return None
+    slack = model_slack(problem)
+    notes = []
+    table_bound = bounds["table"]
+    lp = capacity_lp_bound(problem, slack, caps, clock.wall_left())
+    if lp is not None:
+        table_bound = max(table_bound, lp)
+    result = None
+    if clock.work - clock.spent > 0.05 and clock.wall_left() > 1.0 and best_obj.table > table_bound:
+        result = capacity.solve(problem, replace(params, time_limit=clock.work - clock.spent), slack, start=best_plan,
+                                progress=progress, wall=clock.wall_left)
+        clock.spent += result.work
+        clock.backstop |= result.backstop
+        if result.table.bound is not None:
+            table_bound = max(table_bound, math.ceil(result.table.bound))
+        if result.choice is not None:
+            found = capacity.place_segments(problem, result.choice)
+            f_obj = plan_objectives(capture, found)
+            if f_obj.key(order) < best_obj.key(order):
+                best_plan, best_obj, source = found, f_obj, "cp-sat"
+            notes.append(f"capacity model {result.table.status.value}, objective "
+                         f"{result.table.objective:,.0f}, realised {f_obj.table:,} B")
+    runtime = time.perf_counter() - start
+    stages = [("cycles", SolveResult(Status.OPTIMAL, float(best_obj.cycles), float(bounds["cycles"]), runtime,
+                                     solver="lower bound")),
+              ("table", SolveResult(Status.OPTIMAL if best_obj.table <= table_bound else Status.FEASIBLE,
+                                    float(best_obj.table), float(table_bound), runtime, solver="cp-sat capacity",
+                                    work=clock.spent, backstop=clock.backstop))]
+    status = Status.OPTIMAL if best_obj.table <= table_bound else Status.FEASIBLE
+    staged = StagedResult(None, stages, {n: getattr(best_obj, n) for n in order})
+    note = ("large program at the cycles bound: the constructive search and CP-SAT on the capacity model "
+            "(docs/selection.md); the table bound holds for every plan at the cycles bound"
+            + (f"; {'; '.join(notes)}" if notes else ""))
+    return Outcome(best_plan, best_obj, greedy, g_obj, decisions, status, staged, source, note, 1,
+                   runtime, problem, scans, [], clock.spent, clock.work, clock.backstop)
+
+
+def _capacity_plan(problem: SelectionProblem) -> Plan:
+    """The constructive search's plan at the cycles bound, once per prepared capture (it ignores the budget)."""
+    cached = problem.shared.get("capacity_plan")
+    if cached is None:
+        with task("constructive search at the cycles bound"):
+            cached = capacity.relay_greedy(problem, capacity.phase_caps(problem))
+        problem.shared["capacity_plan"] = cached
+    plan: Plan = cached
+    return Plan(plan.mode, problem.machine, problem.table_budget, problem.fragment_limit, list(plan.relays))
+
+
+def capacity_lp_bound(problem: SelectionProblem, slack: dict[int, int], caps: list[capacity.PhaseCaps],
+                      wall_left: float) -> int | None:
+    """The linear relaxation restricted to plans at the cycles bound (``bounds.table_lp_bound`` with the caps)."""
+    if wall_left < LP_MIN_WALL:
+        return None
+    return table_lp_bound(problem, slack, time_limit=max(0.5, min(10.0, wall_left / 4)),
+                          caps={pi: pc.bytes_cap for pi, pc in enumerate(caps)})
 
 
 def _lns(capture: Capture, problem: SelectionProblem, params: SolverParams, order: tuple[str, ...],

@@ -1,0 +1,532 @@
+"""The table stage at the cycles bound: a CP-SAT model over option choices and host *capacity*.
+
+When a plan's cycles equal their lower bound, the cycles stage is proved optimal and every selection phase runs at
+exactly its own bound (each phase's cycles are at least its bound and the sum is at the sum of the bounds). A
+lexicographically optimal plan then keeps every tile's transmit and receive bytes, and controls, under the
+phase's cap: it uses no local-pack option (its extra phase adds a sync) and a relay segment can only go to a tile
+with room for it under the cap. In the heavy phases of real programs that room, not memory, decides how many
+groups can be relayed at all -- and so how low the worst tile can go.
+
+The model (variables, one function per constraint family, objective):
+- ``x[p][g][o]``: group g of phase p takes option o (direct or direct-receive with o's segment count).
+- ``h[p][t]``: tile t hosts one segment in phase p, only where t has room (transmit, receive and free memory)
+  for the phase's smallest segment.
+- *Capacity* (Hall's condition on nested sets): for every size threshold s of the phase, the chosen segments of
+  at least s receive bytes number at most the hosting tiles with room for s; in all, segments <= hosts.
+- *Tables*: every tile's program table is at least its direct table, plus each chosen option's exact effect on
+  it, plus the smallest segment's host rows per phase it hosts, less the model's slack (seams, rounding: the
+  same ``model_slack`` every bound uses); fragments likewise against the limit; the worst tile ``T``.
+- Objective: minimise ``T`` (then, in a second short solve, the relay scratch with ``T`` held).
+
+Every constraint is one every real plan at the cycles bound satisfies (which segment lands where, the barred
+tiles and the exact host rows are relaxed), so CP-SAT's best bound is a valid lower bound on the table stage. A
+solution is turned into a plan by ``place_segments``: segments by falling host rows, each on the tile with the
+lowest table among those that may take it (room under the caps, free memory, not barred, not pinned); the plan
+is then re-costed exactly, so the model's relaxations can only cost the plan, never make a report wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from placer.alternatives.relay import direct_receive
+from placer.selection.plan import Plan, RelayChoice
+from placer.selection.problem import SelectionProblem
+from placer.solver import Progress, SolveResult, SolverParams, Status, run
+
+THRESHOLDS = 8  # size thresholds of the capacity condition per phase (quantiles of the segment sizes)
+
+
+@dataclass(eq=False)
+class PhaseCaps:
+    """One selection phase at its cycles bound: what a tile may transmit and receive (bytes) and issue (controls)."""
+
+    bytes_cap: int
+    ctrl_cap: int
+    options: list[list[int]]  # per group: indices (into pd.options) of direct and direct-receive options
+    room: np.ndarray  # per tile: may host the phase's smallest segment
+
+
+def phase_caps(problem: SelectionProblem) -> list[PhaseCaps]:
+    """Every selection phase's caps at its cycles bound and which of its options and tiles the model may use."""
+    bpc = problem.machine.exchange.bytes_per_cycle
+    tiles = problem.tiles
+    out = []
+    for pd in problem.phases:
+        st = pd.state
+        k = int(np.maximum(-(-st.tx[:tiles] // bpc), -(-st.rx[:tiles] // bpc)).max(initial=0))
+        options = [[oi for oi, op in enumerate(opts) if op.variant != "local-pack"] for opts in pd.options]
+        relays = [pd.options[gi][oi] for gi, idx in enumerate(options) for oi in idx[1:]]
+        room = np.zeros(tiles, bool)
+        if relays:
+            rx = min(int(op.host.rx.min()) for op in relays if op.host is not None)
+            tx = min(int(op.host.tx.min()) for op in relays if op.host is not None)
+            buf = min(int(op.buffer_bytes.min()) for op in relays)
+            room = (st.rx[:tiles] + rx <= bpc * k) & (st.tx[:tiles] + tx <= bpc * k) & (pd.largest_gap >= buf)
+        out.append(PhaseCaps(bpc * k, k, options, room))
+    return out
+
+
+@dataclass(eq=False)
+class CapacityModel:
+    model: Any  # cp_model.CpModel
+    x: list[list[dict[int, Any]]]  # per phase, per group: option index -> literal
+    h: list[dict[int, Any]]  # per phase: tile -> literal
+    worst: Any  # T
+    scratch: Any  # Σ chosen segments' buffer bytes
+    caps: list[PhaseCaps]
+
+
+def build(problem: SelectionProblem, caps: list[PhaseCaps], slack: dict[int, int],
+          table_cap: int | None = None) -> CapacityModel:
+    from ortools.sat.python import cp_model
+
+    m = cp_model.CpModel()
+    tiles = problem.tiles
+    table_terms: list[list[tuple[int, Any]]] = [[] for _ in range(tiles)]
+    frag_terms: list[list[tuple[int, Any]]] = [[] for _ in range(tiles)]
+    x = _choices(m, problem, caps, table_terms, frag_terms)
+    h = _hosting(m, problem, caps, x, table_terms, frag_terms)
+    base = problem.direct.table_bytes[:tiles].astype(np.int64).copy()
+    for t, s in slack.items():
+        base[t] -= s
+    worst = m.new_int_var(0, int(max(base.max(initial=0), 0)) + 1, "T")
+    _tables(m, problem, base, table_terms, frag_terms, worst, table_cap)
+    scratch = sum(int(problem.phases[pi].options[gi][oi].scratch) * v
+                  for pi, per in enumerate(x) for gi, lits in enumerate(per) for oi, v in lits.items()
+                  if problem.phases[pi].options[gi][oi].variant != "direct")
+    return CapacityModel(m, x, h, worst, scratch, caps)
+
+
+def _choices(m: Any, problem: SelectionProblem, caps: list[PhaseCaps], table_terms: list[list[tuple[int, Any]]],
+             frag_terms: list[list[tuple[int, Any]]]) -> list[list[dict[int, Any]]]:
+    """One option per group; each option's exact effect on its replicas' (and senders') tables and fragments."""
+    tiles = problem.tiles
+    x: list[list[dict[int, Any]]] = []
+    for pd, pc in zip(problem.phases, caps, strict=True):
+        per: list[dict[int, Any]] = []
+        for gi, idx in enumerate(pc.options):
+            lits = {oi: m.new_bool_var(f"x{pd.phase.phase}_{gi}_{oi}") for oi in idx}
+            m.add_exactly_one(lits.values())
+            for oi, v in lits.items():
+                op = pd.options[gi][oi]
+                if op.variant == "direct":
+                    continue
+                for t, d, f in zip(op.tiles.tolist(), op.delta.raw.tolist(), op.delta.frag.tolist(), strict=True):
+                    if t < tiles:
+                        if d:
+                            table_terms[t].append((int(d), v))
+                        if f:
+                            frag_terms[t].append((int(f), v))
+            per.append(lits)
+        x.append(per)
+    return x
+
+
+def _hosting(m: Any, problem: SelectionProblem, caps: list[PhaseCaps], x: list[list[dict[int, Any]]],
+             table_terms: list[list[tuple[int, Any]]], frag_terms: list[list[tuple[int, Any]]]
+             ) -> list[dict[int, Any]]:
+    """Host literals where a tile has room, the capacity condition per size threshold, and the hosts' rows."""
+    h: list[dict[int, Any]] = []
+    for pi, (pd, pc) in enumerate(zip(problem.phases, caps, strict=True)):
+        chosen = [(pd.options[gi][oi], v) for gi, lits in enumerate(x[pi]) for oi, v in lits.items()
+                  if pd.options[gi][oi].variant == "direct-receive"]
+        hosts: dict[int, Any] = {}
+        if not chosen:
+            h.append(hosts)
+            continue
+        rows = min(int(op.host.raw.min()) for op, _ in chosen if op.host is not None)
+        frags = min(int(op.host.frag.min()) for op, _ in chosen if op.host is not None)
+        for t in np.flatnonzero(pc.room).tolist():
+            hosts[t] = m.new_bool_var(f"h{pd.phase.phase}_{t}")
+            table_terms[t].append((rows, hosts[t]))
+            if frags:
+                frag_terms[t].append((frags, hosts[t]))
+        st = pd.state
+        sizes = np.unique(np.concatenate([op.host.rx for op, _ in chosen if op.host is not None]))
+        for s in np.unique(np.quantile(sizes, np.linspace(0, 1, THRESHOLDS + 1), method="lower")).tolist():
+            need = [(int((op.host.rx >= s).sum()), v) for op, v in chosen if op.host is not None
+                    and (op.host.rx >= s).any()]
+            fit = [v for t, v in hosts.items() if st.rx[t] + s <= pc.bytes_cap]
+            m.add(sum(c * v for c, v in need) <= sum(fit))
+        m.add(sum(op.count * v for op, v in chosen) <= sum(hosts.values()))
+        h.append(hosts)
+    return h
+
+
+def _tables(m: Any, problem: SelectionProblem, base: np.ndarray, table_terms: list[list[tuple[int, Any]]],
+            frag_terms: list[list[tuple[int, Any]]], worst: Any, table_cap: int | None) -> None:
+    """Every tile's table under ``T`` (and the budget, or ``table_cap``), its fragments under the limit."""
+    tiles = problem.tiles
+    frag_base = problem.direct.fragments[:tiles].astype(np.int64)
+    cap = problem.table_budget if table_cap is None else table_cap
+    for t in range(tiles):
+        expr = int(base[t]) + sum(c * v for c, v in table_terms[t])
+        m.add(worst >= expr)
+        if frag_terms[t]:
+            m.add(int(frag_base[t]) + sum(c * v for c, v in frag_terms[t]) <= problem.fragment_limit)
+    m.add(worst <= cap)
+
+
+def hint(cm: CapacityModel, problem: SelectionProblem, plan: Plan) -> None:
+    """Hint the model with a plan's choices (a plan at the cycles bound uses no local-pack option)."""
+    by_key = {(r.group.phase, r.group.index): r for r in plan.relays}
+    for pi, pd in enumerate(problem.phases):
+        hosted: set[int] = set()
+        for gi, lits in enumerate(cm.x[pi]):
+            g = pd.options[gi][0].group
+            r = by_key.get((g.phase, g.index))
+            pick = 0
+            if r is not None and r.variant == "direct-receive":
+                pick = next((oi for oi in lits if pd.options[gi][oi].variant == "direct-receive"
+                             and pd.options[gi][oi].count == r.segmentation.count), 0)
+                if pick:
+                    hosted.update(int(t) for t in r.hosts.tolist())
+            for oi, v in lits.items():
+                cm.model.add_hint(v, oi == pick)
+        for t, v in cm.h[pi].items():
+            cm.model.add_hint(v, t in hosted)
+
+
+@dataclass
+class CapacityResult:
+    table: SolveResult
+    scratch: SolveResult | None
+    choice: list[list[int]] | None  # per phase, per group: option index into pd.options
+    work: float = 0.0
+    backstop: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+def solve(problem: SelectionProblem, params: SolverParams, slack: dict[int, int], *, start: Plan | None = None,
+          progress: Progress | None = None, wall: Callable[[], float] | None = None,
+          scratch_share: float = 0.2) -> CapacityResult:
+    """Minimise the worst tile at the cycles bound, then the scratch with it held; ``params.time_limit`` is the
+    work of both solves (deterministic seconds in deterministic mode), ``wall`` the backstop."""
+    caps = phase_caps(problem)
+    cm = build(problem, caps, slack)
+    if start is not None:
+        hint(cm, problem, start)
+    cm.model.minimize(cm.worst)
+    left = wall() if wall is not None else None
+    solver, res = run(cm.model, replace(params, time_limit=max(0.05, params.time_limit * (1 - scratch_share)),
+                                        backstop=left), progress=progress)
+    work, backstop = res.work, res.backstop
+    if res.status not in (Status.OPTIMAL, Status.FEASIBLE):
+        return CapacityResult(res, None, None, work, backstop)
+    choice = _read(cm, solver)
+    worst = int(solver.value(cm.worst))
+    # second solve: least scratch with the worst tile held at what was found
+    cm.model.clear_hints()
+    for pi, per in enumerate(cm.x):
+        for gi, lits in enumerate(per):
+            for oi, v in lits.items():
+                cm.model.add_hint(v, choice[pi][gi] == oi)
+    for hosts in cm.h:
+        for v in hosts.values():
+            cm.model.add_hint(v, bool(solver.value(v)))
+    cm.model.add(cm.worst <= worst)
+    cm.model.minimize(cm.scratch)
+    left = wall() if wall is not None else None
+    if left is not None and left <= 0.1:
+        return CapacityResult(res, None, choice, work, True)
+    solver2, res2 = run(cm.model, replace(params, time_limit=max(0.05, params.time_limit * scratch_share),
+                                          backstop=left), progress=progress)
+    work += res2.work
+    backstop |= res2.backstop
+    if res2.status in (Status.OPTIMAL, Status.FEASIBLE):
+        choice = _read(cm, solver2)
+    return CapacityResult(res, res2, choice, work, backstop)
+
+
+def _read(cm: CapacityModel, solver: Any) -> list[list[int]]:
+    return [[next(oi for oi, v in lits.items() if solver.value(v)) for lits in per] for per in cm.x]
+
+
+def place_segments(problem: SelectionProblem, choice: list[list[int]], mode: str = "cpsat") -> Plan:
+    """The plan of a choice: every chosen segment on a tile that may take it at the cycles bound.
+
+    Per phase, segments by falling host rows, each on the tile with the lowest program table (ties: the highest
+    tile number, the production rule's order) among those with room under the caps for its bytes and controls,
+    free memory for its buffer, not barred from it (its group's replicas and its senders) and not already hosting.
+    A group whose segments cannot all be placed stays direct."""
+    tiles = problem.tiles
+    machine = problem.machine
+    caps = phase_caps(problem)
+    # the tables the choices leave before any host is added: direct, plus every chosen option's replica effect
+    table = problem.direct.table_bytes[:tiles].astype(np.int64).copy()
+    for pi, pd in enumerate(problem.phases):
+        for gi, oi in enumerate(choice[pi]):
+            op = pd.options[gi][oi]
+            if op.variant != "direct":
+                np.add.at(table, op.tiles[op.tiles < tiles], op.delta.raw[op.tiles < tiles])
+    plan = Plan(mode, machine, problem.table_budget, problem.fragment_limit)
+    max_bytes = machine.exchange.max_transfer_words * 4
+    order = np.arange(tiles)[::-1]
+    for pi, (pd, pc) in enumerate(zip(problem.phases, caps, strict=True)):
+        st = pd.state
+        ctrl = st.controls()[:tiles].astype(np.int64).copy()
+        chosen = [(gi, pd.options[gi][oi]) for gi, oi in enumerate(choice[pi])
+                  if pd.options[gi][oi].variant == "direct-receive"]
+        for _gi, op in chosen:
+            np.add.at(ctrl, op.tiles[op.tiles < tiles], op.delta.ctrl[op.tiles < tiles])
+        free = pd.largest_gap.copy()
+        busy = np.zeros(tiles, bool)
+        segs = [(int(op.host.raw[s]), gi, op, s) for gi, op in chosen if op.host is not None for s in range(op.count)]
+        segs.sort(key=lambda e: (-e[0], e[1], e[3]))
+        placed: dict[int, list[tuple[int, int, int, int]]] = {}  # group -> (segment, tile, address, rows)
+        failed: set[int] = set()
+        for rows, gi, op, s in segs:
+            if gi in failed:
+                continue
+            assert op.host is not None
+            ok = (~busy & (st.rx[:tiles] + int(op.host.rx[s]) <= pc.bytes_cap)
+                  & (st.tx[:tiles] + int(op.host.tx[s]) <= pc.bytes_cap)
+                  & (ctrl + int(op.host.ctrl[s]) <= pc.ctrl_cap) & (free >= int(op.buffer_bytes[s])))
+            ok[op.banned[s][op.banned[s] < tiles]] = False
+            cand = order[ok[order]]
+            if cand.size == 0:
+                failed.add(gi)
+                continue
+            t = int(cand[np.argmin(table[cand])])  # the first minimum: the highest tile number
+            addr = pd.memory.first_fit(t, int(op.buffer_bytes[s]))
+            if addr is None:
+                failed.add(gi)
+                continue
+            busy[t] = True
+            table[t] += rows
+            placed.setdefault(gi, []).append((s, t, addr, rows))
+        for gi, op in chosen:
+            if gi in failed or len(placed.get(gi, [])) != op.count:
+                # the group stays direct: its hosts are free again, its replicas keep their rows
+                for _s, t, _a, rows in placed.get(gi, []):
+                    busy[t] = False
+                    table[t] -= rows
+                np.subtract.at(table, op.tiles[op.tiles < tiles], op.delta.raw[op.tiles < tiles])
+                continue
+            assert op.seg is not None
+            segs_of = sorted(placed[gi])
+            hosts = np.array([t for _s, t, _a, _r in segs_of], np.int64)
+            buffers = np.array([a for _s, _t, a, _r in segs_of], np.int64)
+            rw = direct_receive(op.group, op.seg, hosts, buffers, pd.phase, max_bytes)
+            plan.relays.append(RelayChoice(op.group, op.variant, op.seg, hosts, buffers, rw))
+    return plan
+
+
+# -- a constructive search at the cycles bound: relay where it lowers the heaviest replicas, hosts placed at once -----
+
+@dataclass(eq=False)
+class _Hosting:
+    """One phase's hosting state: what each tile may still take under the caps, and which tiles already host."""
+
+    rx: np.ndarray  # receive bytes left under the cap
+    tx: np.ndarray
+    ctrl: np.ndarray
+    gap: np.ndarray  # largest free gap (0: may not host at all)
+    free: np.ndarray  # not hosting yet in this phase
+
+
+def _hosts_for(op: Any, host: _Hosting, table: np.ndarray, ceiling: int, tiles: int) -> list[int] | None:
+    """A host for every segment of ``op``, or None: per segment (largest first) the tile that fits it most tightly
+    on receive bytes (keeping roomy tiles for larger segments) among those that may take it and stay at or under
+    ``ceiling`` with its rows; ties: lower table, then higher tile number."""
+    taken: list[int] = []
+    free = host.free.copy()
+    order = np.argsort(-op.host.rx, kind="stable")
+    for s in order.tolist():
+        ok = (free & (host.rx >= op.host.rx[s]) & (host.tx >= op.host.tx[s]) & (host.ctrl >= op.host.ctrl[s])
+              & (host.gap >= op.buffer_bytes[s]) & (table + op.host.raw[s] <= ceiling))
+        banned = op.banned[s]
+        ok[banned[banned < tiles]] = False
+        cand = np.flatnonzero(ok)
+        if cand.size == 0:
+            return None
+        pick = cand[np.lexsort((-cand, table[cand], host.rx[cand]))[0]]
+        taken.append(int(pick))
+        free[pick] = False
+    out = [0] * op.count
+    for s, t in zip(order.tolist(), taken, strict=True):
+        out[s] = t
+    return out
+
+
+class _State:
+    """A plan at the cycles bound under construction: every tile's table, each phase's hosting state, the relays."""
+
+    def __init__(self, problem: SelectionProblem, caps: list[PhaseCaps]) -> None:
+        self.problem, self.caps = problem, caps
+        tiles = self.tiles = problem.tiles
+        self.table = problem.direct.table_bytes[:tiles].astype(np.int64).copy()
+        self.hosting = []
+        for pd, pc in zip(problem.phases, caps, strict=True):
+            st = pd.state
+            self.hosting.append(_Hosting(pc.bytes_cap - st.rx[:tiles].astype(np.int64),
+                                         pc.bytes_cap - st.tx[:tiles].astype(np.int64),
+                                         pc.ctrl_cap - st.controls()[:tiles].astype(np.int64),
+                                         np.where(pc.room, pd.largest_gap, 0).astype(np.int64), pc.room.copy()))
+        self.chosen: dict[tuple[int, int], tuple[int, list[int], list[int]]] = {}  # (phase, group) -> option, hosts
+
+    def replicas(self, pi: int, gi: int) -> np.ndarray:
+        return _replicas(self.problem.phases[pi].options[gi][0], self.tiles)
+
+    def try_relay(self, pi: int, gi: int, ceiling: int) -> bool:
+        """Relay the group with the option that lowers its heaviest replica most and whose segments all find a
+        host now (none raised above ``ceiling``); False if none does."""
+        pd, pc = self.problem.phases[pi], self.caps[pi]
+        current = int(self.table[self.replicas(pi, gi)].max(initial=0))
+        tried = []
+        for oi in pc.options[gi][1:]:
+            op = pd.options[gi][oi]
+            keep = op.tiles < self.tiles
+            after = int((self.table[op.tiles[keep]] + op.delta.raw[keep]).max(initial=0))
+            if after < current:
+                tried.append((after, op.count, oi))
+        for _after, _count, oi in sorted(tried):
+            op = pd.options[gi][oi]
+            hosts = _hosts_for(op, self.hosting[pi], self.table, ceiling, self.tiles)
+            if hosts is None:
+                continue
+            buffers = [pd.memory.first_fit(t, int(op.buffer_bytes[s])) for s, t in enumerate(hosts)]
+            if any(b is None for b in buffers):
+                continue
+            self._apply(pi, gi, oi, hosts, +1)
+            self.chosen[(pi, gi)] = (oi, hosts, [int(b) for b in buffers if b is not None])
+            return True
+        return False
+
+    def undo(self, pi: int, gi: int) -> None:
+        oi, hosts, _ = self.chosen.pop((pi, gi))
+        self._apply(pi, gi, oi, hosts, -1)
+
+    def _apply(self, pi: int, gi: int, oi: int, hosts: list[int], sign: int) -> None:
+        op = self.problem.phases[pi].options[gi][oi]
+        host = self.hosting[pi]
+        keep = op.tiles < self.tiles
+        np.add.at(self.table, op.tiles[keep], sign * op.delta.raw[keep])
+        np.add.at(host.ctrl, op.tiles[keep], -sign * op.delta.ctrl[keep])
+        for s, t in enumerate(hosts):
+            self.table[t] += sign * int(op.host.raw[s])
+            host.rx[t] -= sign * int(op.host.rx[s])
+            host.tx[t] -= sign * int(op.host.tx[s])
+            host.ctrl[t] -= sign * int(op.host.ctrl[s])
+            host.free[t] = sign < 0
+
+    def plan(self, mode: str) -> Plan:
+        problem = self.problem
+        plan = Plan(mode, problem.machine, problem.table_budget, problem.fragment_limit)
+        max_bytes = problem.machine.exchange.max_transfer_words * 4
+        for (pi, gi), (oi, hosts, buffers) in sorted(self.chosen.items()):
+            pd = problem.phases[pi]
+            op = pd.options[gi][oi]
+            assert op.seg is not None
+            h, b = np.asarray(hosts, np.int64), np.asarray(buffers, np.int64)
+            plan.relays.append(RelayChoice(op.group, op.variant, op.seg, h, b,
+                                           direct_receive(op.group, op.seg, h, b, pd.phase, max_bytes)))
+        return plan
+
+
+SWAP_ROUNDS = 3000  # improving moves at most (each is a few numpy passes over the tiles)
+
+
+def relay_greedy(problem: SelectionProblem, caps: list[PhaseCaps], mode: str = "cpsat",
+                 rounds: int = SWAP_ROUNDS) -> Plan:
+    """A plan at the cycles bound that lowers the worst tile.
+
+    Construction: phases in order of how many tiles could host in them (most first: relaying there is hardly
+    limited, and what it leaves decides the rest); in each, groups with the heaviest replica first, each relayed
+    if a relay lowers its heaviest replica and every segment finds a host (``_hosts_for``: room under the caps,
+    free memory, not barred, not raising the worst tile).
+    Improvement: while a move lowers the worst tile (or leaves it and fewer tiles at it), at a worst tile: relay
+    a group of it that is direct, making room if needed by returning to direct one relayed group of the same
+    phase whose replicas stay below the worst. Deterministic; the caller re-costs the plan exactly."""
+    st = _State(problem, caps)
+    order = sorted(range(len(caps)), key=lambda pi: (-int(caps[pi].room.sum()), pi))
+    for pi in order:
+        groups = [gi for gi, idx in enumerate(caps[pi].options) if len(idx) > 1]
+        heaviest = {gi: int(st.table[st.replicas(pi, gi)].max(initial=0)) for gi in groups}
+        for gi in sorted(groups, key=lambda g: (-heaviest[g], g)):
+            st.try_relay(pi, gi, int(st.table.max(initial=0)))
+    # which group each tile is a replica of, per phase
+    member: list[dict[int, int]] = []
+    for pi, pc in enumerate(caps):
+        m: dict[int, int] = {}
+        for gi, idx in enumerate(pc.options):
+            if len(idx) > 1:
+                for t in st.replicas(pi, gi).tolist():
+                    m[t] = gi
+        member.append(m)
+    _improve(st, member, order, rounds)
+    return st.plan(mode)
+
+
+def _excess(table: np.ndarray, tiles: np.ndarray, delta: np.ndarray, level: int) -> int:
+    """How much the tiles' excess over ``level`` changes if ``delta`` is added to them."""
+    before = np.maximum(table[tiles] - level, 0)
+    after = np.maximum(table[tiles] + delta - level, 0)
+    return int((after - before).sum())
+
+
+def _improve(st: _State, member: list[dict[int, int]], order: list[int], rounds: int) -> None:
+    """Lower the tables above a level just under the worst: for each tile above it (heaviest first), relay a
+    group of it that is direct -- making room, if needed, by returning to direct a relayed group of the same phase
+    whose replicas add less excess than the relay removes. A move is taken only if the excess over the level
+    falls; when no move is left the level goes up by half its distance to the worst (finer moves), and the search
+    stops when the level reaches the worst."""
+    problem, tiles = st.problem, st.tiles
+    margin = 4096
+    for _ in range(rounds):
+        top = int(st.table.max(initial=0))
+        level = top - margin
+        moved = False
+        over = np.flatnonzero(st.table > level)
+        for t in over[np.argsort(-st.table[over], kind="stable")].tolist():
+            for pi in order:
+                gi = member[pi].get(t)
+                if gi is None or (pi, gi) in st.chosen:
+                    continue
+                # what relaying it would remove, with its best option's effect on its replicas
+                best = None
+                for oi in st.caps[pi].options[gi][1:]:
+                    op = problem.phases[pi].options[gi][oi]
+                    keep = op.tiles < tiles
+                    gain = -_excess(st.table, op.tiles[keep], op.delta.raw[keep], level)
+                    best = gain if best is None else max(best, gain)
+                if not best or best <= 0:
+                    continue
+                if st.try_relay(pi, gi, top):
+                    moved = True
+                    break
+                swaps = []
+                for (qi, gj), (oj, _h, _b) in st.chosen.items():
+                    if qi != pi:
+                        continue
+                    op = problem.phases[qi].options[gj][oj]
+                    keep = op.tiles < tiles
+                    loss = _excess(st.table, op.tiles[keep], -op.delta.raw[keep], level)
+                    if loss < best:
+                        swaps.append((loss, gj))
+                for _loss, gj in sorted(swaps):
+                    saved = st.chosen[(pi, gj)]
+                    st.undo(pi, gj)
+                    if st.try_relay(pi, gi, top):
+                        moved = True
+                        break
+                    st._apply(pi, gj, saved[0], saved[1], +1)
+                    st.chosen[(pi, gj)] = saved
+                if moved:
+                    break
+            if moved:
+                break
+        if not moved:
+            margin //= 2
+            if margin < problem.machine.cost.table_rounding:
+                return
+
+
+def _replicas(op: Any, tiles: int) -> np.ndarray:
+    r = op.group.replicas.astype(np.int64)
+    return r[r < tiles]

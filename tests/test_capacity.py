@@ -1,0 +1,109 @@
+"""The table stage at the cycles bound (``placer.selection.capacity``): the constructive search's plans validate and
+keep the cycles at their bound, and the capacity model's bound is never above what a plan at the bound reaches --
+checked against every plan of an enumerable instance."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from placer.alternatives.relay import direct_receive
+from placer.capture.model import Capture, PanelHint, Phase
+from placer.problem.cost import program_cost
+from placer.selection import capacity
+from placer.selection.plan import Plan, RelayChoice
+from placer.selection.select import lower_bounds, model_slack, plan_objectives, prepare
+from placer.solver import SolverParams, Status
+from placer.validation import validate
+from tests.builders import group_phase, relay_capture, small_machine
+
+M = small_machine(48)
+PARAMS = SolverParams(time_limit=5, workers=1, seed=0)
+
+
+def _at_bound(cap: Capture, machine: object, budget: int) -> tuple[object, int]:
+    prep = prepare(cap, machine, budget, 16384)  # type: ignore[arg-type]
+    return prep.problem, lower_bounds(prep.problem)["cycles"]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), groups=st.integers(1, 4), fragments=st.integers(6, 40),
+       replicas=st.integers(2, 4), budget=st.integers(200, 2000))
+def test_constructive_plans_validate_at_the_cycles_bound(seed: int, groups: int, fragments: int, replicas: int,
+                                                         budget: int) -> None:
+    cap = relay_capture(groups=groups, fragments=fragments, replicas=replicas, phases=2, seed=seed)
+    problem, cycles_bound = _at_bound(cap, M, budget)
+    caps = capacity.phase_caps(problem)  # type: ignore[arg-type]
+    plan = capacity.relay_greedy(problem, caps)  # type: ignore[arg-type]
+    obj = plan_objectives(cap, plan)
+    assert obj.cycles == cycles_bound  # every relay fits under its phase's caps
+    report = validate(cap, plan.to_json(cap), M)
+    assert report.valid == obj.fits, report.errors[:3]
+    # the same input gives the same plan
+    again = capacity.relay_greedy(problem, caps)  # type: ignore[arg-type]
+    assert json.dumps(again.to_json(cap)) == json.dumps(plan.to_json(cap))
+    # the capacity model's bound is below the plan it was hinted with, and below what its own choice realises
+    res = capacity.solve(problem, PARAMS, model_slack(problem), start=plan)  # type: ignore[arg-type]
+    assert res.table.status is not Status.INFEASIBLE or not obj.fits
+    if res.table.bound is not None and obj.fits:
+        assert res.table.bound <= obj.table
+    if res.choice is not None:
+        found = capacity.place_segments(problem, res.choice)  # type: ignore[arg-type]
+        f_obj = plan_objectives(cap, found)
+        assert f_obj.cycles == cycles_bound
+        assert validate(cap, found.to_json(cap), M).valid == f_obj.fits
+        if res.table.bound is not None and f_obj.fits:
+            assert res.table.bound <= f_obj.table
+
+
+def _every_plan(cap: Capture, problem: object, machine: object) -> list[tuple[int, int]]:
+    """(cycles, worst table) of every direct-receive plan of the instance: each group direct or at each of its
+    option counts, every injective choice of eligible hosts."""
+    groups = [(pi, gi) for pi, pd in enumerate(problem.phases) for gi in range(len(pd.options))]  # type: ignore
+    per_group = [[op for op in problem.phases[pi].options[gi] if op.variant != "local-pack"]  # type: ignore
+                 for pi, gi in groups]
+    out = []
+    tiles = cap.tile_count
+    for combo in itertools.product(*per_group):
+        relays = [(pi, op) for (pi, _gi), op in zip(groups, combo, strict=True) if op.variant == "direct-receive"]
+        need = sum(op.count for _, op in relays)
+        for perm in itertools.permutations(range(tiles), need):
+            plan = Plan("brute", machine, 10**6, 16384)  # type: ignore[arg-type]
+            ok, i = True, 0
+            for pi, op in relays:
+                hosts = np.array(perm[i: i + op.count], np.int64)
+                i += op.count
+                if any(int(h) in set(op.banned[s].tolist()) for s, h in enumerate(hosts)):
+                    ok = False
+                    break
+                phase = problem.phases[pi].phase  # type: ignore[attr-defined]
+                buffers = np.full(op.count, 0x70000, np.int64)
+                plan.relays.append(RelayChoice(op.group, "direct-receive", op.seg, hosts, buffers,
+                                               direct_receive(op.group, op.seg, hosts, buffers, phase, 16592)))
+            if ok:
+                cost = program_cost(plan.rewritten(cap), machine)  # type: ignore[arg-type]
+                out.append((cost.cycles, cost.worst_table()))
+    return out
+
+
+def test_capacity_bound_below_the_best_plan_at_the_bound() -> None:
+    """Two groups on 8 tiles, small enough to enumerate every plan: the capacity model's proved bound is at most
+    the best table any plan at the cycles bound reaches, and the constructive search finds a plan at the bound."""
+    a = group_phase(0, [0, 1], [2, 3, 6], 9, holes=(4,))
+    b = group_phase(0, [4, 5], [6, 2], 6)
+    cap = Capture(tile_count=8, phases=[Phase.concat(0, [a, b])],
+                  panels=[PanelHint(0, (0, 1), (0, 96, 192, 288)), PanelHint(0, (4, 5), (0, 96, 192))])
+    machine = small_machine(8)
+    problem, cycles_bound = _at_bound(cap, machine, 10**5)
+    plans = _every_plan(cap, problem, machine)
+    at_bound = [t for c, t in plans if c == cycles_bound]
+    assert at_bound
+    res = capacity.solve(problem, PARAMS, model_slack(problem))  # type: ignore[arg-type]
+    assert res.table.status is Status.OPTIMAL and res.table.bound is not None
+    assert res.table.bound <= min(at_bound)
+    greedy = plan_objectives(cap, capacity.relay_greedy(problem, capacity.phase_caps(problem)))  # type: ignore
+    assert greedy.cycles == cycles_bound and greedy.table >= min(at_bound)
