@@ -84,12 +84,15 @@ def pinned_tiles(direct: ProgramCost) -> np.ndarray:
     return direct.sharing.pinned()
 
 
+SHARED_ROW = "a replica's row shares its table with another phase's (docs/cost.md)"
+
+
 def selection_scans(capture: Capture, direct: ProgramCost, full: list[GroupScan] | None = None) -> list[GroupScan]:
     """The replica groups the optimiser may relay: every gainful group (``groups.gainful``; ``full`` is the
     capture's full scan when the caller has it), except those with a replica whose row is pinned
     (``pinned_tiles``), which stay direct with the reason."""
     scans = [gainful(s) for s in full] if full is not None else scan_capture(capture)
-    for pi, (scan, pin) in enumerate(zip(scans, pinned_tiles(direct), strict=True)):
+    for scan, pin in zip(scans, pinned_tiles(direct), strict=True):
         if not pin.any():
             continue
         keep = []
@@ -99,22 +102,10 @@ def selection_scans(capture: Capture, direct: ProgramCost, full: list[GroupScan]
             if hit.size == 0:
                 keep.append(g)
                 continue
-            t = int(hit[0])
-            why = f"tile {t}'s row shares its table with phase {_sharing_partner(direct, pi, t)}"
-            scan.rejected.append(Rejection(scan.phase, g.index, g.replica_count, g.fragments, why,
+            scan.rejected.append(Rejection(scan.phase, g.index, g.replica_count, g.fragments, SHARED_ROW,
                                            int(g.transfers[0])))
         scan.groups = keep
     return scans
-
-
-def _sharing_partner(direct: ProgramCost, p: int, t: int) -> int:
-    """The id of a phase whose table tile t's row in phase index p shares (its first use, or a later use)."""
-    assert direct.sharing is not None
-    first = direct.sharing.first_use
-    if first[p, t] >= 0:
-        return direct.phases[int(first[p, t])].phase
-    users = np.flatnonzero(first[:, t] == p)
-    return direct.phases[int(users[0])].phase if users.size else -1
 
 
 def build_problem(capture: Capture, machine: Machine, table_budget: int, fragment_limit: int, *,
