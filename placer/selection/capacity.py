@@ -375,7 +375,9 @@ class _State:
 
     def try_relay(self, pi: int, gi: int, ceiling: int) -> bool:
         """Relay the group with the option that lowers its heaviest replica most and whose segments all find a
-        host now (none raised above ``ceiling``); False if none does."""
+        host now (none raised above ``ceiling``); False if none does. (Choosing by the heaviest tile the relay
+        touches, hosts included, was tried: it prefers finer cuts, which use up the capacity-limited phases'
+        hosts on fewer groups, and left the worst tile higher on the bundled workloads.)"""
         pd, pc = self.problem.phases[pi], self.caps[pi]
         current = int(self.table[self.replicas(pi, gi)].max(initial=0))
         tried = []
@@ -445,11 +447,15 @@ def relay_greedy(problem: SelectionProblem, caps: list[PhaseCaps], mode: str = "
     phase whose replicas stay below the worst. Deterministic; the caller re-costs the plan exactly."""
     st = _State(problem, caps)
     order = sorted(range(len(caps)), key=lambda pi: (-int(caps[pi].room.sum()), pi))
+    limited = [pi for pi in order if _limited(problem.phases[pi], caps[pi])]
     for pi in order:
+        if pi in limited:
+            continue
         groups = [gi for gi, idx in enumerate(caps[pi].options) if len(idx) > 1]
         heaviest = {gi: int(st.table[st.replicas(pi, gi)].max(initial=0)) for gi in groups}
         for gi in sorted(groups, key=lambda g: (-heaviest[g], g)):
             st.try_relay(pi, gi, int(st.table.max(initial=0)))
+    _weighted(st, limited)
     # which group each tile is a replica of, per phase
     member: list[dict[int, int]] = []
     for pi, pc in enumerate(caps):
@@ -461,6 +467,39 @@ def relay_greedy(problem: SelectionProblem, caps: list[PhaseCaps], mode: str = "
         member.append(m)
     _improve(st, member, order, rounds)
     return st.plan(mode)
+
+
+def _limited(pd: Any, pc: PhaseCaps) -> bool:
+    """True when the phase's tiles with room cannot host a segment for every group even at its fewest segments:
+    which groups get a relay there is the real choice."""
+    need = sum(min((pd.options[gi][oi].count for oi in idx[1:]), default=0) for gi, idx in enumerate(pc.options))
+    return need > int(pc.room.sum())
+
+
+def _weighted(st: _State, phases: list[int], spread: int = 2048) -> None:
+    """Relay in the capacity-limited phases, all at once: each step takes the group whose relay removes the most
+    weight per segment it needs, a replica weighing exp((its table - the worst) / ``spread``) -- so the tiles
+    near the top count, and a tile another phase's relay already lowered stops counting (the phases' choices
+    cover different tiles). Deterministic: ties go to the lower (phase, group)."""
+    problem, tiles = st.problem, st.tiles
+    todo = {(pi, gi) for pi in phases for gi, idx in enumerate(st.caps[pi].options) if len(idx) > 1}
+    while todo:
+        top = int(st.table.max(initial=0))
+        weight = np.exp((st.table - top) / spread)
+        best = None
+        for pi, gi in sorted(todo):
+            pd = problem.phases[pi]
+            for oi in st.caps[pi].options[gi][1:]:
+                op = pd.options[gi][oi]
+                keep = op.tiles < tiles
+                gain = float(-(weight[op.tiles[keep]] * op.delta.raw[keep]).sum()) / op.count
+                if gain > 0 and (best is None or gain > best[0]):
+                    best = (gain, pi, gi)
+        if best is None:
+            return
+        _gain, pi, gi = best
+        todo.discard((pi, gi))
+        st.try_relay(pi, gi, top)
 
 
 def _excess(table: np.ndarray, tiles: np.ndarray, delta: np.ndarray, level: int) -> int:
