@@ -19,8 +19,8 @@ import numpy as np
 
 from placer.capture import read_capture, write_capture
 from placer.capture.model import Capture, Phase
+from placer.cost.model import program_cost
 from placer.machine import load_machine
-from placer.problem.cost import program_cost
 
 RUST_PHASE_MS = (3.6, 13.9)
 

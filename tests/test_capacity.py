@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from placer.alternatives.relay import direct_receive
 from placer.capture.model import Capture, PanelHint, Phase
-from placer.problem.cost import program_cost
+from placer.cost.model import program_cost
 from placer.selection import capacity
 from placer.selection.plan import Plan, RelayChoice
 from placer.selection.select import lower_bounds, model_slack, plan_objectives, prepare

@@ -7,8 +7,8 @@ from dataclasses import replace
 import numpy as np
 
 from placer.capture.model import PAIRED64, Capture, Phase, Repeat
+from placer.cost.model import program_cost, receive_resets, tile_counters
 from placer.machine import load_machine
-from placer.problem.cost import program_cost, receive_resets, tile_counters
 
 M = load_machine()
 T = 8

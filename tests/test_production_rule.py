@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from placer.alternatives.groups import scan_phase
 from placer.capture.model import Allocations, Capture, PanelHint, Phase
-from placer.problem.cost import tile_counters
+from placer.cost.model import tile_counters
 from placer.selection.greedy import (
     ACCEPTED,
     CYCLES_ROSE,

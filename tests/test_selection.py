@@ -14,8 +14,8 @@ from placer.alternatives.groups import scan_capture, scan_phase
 from placer.alternatives.relay import direct_receive, forward_intervals
 from placer.alternatives.segments import candidates, native
 from placer.capture.model import Capture, Phase
-from placer.problem.cost import program_cost, tile_counters
-from placer.problem.state import PhaseState
+from placer.cost.model import program_cost, tile_counters
+from placer.cost.state import PhaseState
 from placer.selection.greedy import greedy_plan
 from placer.selection.plan import Plan, RelayChoice
 from placer.selection.select import plan_objectives, select

@@ -24,13 +24,13 @@ from typing import Any, Literal
 import numpy as np
 
 from placer.capture.model import Capture, Phase
+from placer.cost.model import tile_counters
 from placer.machine import Machine
 from placer.ordering.bounds import LowerBound, lower_bound
 from placer.ordering.cpsat import compact, horizon_of, improve_lns, solve_exact
 from placer.ordering.greedy import greedy_starts, retime
 from placer.ordering.justify import forward_backward
 from placer.ordering.streams import Chunks, Timing, build_chunks, continues_previous
-from placer.problem.cost import tile_counters
 from placer.solver import Progress, SolveResult, SolverParams, Status
 
 Mode = Literal["greedy", "cpsat"]

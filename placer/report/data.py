@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 
 from placer.capture.model import Capture, Phase
+from placer.cost.model import program_cost, tile_counters
 from placer.errors import InputError
 from placer.fileio import read_json
 from placer.machine import Machine
-from placer.problem.cost import program_cost, tile_counters
 from placer.progress import task, track
 from placer.validation.plan import Plan as PlanFile
 from placer.validation.plan import bind_plan, parse_plan

@@ -12,9 +12,9 @@ import typer
 
 from placer.capture import read_capture
 from placer.capture.model import Capture, Phase
+from placer.cost.model import program_cost
 from placer.errors import EXIT_OVER_BUDGET
 from placer.machine import load_machine
-from placer.problem.cost import program_cost
 from placer.progress import install, task, track
 from placer.report.table import render
 from placer.units import format_size, size_option

@@ -7,7 +7,7 @@ from typing import Any
 
 from placer.alternatives.groups import GroupScan
 from placer.capture.model import Capture
-from placer.problem.cost import ProgramCost, program_cost
+from placer.cost.model import ProgramCost, program_cost
 from placer.report.table import render
 from placer.selection.plan import Plan
 from placer.units import format_size

@@ -34,9 +34,9 @@ from placer.alternatives.memory import PhaseMemory
 from placer.alternatives.relay import RelayRewrite, direct_receive
 from placer.alternatives.segments import Segmentation, native
 from placer.capture.model import Capture, Phase
+from placer.cost.model import PhaseCost, ProgramCost, program_cost, program_tiles, tile_counters
+from placer.cost.state import PhaseState, TileCounters
 from placer.machine import Machine
-from placer.problem.cost import PhaseCost, ProgramCost, program_cost, program_tiles, tile_counters
-from placer.problem.state import PhaseState, TileCounters
 from placer.progress import track
 from placer.selection.plan import Plan, RelayChoice
 

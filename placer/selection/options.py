@@ -20,8 +20,8 @@ from placer.alternatives.groups import ReplicaGroup
 from placer.alternatives.relay import Variant, forward_intervals, source_runs
 from placer.alternatives.segments import Segmentation, candidates, native
 from placer.capture.model import PAIRED64, Phase, csr_gather
+from placer.cost.state import PhaseState
 from placer.machine import Machine
-from placer.problem.state import PhaseState
 
 
 @dataclass(frozen=True, eq=False)

@@ -13,9 +13,9 @@ import numpy as np
 from placer.alternatives.groups import GroupScan, Rejection, gainful, scan_capture
 from placer.alternatives.memory import PhaseMemory
 from placer.capture.model import Capture, Phase
+from placer.cost.model import ProgramCost, program_cost, program_tiles
+from placer.cost.state import PhaseState
 from placer.machine import Machine
-from placer.problem.cost import ProgramCost, program_cost, program_tiles
-from placer.problem.state import PhaseState
 from placer.progress import track
 from placer.selection.options import Option, group_options
 

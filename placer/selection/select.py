@@ -12,8 +12,8 @@ import numpy as np
 
 from placer.alternatives.groups import GroupScan, scan_capture
 from placer.capture.model import Capture
+from placer.cost.model import program_cost, tile_counters
 from placer.machine import Machine
-from placer.problem.cost import program_cost, tile_counters
 from placer.progress import task, track
 from placer.selection import capacity
 from placer.selection.bounds import table_lp_bound

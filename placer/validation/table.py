@@ -1,6 +1,6 @@
 """The validator's own recount of exchange-table bytes and fragments (BRIEF §3), per tile and phase.
 
-Deliberately written from the brief, not shared with placer/problem: a plan must not pass because the
+Deliberately written from the brief, not shared with placer/cost: a plan must not pass because the
 optimiser and the validator share a mistake.
 """
 

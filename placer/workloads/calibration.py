@@ -17,9 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from placer.capture.model import Capture, Phase
+from placer.cost.model import program_cost, tile_counters
 from placer.machine import Machine
 from placer.ordering.schedule import PhaseSchedule, schedule_phase
-from placer.problem.cost import program_cost, tile_counters
 from placer.workloads.lowering import phase_steps
 from placer.workloads.spec import load_model
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from placer.capture.model import Capture
+from placer.cost.model import ProgramCost, program_cost
 from placer.machine import Machine, load_machine
-from placer.problem.cost import ProgramCost, program_cost
 from placer.workloads.generate import generate
 
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from placer.capture.model import Capture, Phase
+from placer.cost.model import ProgramCost, program_cost
 from placer.machine import Machine
-from placer.problem.cost import ProgramCost, program_cost
 from placer.selection.greedy import production_plan
 
 MIB = 2**20

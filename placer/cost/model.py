@@ -12,7 +12,7 @@ Per tile and phase:
 
 Tiles idle in a phase (no send, no receive) pay nothing for it: their table holds no entry for that phase.
 Whole program: table bytes and fragments sum over stored phases (a Repeat body is stored once), a tile's identical
-phase rows sharing one table (``placer.problem.sharing``); cycles multiply each phase's estimate by the times it
+phase rows sharing one table (``placer.cost.sharing``); cycles multiply each phase's estimate by the times it
 executes. Two whole-program table figures: the per-tile worst (what the budget is checked against, sharing
 included) and the reference's row estimate, Σ over stored phases of each phase's maximum (no sharing).
 """
@@ -25,9 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from placer.capture.model import PAIRED64, WORD_BYTES, Capture, Phase
+from placer.cost.sharing import Sharing, share_tables
 from placer.errors import InputError
 from placer.machine import Machine
-from placer.problem.sharing import Sharing, share_tables
 
 
 @dataclass(eq=False)
@@ -158,7 +158,7 @@ class ProgramCost:
     """The whole program: per-phase costs and the per-tile totals over stored phases.
 
     ``table_bytes`` is each tile's table as the reference's per-tile estimator charges it, identical phase rows
-    shared (``placer.problem.sharing``); ``PhaseCost.table_bytes`` is each phase's own rows, unshared, and
+    shared (``placer.cost.sharing``); ``PhaseCost.table_bytes`` is each phase's own rows, unshared, and
     ``charged`` (phases x tiles) what each phase's row is charged after sharing."""
 
     phases: list[PhaseCost]

@@ -4,7 +4,7 @@ The relay rules (greedy and CP-SAT alike) ask "what does this phase cost if this
 these gathers and forwards?" hundreds of times per phase. Recosting a 200k-transfer phase each time would be
 wasteful; only the tiles that send or receive the changed transfers can change, so only their counters are
 recomputed, on their own receive sequences (pointer resets depend on the listed order of a tile's receives).
-The rules are those of :mod:`placer.problem.cost`; ``tests/test_state.py`` checks both agree.
+The rules are those of :mod:`placer.cost.model`; ``tests/test_state.py`` checks both agree.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from placer.capture.model import PAIRED64, Phase, csr_gather
+from placer.cost.model import tile_counters
 from placer.machine import Machine
-from placer.problem.cost import tile_counters
 
 
 @dataclass(eq=False)
