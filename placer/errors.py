@@ -1,16 +1,22 @@
-"""One exception type for every bad input, so the CLI can print one line and exit 2; and the exit-code table."""
+"""One exception type for every bad input, so the CLI can print one line and exit 2; and the exit codes."""
 
 from __future__ import annotations
 
-# The exit codes of every placer command (README "Exit codes", `placer --help`). Scripts rely on them.
-EXIT_OK = 0
-EXIT_INVALID = 1  # a checked plan or schedule is invalid
-EXIT_INPUT = 2  # usage error; unreadable, malformed or nonsensical input; an output path that is refused
-EXIT_INFEASIBLE = 3  # proved infeasible
-EXIT_OVER_BUDGET = 4  # no solution within the time limit, or the result breaks the budget / does not fit
-EXIT_INTERNAL = 5  # a bug in placer (one line; PLACER_TRACEBACK=1 prints the traceback)
-EXIT_SIGINT = 130
-EXIT_SIGTERM = 143
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    """The exit codes of every placer command (README "Exit codes", ``placer --help``). Scripts rely on them."""
+
+    OK = 0
+    INVALID = 1  # a checked plan or schedule is invalid
+    INPUT = 2  # usage error; unreadable, malformed or nonsensical input; an output path that is refused
+    INFEASIBLE = 3  # proved infeasible
+    OVER_BUDGET = 4  # no solution within the time limit, or the result breaks the budget / does not fit
+    INTERNAL = 5  # a bug in placer (one line; PLACER_TRACEBACK=1 prints the traceback)
+    SIGINT = 130
+    SIGTERM = 143
+
 
 EXIT_TABLE = """\b
 Exit codes (every command):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import os
 import stat
+import sys
 import tempfile
 import zlib
 from collections.abc import Iterator
@@ -162,7 +163,20 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     atomic_write_bytes(path, text.encode())
 
 
+def json_bytes(obj: Any, *, indent: bool = False) -> bytes:
+    """``obj`` as JSON: the one serialiser of every file and every ``--json`` output (orjson; numpy arrays and
+    scalars as lists and numbers, non-string keys as strings, ``indent`` two spaces)."""
+    opts = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS | (orjson.OPT_INDENT_2 if indent else 0)
+    return orjson.dumps(obj, option=opts)
+
+
 def write_json(path: str | Path, obj: Any, *, indent: int | None = None) -> None:
     """Serialise ``obj`` as JSON and write it atomically (gzip when the name ends in ``.gz``)."""
-    opts = orjson.OPT_SERIALIZE_NUMPY | (orjson.OPT_INDENT_2 if indent else 0)
-    atomic_write_bytes(path, orjson.dumps(obj, option=opts))
+    atomic_write_bytes(path, json_bytes(obj, indent=bool(indent)))
+
+
+def print_json(obj: Any) -> None:
+    """Print ``obj`` as indented JSON and a newline on standard output (every command's ``--json``)."""
+    out = sys.stdout
+    out.write(json_bytes(obj, indent=True).decode() + "\n")
+    out.flush()

@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the CLI installs the handlers at start-up; importing ortools there would slow every command
     from ortools.sat.python import cp_model
 
-EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
+from placer.errors import ExitCode
+
+EXIT_CODES = {signal.SIGINT: ExitCode.SIGINT, signal.SIGTERM: ExitCode.SIGTERM}
 
 
 class Interrupted(BaseException):

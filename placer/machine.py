@@ -13,6 +13,7 @@ import numpy as np
 
 from placer.errors import InputError
 from placer.fileio import read_text
+from placer.units import ceil_div, round_up
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,11 @@ class Exchange:
     send_count_words: int
     sync_cycles: int
     pair_xor: int
+
+    def tile_cycles(self, tx_bytes: Any, rx_bytes: Any, controls: Any) -> Any:
+        """Per tile, the cycles of its part of a phase (BRIEF §3): max(⌈tx / bpc⌉, ⌈rx / bpc⌉, controls)."""
+        bpc = self.bytes_per_cycle
+        return np.maximum(np.maximum(ceil_div(tx_bytes, bpc), ceil_div(rx_bytes, bpc)), controls)
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,24 @@ class CostConstants:
     share_phase_tables: int  # 1: identical rows of two phases on a tile share one table (BRIEF §3); 0: never
     shared_second_patch_bytes: int
     shared_later_patch_bytes: int
+
+    # The cost formula of BRIEF §3, written once: every stage that costs rows (the cost model, the incremental
+    # phase state, the selection's option effects, the stream schedule's timed rows) calls these. The validator
+    # keeps an independent copy on purpose (placer/validation/table.py).
+    def raw_table(self, sends: Any, long_sends: Any, receives: Any, resets: Any, active: Any) -> Any:
+        """A tile's table bytes in one phase before rounding: entry and return when ``active``, per send (+ its
+        long-send extra), per receive (+ its pointer-reset extra). Integers or integer arrays."""
+        return (self.phase_entry_bytes * active + self.send_bytes * sends + self.long_send_extra_bytes * long_sends
+                + self.receive_bytes * receives + self.pointer_reset_extra_bytes * resets)
+
+    def rounded(self, raw: Any) -> Any:
+        """A tile's phase total rounded up to the table granule (``table_rounding``)."""
+        return round_up(raw, self.table_rounding)
+
+    def controls(self, sends: Any, receives: Any, resets: Any) -> Any:
+        """A tile's control cycles in one phase: per send, per receive, per pointer reset."""
+        return (self.send_control_cycles * sends + self.receive_control_cycles * receives
+                + self.pointer_reset_cycles * resets)
 
 
 @dataclass(frozen=True)

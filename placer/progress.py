@@ -11,6 +11,9 @@ command line installs the display once (:func:`install`):
   never a carriage return: a line when a step finishes, and at most one line every few seconds while it runs;
 - ``-q``: nothing.
 
+A solver's news (a new objective or bound) has one signature everywhere, :data:`SolverCallback` -- what
+:meth:`Task.solver` takes and what every stage's ``progress=`` argument accepts.
+
 Library use (no :func:`install`) is silent. The current progress is a context variable, so a thread started by a
 stage keeps reporting only if the stage hands it a :class:`Task` explicitly (CP-SAT's callback threads do, through
 ``Task.solver``).
@@ -22,7 +25,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from typing import Any, Protocol, TextIO, TypeVar
@@ -43,6 +46,23 @@ def long_step() -> float:
         return LONG_STEP
 
 
+SolverCallback = Callable[[float, float | None, float | None], None]
+"""Called with (elapsed seconds, objective, bound) whenever a solver improves either (``None``: not known)."""
+
+
+def both(first: SolverCallback, extra: SolverCallback | None) -> SolverCallback:
+    """One callback that tells ``first`` (e.g. the display's :meth:`Task.solver`) and then ``extra`` (the caller's
+    own, when it gave one)."""
+    if extra is None:
+        return first
+
+    def call(elapsed: float, objective: float | None, bound: float | None) -> None:
+        first(elapsed, objective, bound)
+        extra(elapsed, objective, bound)
+
+    return call
+
+
 class Task(Protocol):
     """One running step."""
 
@@ -54,7 +74,7 @@ class Task(Protocol):
         makes no line of its own."""
 
     def solver(self, elapsed: float, objective: float | None, bound: float | None) -> None:
-        """CP-SAT's callback (``placer.solver.Progress``): a new objective and/or bound."""
+        """CP-SAT's callback (:data:`SolverCallback`): a new objective and/or bound."""
 
 
 class Progress(Protocol):

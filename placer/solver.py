@@ -11,14 +11,14 @@ import math
 import sys
 import time
 import tomllib
-from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from placer import interrupt
 from placer.errors import InputError
+from placer.progress import SolverCallback
 
 MAX_WORKERS = 256  # CP-SAT starts one thread per worker; far beyond the cores only costs memory and time
 MAX_SEED = 2**31 - 1  # CP-SAT's random_seed is a 32-bit signed integer
@@ -89,29 +89,9 @@ class SolverParams:
 
     @classmethod
     def from_toml(cls, path: str | Path | None = None) -> SolverParams:
-        """Load parameters from a TOML file; ``None`` loads the bundled defaults."""
-        if path is None:
-            text = resources.files("placer.params").joinpath("default.toml").read_text()
-            where = "placer/params/default.toml"
-        else:
-            from placer.fileio import read_text
-
-            where = str(path)
-            text = read_text(path)
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise InputError(f"invalid TOML: {exc}", path=where) from None
-        known = {f.name for f in fields(cls)}
-        for key in data:
-            if key not in known:
-                raise InputError(f"unknown solver parameter (known: {', '.join(sorted(known))})", path=where,
-                                 where=key)
-            if key == "backstop":
-                raise InputError("is set by the solver, not by a params file", path=where, where=key)
-        for key, value in data.items():
-            _check_param(key, value, where, key)
-        return cls(**data)
+        """The selection stage's parameters of a run configuration file (:meth:`RunConfig.load`); ``None`` loads
+        the bundled defaults."""
+        return RunConfig.load(path).selection
 
     def check(self, where: str = "solver parameters") -> None:
         for f in fields(self):
@@ -145,6 +125,76 @@ class SolverParams:
         p.catch_sigint_signal = False
         if self.log:
             solver.log_callback = lambda line: print(line, file=sys.stderr)
+
+
+STAGES = ("selection", "placement", "ordering")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """The run configuration: the CP-SAT parameters of every stage, from one sectioned TOML file.
+
+    Keys at the top of the file apply to every stage (a flat file of solver parameters is a valid run
+    configuration); a ``[selection]``, ``[placement]`` or ``[ordering]`` table overrides them for its stage. Every
+    command reads it (``--params FILE``, default ``placer/params/default.toml``) and applies its own flags on top.
+
+    Parameters
+    ----------
+    selection
+        ``placer solve`` and ``placer compare`` (the time limit is the whole command's, loading included).
+    placement
+        ``placer place`` (the exact engines' time limit).
+    ordering
+        ``placer schedule`` (CP-SAT's time limit per phase in cpsat mode).
+    """
+
+    selection: SolverParams = field(default_factory=SolverParams)
+    placement: SolverParams = field(default_factory=SolverParams)
+    ordering: SolverParams = field(default_factory=SolverParams)
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> RunConfig:
+        """Read a run configuration file; ``None`` reads the bundled ``placer/params/default.toml``.
+
+        Raises
+        ------
+        InputError
+            The file is unreadable, not TOML, or has an unknown key or a value out of range (the message names
+            the file, the key and the value).
+        """
+        if path is None:
+            text = resources.files("placer.params").joinpath("default.toml").read_text()
+            where = "placer/params/default.toml"
+        else:
+            from placer.fileio import read_text
+
+            where = str(path)
+            text = read_text(path)
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise InputError(f"invalid TOML: {exc}", path=where) from None
+        shared = {k: v for k, v in data.items() if not (k in STAGES and isinstance(v, dict))}
+        _check_table(shared, where, "")
+        stages = {}
+        for stage in STAGES:
+            own = data.get(stage, {})
+            _check_table(own, where, f"{stage}.")
+            stages[stage] = SolverParams(**{**shared, **own})
+        return cls(**stages)
+
+
+def _check_table(data: dict[str, Any], where: str, prefix: str) -> None:
+    known = {f.name for f in fields(SolverParams)}
+    for key in data:
+        if key not in known:
+            sections = f"; sections: {', '.join(STAGES)}" if not prefix else ""
+            raise InputError(f"unknown solver parameter (known: {', '.join(sorted(known))}{sections})", path=where,
+                             where=prefix + key)
+        if key == "backstop":
+            raise InputError("is set by the solver, not by a params file", path=where, where=prefix + key)
+    for key, value in data.items():
+        _check_param(key, value, where, prefix + key)
 
 
 @dataclass(frozen=True)
@@ -202,11 +252,7 @@ def _num(x: float | None) -> str:
     return f"{x:,.0f}" if float(x).is_integer() else f"{x:,.3f}"
 
 
-Progress = Callable[[float, float | None, float | None], None]
-"""Called with (elapsed seconds, objective, bound) whenever CP-SAT improves either."""
-
-
-def _progress_callback(progress: Progress, start: float) -> cp_model.CpSolverSolutionCallback:
+def _progress_callback(progress: SolverCallback, start: float) -> cp_model.CpSolverSolutionCallback:
     from ortools.sat.python import cp_model
 
     class _ProgressCallback(cp_model.CpSolverSolutionCallback):
@@ -220,7 +266,7 @@ def run(
     model: cp_model.CpModel,
     params: SolverParams,
     *,
-    progress: Progress | None = None,
+    progress: SolverCallback | None = None,
     has_objective: bool = True,
     tuning: dict[str, Any] | None = None,
 ) -> tuple[cp_model.CpSolver, SolveResult]:
@@ -253,13 +299,6 @@ def run(
     backstop = bool(params.deterministic and status not in (Status.OPTIMAL, Status.INFEASIBLE)
                     and work < 0.98 * p.max_deterministic_time and runtime >= 0.95 * p.max_time_in_seconds)
     return solver, SolveResult(status, objective, bound, runtime, work=work, backstop=backstop)
-
-
-def command_start() -> float:
-    """When the running command began: when the console process imported placer, or now (in-process callers)."""
-    import placer
-
-    return placer.IMPORTED if placer.CONSOLE else time.perf_counter()
 
 
 class Deadline:

@@ -7,6 +7,7 @@ and a budget that is off by 2.4 % silently changes which plans fit.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from placer.errors import InputError
 
@@ -90,6 +91,16 @@ def _in_range(value: int, text: str, flag: str, minimum: int, maximum: int) -> N
         raise InputError(f"must be at least {format_size(minimum)}, got {text!r}", where=flag)
     if value > maximum:
         raise InputError(f"must be at most {maximum:,} bytes, got {text!r}", where=flag)
+
+
+def ceil_div(x: Any, d: Any) -> Any:
+    """⌈x / d⌉ for integers or integer arrays (exact: no float rounding), the one spelling of it in placer."""
+    return -(-x // d)
+
+
+def round_up(x: Any, multiple: Any) -> Any:
+    """``x`` rounded up to a multiple of ``multiple`` (integers or integer arrays; table rounding, alignment)."""
+    return ceil_div(x, multiple) * multiple
 
 
 def format_size(n: int) -> str:

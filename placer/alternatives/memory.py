@@ -18,6 +18,7 @@ from placer.capture.model import Capture, Phase
 from placer.machine import Machine
 from placer.placement.api import place_requests, tile_problem
 from placer.solver import SolverParams
+from placer.units import round_up
 
 BUFFER_ALIGNMENT = 8  # Paired64 forwards need 8-byte aligned sources
 # one buffer among fixed ranges: the engine's first-fit mirror settles it at once; the limit only bounds the
@@ -135,11 +136,11 @@ class PhaseMemory:
         if tile not in self.extra:  # the precomputed gaps
             b = self._busy
             a, z = b.gap_ptr[tile], b.gap_ptr[tile + 1]
-            starts = -(-b.gap_start[a:z] // align) * align
+            starts = round_up(b.gap_start[a:z], align)
             fits = np.flatnonzero(starts + nbytes <= b.gap_end[a:z])
             return int(starts[fits[0]]) if fits.size else None
         for x, y in self.gaps(tile):
-            start = -(-x // align) * align
+            start = round_up(x, align)
             if start + nbytes <= y:
                 return start
         return None
@@ -168,14 +169,14 @@ class PhaseMemory:
         same[1:] = t[1:] == t[:-1]
         prev_end[1:] = np.where(same[1:], cummax[:-1], lo)
         align = BUFFER_ALIGNMENT
-        gap = s - (-(-prev_end // align) * align)
+        gap = s - round_up(prev_end, align)
         best = np.full(tiles, 0, np.int64)
         np.maximum.at(best, t[t < tiles], gap[t < tiles])
         last = np.ones(len(t), bool)
         last[:-1] = t[1:] != t[:-1]
-        tail = hi - (-(-cummax[last] // align) * align)
+        tail = hi - round_up(cummax[last], align)
         np.maximum.at(best, t[last][t[last] < tiles], tail[t[last] < tiles])
         empty = np.ones(tiles, bool)
         empty[t[t < tiles]] = False
-        best[empty] = hi - (-(-lo // align) * align)
+        best[empty] = hi - round_up(lo, align)
         return np.maximum(best, 0)

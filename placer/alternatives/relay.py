@@ -21,6 +21,7 @@ import numpy as np
 from placer.alternatives.groups import ReplicaGroup
 from placer.alternatives.segments import Segmentation
 from placer.capture.model import WORD32, Phase, csr_gather
+from placer.units import ceil_div
 
 Variant = Literal["direct", "direct-receive", "local-pack"]
 
@@ -49,7 +50,7 @@ def forward_intervals(group: ReplicaGroup, seg: Segmentation, max_bytes: int) ->
     i_start = off[starts]
     i_bytes = off[ends - 1] + nb[ends - 1] - i_start
     i_seg = seg_of[starts]
-    pieces = -(-i_bytes // max_bytes)
+    pieces = ceil_div(i_bytes, max_bytes)
     rep = np.repeat(np.arange(len(starts)), pieces)
     k = np.arange(len(rep)) - np.repeat(np.cumsum(pieces) - pieces, pieces)
     p_off = i_start[rep] + k * max_bytes

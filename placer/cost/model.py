@@ -122,18 +122,10 @@ def _count(phase: Phase, machine: Machine, tiles: int) -> tuple[PhaseCost, np.nd
     resets = np.bincount(phase.dst_tile, weights=reset_flags, minlength=tiles).astype(np.int64)
 
     active = (sends + receives) > 0
-    raw = (
-        c.phase_entry_bytes * active
-        + c.send_bytes * sends
-        + c.long_send_extra_bytes * long_sends
-        + c.receive_bytes * receives
-        + c.pointer_reset_extra_bytes * resets
-    )
-    rounding = c.table_rounding
-    table = -(-raw // rounding) * rounding
+    table = c.rounded(c.raw_table(sends, long_sends, receives, resets, active))
     tx_b = tx.astype(np.int64)
     rx_b = rx.astype(np.int64)
-    controls = c.send_control_cycles * sends + c.receive_control_cycles * receives + c.pointer_reset_cycles * resets
+    controls = c.controls(sends, receives, resets)
     return PhaseCost(
         phase=phase.phase,
         sends=sends,
@@ -148,8 +140,7 @@ def _count(phase: Phase, machine: Machine, tiles: int) -> tuple[PhaseCost, np.nd
 
 
 def phase_cycles(tx_bytes: np.ndarray, rx_bytes: np.ndarray, controls: np.ndarray, machine: Machine) -> int:
-    bpc = machine.exchange.bytes_per_cycle
-    per_tile = np.maximum(np.maximum(-(-tx_bytes // bpc), -(-rx_bytes // bpc)), controls)
+    per_tile = machine.exchange.tile_cycles(tx_bytes, rx_bytes, controls)
     return int(per_tile.max(initial=0)) + machine.exchange.sync_cycles
 
 

@@ -27,6 +27,7 @@ import numpy as np
 
 from placer.capture.model import Phase, csr_gather
 from placer.machine import Machine
+from placer.units import round_up
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
@@ -186,7 +187,7 @@ def share_tables(phases: list[Phase], own: np.ndarray, resets: list[np.ndarray],
         patches[sel] = csum[ends] - csum[ends - counts]
     per = np.where(lu == 1, c.shared_second_patch_bytes, c.shared_later_patch_bytes)
     rnd = c.table_rounding
-    cost = -(-(per * patches) // rnd) * rnd
+    cost = round_up(per * patches, rnd)
     take = cost < own[lp, lt]
     charged[lp[take], lt[take]] = cost[take]
     first_use[lp[take], lt[take]] = first_p[take]

@@ -58,28 +58,20 @@ class PhaseState:
     # -- derived per-tile figures ---------------------------------------------------------------------------
     def raw_table(self, c: TileCounters | None = None) -> np.ndarray:
         """Table bytes before rounding (the rounding is applied to a tile's phase total)."""
-        k = self.machine.cost
         src = self if c is None else c
         active = (src.sends + src.receives) > 0
-        return (k.phase_entry_bytes * active + k.send_bytes * src.sends + k.long_send_extra_bytes * src.long_sends
-                + k.receive_bytes * src.receives + k.pointer_reset_extra_bytes * src.resets)
+        return self.machine.cost.raw_table(src.sends, src.long_sends, src.receives, src.resets, active)
 
     def table(self, c: TileCounters | None = None) -> np.ndarray:
-        raw = self.raw_table(c)
-        r = self.machine.cost.table_rounding
-        return -(-raw // r) * r
+        return self.machine.cost.rounded(self.raw_table(c))
 
     def controls(self, c: TileCounters | None = None) -> np.ndarray:
-        k = self.machine.cost
         src = self if c is None else c
-        return (k.send_control_cycles * src.sends + k.receive_control_cycles * src.receives
-                + k.pointer_reset_cycles * src.resets)
+        return self.machine.cost.controls(src.sends, src.receives, src.resets)
 
     def tile_cycles(self, c: TileCounters | None = None) -> np.ndarray:
         src = self if c is None else c
-        bpc = self.machine.exchange.bytes_per_cycle
-        controls = self.controls(c)
-        return np.maximum(np.maximum(-(-src.tx // bpc), -(-src.rx // bpc)), controls)
+        return self.machine.exchange.tile_cycles(src.tx, src.rx, self.controls(c))
 
     @property
     def phantom(self) -> int:

@@ -21,7 +21,8 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from placer.ordering.streams import Chunks
-from placer.solver import Progress, SolveResult, SolverParams, Status, run
+from placer.progress import SolverCallback
+from placer.solver import SolveResult, SolverParams, Status, run
 
 
 @dataclass(frozen=True)
@@ -157,7 +158,7 @@ def solve_exact(
     hint: np.ndarray,
     lower: int,
     params: SolverParams,
-    progress: Progress | None = None,
+    progress: SolverCallback | None = None,
 ) -> tuple[np.ndarray, SolveResult]:
     """The whole phase as one model; returns the best starts (the hint if CP-SAT finds nothing better)."""
     graph = _graph(chunks)
@@ -218,7 +219,7 @@ def improve_lns(
     *,
     neighbourhood: int = 120,
     step_time: float = 1.5,
-    progress: Progress | None = None,
+    progress: SolverCallback | None = None,
 ) -> tuple[np.ndarray, LnsStats]:
     """Improve ``incumbent`` within ``params.time_limit``; never returns a longer schedule.
 

@@ -19,21 +19,24 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from placer.capture.model import Capture, Phase
 from placer.cost.model import tile_counters
 from placer.machine import Machine
+from placer.modes import ScheduleMode
 from placer.ordering.bounds import LowerBound, lower_bound
 from placer.ordering.cpsat import compact, horizon_of, improve_lns, solve_exact
 from placer.ordering.greedy import greedy_starts, retime
 from placer.ordering.justify import forward_backward
 from placer.ordering.streams import Chunks, Timing, build_chunks, continues_previous
-from placer.solver import Progress, SolveResult, SolverParams, Status
+from placer.progress import SolverCallback, both, task
+from placer.solver import SolveResult, SolverParams, Status
+from placer.units import ceil_div
 
-Mode = Literal["greedy", "cpsat"]
+Mode = ScheduleMode  # how a phase is ordered (placer.modes)
 _SECOND_RULE_CHUNKS = 50_000  # above this, a second greedy pass costs more than it usually gains
 
 
@@ -145,13 +148,12 @@ def timed_rows(phase: Phase, schedule: Schedule, machine: Machine, tiles: int,
     prev_end[1:] = running[:-1]
     prev_end[first] = 0
     gap = start - prev_end
-    delays = np.where(gap > absorbs, -(-gap // params.delay_max), 0)
+    delays = np.where(gap > absorbs, ceil_div(gap, params.delay_max), 0)
     total = np.bincount(tile, weights=ev_words + delays, minlength=tiles).astype(np.int64)
     delay_words = np.bincount(tile, weights=delays, minlength=tiles).astype(np.int64)
     active = np.bincount(tile, minlength=tiles) > 0
     total += 2 * active  # delay to the horizon and RETURN
-    rounding = machine.cost.table_rounding
-    table = -(-(4 * total) // rounding) * rounding
+    table = machine.cost.rounded(4 * total)
     return TimedRows(table.astype(np.int64), delay_words,
                      np.bincount(r_tile, weights=reset, minlength=tiles).astype(np.int64),
                      np.bincount(s_tile, weights=base, minlength=tiles).astype(np.int64))
@@ -182,7 +184,7 @@ class PhaseSchedule:
     def lower(self) -> int:
         """Best proved lower bound: ours, or CP-SAT's when an exact model proved more."""
         proved = self.cpsat.bound if self.cpsat is not None and self.cpsat.bound is not None else 0
-        return max(self.bound.best, int(-(-proved // 1)))
+        return max(self.bound.best, int(ceil_div(proved, 1)))
 
     @property
     def lower_kind(self) -> str:
@@ -224,7 +226,7 @@ def schedule_phase(
     ordering: OrderingParams | None = None,
     *,
     tiles: int | None = None,
-    progress: Progress | None = None,
+    progress: SolverCallback | None = None,
 ) -> PhaseSchedule:
     params = params or SolverParams(time_limit=10.0, workers=2)
     ordering = ordering or OrderingParams()
@@ -279,7 +281,7 @@ def _improve(
     bound: LowerBound,
     params: SolverParams,
     ordering: OrderingParams,
-    progress: Progress | None,
+    progress: SolverCallback | None,
 ) -> tuple[np.ndarray, SolveResult, str]:
     lower = bound.best
     greedy_h = horizon_of(chunks, greedy)
@@ -323,22 +325,20 @@ def schedule_capture(
     *,
     phases: list[int] | None = None,
     ordering: OrderingParams | None = None,
-    progress: Any = None,
+    progress: SolverCallback | None = None,
 ) -> list[PhaseSchedule]:
-    """Schedule every phase (or ``phases``) of ``capture``; ``progress(phase_id, elapsed, objective, bound)``."""
+    """Schedule every phase (or those in ``phases``) of ``capture``, in capture order.
+
+    Each phase is one step of the current progress display (``placer.progress``), its CP-SAT news shown there;
+    ``progress`` is also called with them (a :data:`placer.progress.SolverCallback`)."""
     tiles = max(capture.tile_count, machine.tiles)
+    ids = [p.phase for p in capture.phases if phases is None or p.phase in phases]  # in capture order
     out = []
-    for phase in capture.phases:
-        if phases is not None and phase.phase not in phases:
-            continue
-        cb = None
-        if progress is not None:
-            pid = phase.phase
-
-            def cb(elapsed: float, obj: float | None, bound: float | None, pid: int = pid) -> None:
-                progress(pid, elapsed, obj, bound)
-
-        out.append(schedule_phase(phase, machine, mode, params, ordering, tiles=tiles, progress=cb))
+    for k, pid in enumerate(ids):
+        phase = capture.phase_by_id(pid)
+        with task(f"schedule phase {pid} ({k + 1}/{len(ids)}, {phase.n:,} transfers)") as shown:
+            out.append(schedule_phase(phase, machine, mode, params, ordering, tiles=tiles,
+                                      progress=both(shown.solver, progress)))
     return out
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from placer.capture.model import Phase
+from placer.units import ceil_div
 
 BASE = 0x4C000
 MAX_WORDS = 4148
@@ -111,7 +112,7 @@ def relay_phase(
     for g in range(groups):
         owners = rng.choice(groups * replicas + np.arange(tiles - groups * replicas - 2 * groups * segments),
                             size=sources, replace=False)
-        per_seg = -(-fragments // segments)
+        per_seg = ceil_div(fragments, segments)
         for s in range(segments):
             lo, hi = s * per_seg, min(fragments, (s + 1) * per_seg)
             if lo >= hi:

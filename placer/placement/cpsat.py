@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from ortools.sat.python import cp_model
 
 from placer.placement.model import PlacementProblem
-from placer.solver import Progress, SolveResult, SolverParams, run
+from placer.progress import SolverCallback
+from placer.solver import SolveResult, SolverParams, run
 
 
 @dataclass
@@ -193,7 +194,7 @@ def build_model(problem: PlacementProblem, hint: tuple[int | None, ...] | None =
 
 
 def solve_cpsat(problem: PlacementProblem, params: SolverParams, hint: tuple[int | None, ...] | None = None,
-                progress: Progress | None = None) -> tuple[SolveResult, tuple[int, ...] | None]:
+                progress: SolverCallback | None = None) -> tuple[SolveResult, tuple[int, ...] | None]:
     """Solve for feasibility; returns the uniform solve record and the addresses when a placement was found."""
     model, v = build_model(problem, hint)
     solver, result = run(model, params, progress=progress, has_objective=False)

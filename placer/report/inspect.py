@@ -1,23 +1,16 @@
-"""``placer inspect``: what a capture costs, phase by phase, against the budgets."""
+"""What a capture costs, phase by phase, against the budgets (``placer inspect``, ``placer.inspect``)."""
 
 from __future__ import annotations
 
-import json as jsonlib
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-import typer
 
-from placer.capture import read_capture
 from placer.capture.model import Capture, Phase
 from placer.cost.model import program_cost
-from placer.errors import EXIT_OVER_BUDGET
-from placer.machine import load_machine
-from placer.progress import install, task, track
-from placer.report.table import render
-from placer.units import format_size, size_option
+from placer.machine import Machine, load_machine
+from placer.progress import task, track
 
 
 def multicast_groups(phase: Phase) -> Counter[int]:
@@ -36,8 +29,9 @@ def describe_groups(groups: Counter[int]) -> str:
     )
 
 
-def inspect_summary(capture: Capture, machine_name: str, budget: int | None) -> dict[str, Any]:
-    machine = load_machine(machine_name)
+def inspect_summary(capture: Capture, machine: Machine | str, budget: int | None) -> dict[str, Any]:
+    """``placer inspect --json``: per phase and for the program, what the capture costs against the budgets."""
+    machine = machine if isinstance(machine, Machine) else load_machine(machine)
     with task("cost model"):
         cost = program_cost(capture, machine)
     table_budget = machine.budget.table_bytes if budget is None else budget
@@ -81,44 +75,3 @@ def inspect_summary(capture: Capture, machine_name: str, budget: int | None) -> 
             "ms": machine.cycles_to_ms(cost.cycles),
         },
     }
-
-
-def inspect(
-    capture: Path = typer.Argument(..., help="Capture JSON (.json or .json.gz)."),
-    machine: str = typer.Option("ipu21", help="Bundled machine name (ipu21, mk1) or a machine TOML file."),
-    budget: str = typer.Option(None, help="Table budget per tile, e.g. 80KiB (default: the machine's)."),
-    json: bool = typer.Option(False, "--json", help="Print the same summary as JSON."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
-) -> None:
-    """Per phase: transfers, words, multicast groups, worst-tile table bytes, fragments, cycles; then the program.
-
-    Exit codes: 0 fits; 4 DOES NOT FIT (table budget or fragment limit).
-    """
-    install(quiet)
-    table_budget = size_option(budget, "--budget") if budget is not None else None
-    summary = inspect_summary(read_capture(capture), machine, table_budget)
-    if json:
-        typer.echo(jsonlib.dumps(summary, indent=2))
-        if not summary["program"]["fits"]:
-            raise typer.Exit(EXIT_OVER_BUDGET)
-        return
-    rows = [
-        [p["phase"], p["label"], p["transfers"], p["words"], p["payload_bytes"] / 2**20,
-         describe_groups(Counter({int(k): v for k, v in p["multicast_groups"].items()})), p["worst_tile"],
-         p["worst_table_bytes"], p["worst_fragments"], p["cycles"]]
-        for p in summary["phases"]
-    ]
-    typer.echo(render(["phase", "label", "transfers", "words", "MiB", "groups (n×replicas)", "worst tile",
-                       "table B", "frags", "cycles"], rows))
-    prog = summary["program"]
-    verdict = "fits" if prog["fits"] else "DOES NOT FIT"
-    typer.echo(
-        f"\nprogram: {prog['transfers']:,} transfers; worst tile {prog['worst_tile']}: "
-        f"{prog['worst_table_bytes']:,} table bytes / {format_size(prog['table_budget'])} budget (per-tile worst, "
-        f"what the budget is checked against; shared phase tables save {prog['shared_savings_bytes']:,} B there); "
-        f"row estimate (Σ of phase maxima, no sharing) {prog['row_estimate_bytes']:,} B; "
-        f"fragment maximum {prog['worst_fragments']:,} / {prog['fragment_limit']:,} "
-        f"(tile {prog['worst_fragment_tile']}); {prog['cycles']:,} cycles ({prog['ms']:.3f} ms); {verdict}"
-    )
-    if not prog["fits"]:
-        raise typer.Exit(EXIT_OVER_BUDGET)

@@ -30,6 +30,7 @@ import numpy as np
 from ortools.linear_solver import pywraplp
 
 from placer.selection.problem import SelectionProblem
+from placer.units import round_up
 
 
 def table_lp_bound(problem: SelectionProblem, slack: dict[int, int], time_limit: float = 20.0,
@@ -133,4 +134,4 @@ def table_lp_bound(problem: SelectionProblem, slack: dict[int, int], time_limit:
     # GLOP's tolerances are relative (about 1e-7): step below them before rounding down
     value = math.floor(value * (1 - 1e-6)) - 1
     r = problem.machine.cost.table_rounding
-    return max(0, -(-value // r) * r) if value > 0 else 0
+    return max(0, round_up(value, r)) if value > 0 else 0

@@ -34,9 +34,11 @@ from typing import Any
 import numpy as np
 
 from placer.alternatives.relay import direct_receive
+from placer.progress import SolverCallback
 from placer.selection.plan import Plan, RelayChoice
 from placer.selection.problem import SelectionProblem
-from placer.solver import Progress, SolveResult, SolverParams, Status, run
+from placer.solver import SolveResult, SolverParams, Status, run
+from placer.units import ceil_div
 
 THRESHOLDS = 8  # size thresholds of the capacity condition per phase (quantiles of the segment sizes)
 
@@ -58,7 +60,7 @@ def phase_caps(problem: SelectionProblem) -> list[PhaseCaps]:
     out = []
     for pd in problem.phases:
         st = pd.state
-        k = int(np.maximum(-(-st.tx[:tiles] // bpc), -(-st.rx[:tiles] // bpc)).max(initial=0))
+        k = int(np.maximum(ceil_div(st.tx[:tiles], bpc), ceil_div(st.rx[:tiles], bpc)).max(initial=0))
         options = [[oi for oi, op in enumerate(opts) if op.variant != "local-pack"] for opts in pd.options]
         relays = [pd.options[gi][oi] for gi, idx in enumerate(options) for oi in idx[1:]]
         room = np.zeros(tiles, bool)
@@ -203,7 +205,7 @@ class CapacityResult:
 
 
 def solve(problem: SelectionProblem, params: SolverParams, slack: dict[int, int], *, start: Plan | None = None,
-          progress: Progress | None = None, wall: Callable[[], float] | None = None,
+          progress: SolverCallback | None = None, wall: Callable[[], float] | None = None,
           scratch_share: float = 0.2) -> CapacityResult:
     """Minimise the worst tile at the cycles bound, then the scratch with it held; ``params.time_limit`` is the
     work of both solves (deterministic seconds in deterministic mode), ``wall`` the backstop."""

@@ -33,10 +33,11 @@ from typing import Any
 import numpy as np
 from ortools.sat.python import cp_model
 
-from placer.progress import solver_detail, task
+from placer.progress import SolverCallback, solver_detail, task
 from placer.selection.options import Option
 from placer.selection.problem import PhaseData, SelectionProblem
-from placer.solver import Progress, SolveResult, SolverParams, Status, run
+from placer.solver import SolveResult, SolverParams, Status, run
+from placer.units import round_up
 
 OBJECTIVES = ("cycles", "table", "scratch", "relays")
 
@@ -255,9 +256,9 @@ class _Builder:
                 class_hosts.setdefault(ei, []).append(nv)
                 counted.append(nv)
                 entry = 0 if used else c.phase_entry_bytes
-                add = _round(raw0 + entry + loads["raw"], c.table_rounding) - _round(raw0, c.table_rounding)
+                add = c.rounded(raw0 + entry + loads["raw"]) - c.rounded(raw0)
                 if variant == "local-pack":
-                    add += _round(c.phase_entry_bytes + loads["ext_raw"], c.table_rounding)
+                    add += c.rounded(c.phase_entry_bytes + loads["ext_raw"])
                     ecyc = self.extra_cycles(pd, terms)
                     m.add(self.bpc * ecyc >= loads["ext_tx"] * yv)
                     m.add(ecyc >= loads["ext_ctrl"] * yv)
@@ -430,10 +431,6 @@ class _Builder:
         }
 
 
-def _round(x: int, r: int) -> int:
-    return -(-x // r) * r
-
-
 def _barred_everywhere(pd: PhaseData, key: Signature, members: list[tuple[int, int, int]]) -> np.ndarray:
     """Tiles barred from every segment of a host class (a replica of its group, or a sender of the segment)."""
     barred: np.ndarray | None = None
@@ -534,7 +531,7 @@ def _coarse_hosts(m: cp_model.CpModel, problem: SelectionProblem, pi: int, pd: P
         pn[(ANY, ei)] = nv
         counted.append(nv)
         entry = 0 if used else c.phase_entry_bytes
-        base = -(-raw0 // rnd) * rnd
+        base = round_up(raw0, rnd)
         qv = m.new_int_var(base // rnd, 10**6, f"qc_{ph}_{ei}")
         m.add(rnd * qv >= raw0 + entry + load["raw"]).only_enforce_if(yv)
         extra = rnd * qv - base
@@ -601,7 +598,7 @@ class StagedResult:
 
 
 def solve_staged(problem: SelectionProblem, params: SolverParams, order: Sequence[str], *,
-                 start: Selection | None = None, progress: Progress | None = None,
+                 start: Selection | None = None, progress: SolverCallback | None = None,
                  tighten: dict[int, int] | None = None, active: set[int] | None = None,
                  fixed: list[PhaseFixed] | None = None, combine: bool = False,
                  lower: dict[str, int] | None = None, wall: Callable[[], float] | None = None,
@@ -664,7 +661,7 @@ def _phase_names(problem: SelectionProblem, active: set[int]) -> str:
     return ",".join(str(problem.phases[pi].phase.phase) for pi in sorted(active))
 
 
-def _both(shown: Progress, extra: Progress | None) -> Progress:
+def _both(shown: SolverCallback, extra: SolverCallback | None) -> SolverCallback:
     """The display's callback, and the caller's own if it gave one."""
     if extra is None:
         return shown

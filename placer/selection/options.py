@@ -81,22 +81,11 @@ class Option:
         return f"{'DR' if self.variant == 'direct-receive' else 'LP'}{self.count}"
 
 
-def _raw(machine: Machine, sends: np.ndarray, longs: np.ndarray, recv: np.ndarray, resets: np.ndarray,
-         active: np.ndarray) -> np.ndarray:
-    c = machine.cost
-    return (c.phase_entry_bytes * active + c.send_bytes * sends + c.long_send_extra_bytes * longs
-            + c.receive_bytes * recv + c.pointer_reset_extra_bytes * resets)
-
-
-def _ctrl(machine: Machine, sends: np.ndarray, recv: np.ndarray, resets: np.ndarray) -> np.ndarray:
-    c = machine.cost
-    return c.send_control_cycles * sends + c.receive_control_cycles * recv + c.pointer_reset_cycles * resets
-
-
 def group_options(state: PhaseState, group: ReplicaGroup, machine: Machine, *, local_pack: bool = True,
                   max_counts: int = 6) -> list[Option]:
     """The direct option plus direct-receive (and local-pack) options for the group's candidate counts."""
     phase = state.phase
+    cost = machine.cost
     max_bytes = machine.exchange.max_transfer_words * 4
     long_limit = machine.exchange.send_count_words * 4
     replicas = group.replicas.astype(np.int64)
@@ -148,13 +137,13 @@ def group_options(state: PhaseState, group: ReplicaGroup, machine: Machine, *, l
         # direct-receive: replicas get m forward receives instead of the group's fragments
         rec2, res2 = rec1 + m, res1 + first_reset + inner
         act = (sends_r + rec2) > 0
-        d_raw = _raw(machine, sends_r, longs_r, rec2, res2, act) - raw0
+        d_raw = cost.raw_table(sends_r, longs_r, rec2, res2, act) - raw0
         d_rep = Load(d_raw, rec2 - rec0, np.zeros_like(d_raw), np.zeros_like(d_raw),
-                     _ctrl(machine, sends_r, rec2, res2) - _ctrl(machine, sends_r, rec0, res0))
+                     cost.controls(sends_r, rec2, res2) - cost.controls(sends_r, rec0, res0))
         tiles, delta = _merge(replicas, d_rep, s_tiles, s_delta)
         host = Load(
-            raw=_raw(machine, pieces, long_pieces, frags, seg_runs, np.zeros(seg.count, bool)),
-            frag=frags + pieces, tx=seg_cov, rx=seg_cov, ctrl=_ctrl(machine, pieces, frags, seg_runs),
+            raw=cost.raw_table(pieces, long_pieces, frags, seg_runs, np.zeros(seg.count, bool)),
+            frag=frags + pieces, tx=seg_cov, rx=seg_cov, ctrl=cost.controls(pieces, frags, seg_runs),
         )
         out.append(Option(group, "direct-receive", seg, tiles, delta, host, np.zeros(0, np.int64), None, None, 0,
                           seg.segment_bytes(), banned))
@@ -167,22 +156,21 @@ def group_options(state: PhaseState, group: ReplicaGroup, machine: Machine, *, l
         # a replica whose only traffic was this group keeps its phase entry in the model: conservative by 8 bytes
         # in that rare case (the tile may host a relay, which would pay the entry back), never optimistic
         act1 = (sends_r + rec0) > 0
-        d_raw = _raw(machine, sends_r, longs_r, rec1, res1, act1) - raw0
+        d_raw = cost.raw_table(sends_r, longs_r, rec1, res1, act1) - raw0
         d_rep = Load(d_raw, rec1 - rec0, np.zeros_like(d_raw), -np.full(len(replicas), covered),
-                     _ctrl(machine, sends_r, rec1, res1) - _ctrl(machine, sends_r, rec0, res0))
+                     cost.controls(sends_r, rec1, res1) - cost.controls(sends_r, rec0, res0))
         lp_s_tiles, lp_s_delta = _sender_delta_runs(state, group, rv, phase, machine)
         tiles, delta = _merge(replicas, d_rep, lp_s_tiles, lp_s_delta)
         ones = np.ones(seg.count, np.int64)
-        host = Load(raw=_raw(machine, 0 * ones, 0 * ones, run_count, ones, np.zeros(seg.count, bool)),
-                    frag=run_count, tx=0 * ones, rx=seg_cov, ctrl=_ctrl(machine, 0 * ones, run_count, ones))
-        ext_host = Load(raw=_raw(machine, pieces, long_pieces, 0 * ones, 0 * ones, np.zeros(seg.count, bool)),
-                        frag=pieces, tx=seg_cov, rx=0 * ones, ctrl=_ctrl(machine, pieces, 0 * ones, 0 * ones))
+        host = Load(raw=cost.raw_table(0 * ones, 0 * ones, run_count, ones, np.zeros(seg.count, bool)),
+                    frag=run_count, tx=0 * ones, rx=seg_cov, ctrl=cost.controls(0 * ones, run_count, ones))
+        ext_host = Load(raw=cost.raw_table(pieces, long_pieces, 0 * ones, 0 * ones, np.zeros(seg.count, bool)),
+                        frag=pieces, tx=seg_cov, rx=0 * ones, ctrl=cost.controls(pieces, 0 * ones, 0 * ones))
         ext_rep_res = 1 + inner
         nrep = len(replicas)
-        ext = Load(raw=np.full(nrep, machine.cost.receive_bytes * m + machine.cost.pointer_reset_extra_bytes
-                               * ext_rep_res), frag=np.full(nrep, m), tx=np.zeros(nrep, np.int64),
-                   rx=np.full(nrep, covered), ctrl=np.full(nrep, int(_ctrl(machine, np.int64(0), np.int64(m),
-                                                                              np.int64(ext_rep_res)))))
+        ext = Load(raw=np.full(nrep, int(cost.raw_table(0, 0, m, ext_rep_res, 0))), frag=np.full(nrep, m),
+                   tx=np.zeros(nrep, np.int64), rx=np.full(nrep, covered),
+                   ctrl=np.full(nrep, int(cost.controls(np.int64(0), np.int64(m), np.int64(ext_rep_res)))))
         kernel = int(machine.local_pack.estimate(seg.segment_bytes()).max())
         out.append(Option(group, "local-pack", seg, tiles, delta, host, replicas, ext, ext_host, kernel,
                           seg.segment_bytes() + seg_cov, banned))
@@ -255,9 +243,9 @@ def _sender_delta_runs(state: PhaseState, group: ReplicaGroup, rv: object, phase
     d_s = (after - before).astype(np.int64)
     d_l = (after_long - before_long).astype(np.int64)
     c = machine.cost
-    raw = c.send_bytes * d_s + c.long_send_extra_bytes * d_l
     z = np.zeros(len(tiles), np.int64)
-    return tiles, Load(raw, d_s, z, z, c.send_control_cycles * d_s)
+    # only sends change (the same tiles keep sending): the formula on the send deltas alone
+    return tiles, Load(c.raw_table(d_s, d_l, z, z, z), d_s, z, z, c.controls(d_s, z, z))
 
 
 def _merge(t1: np.ndarray, l1: Load, t2: np.ndarray, l2: Load) -> tuple[np.ndarray, Load]:

@@ -14,7 +14,7 @@ from placer.alternatives.groups import GroupScan, scan_capture
 from placer.capture.model import Capture
 from placer.cost.model import program_cost, tile_counters
 from placer.machine import Machine
-from placer.progress import task, track
+from placer.progress import SolverCallback, task, track
 from placer.selection import capacity
 from placer.selection.bounds import table_lp_bound
 from placer.selection.cpsat import (
@@ -30,7 +30,8 @@ from placer.selection.greedy import Decision, budget_plan, greedy_plan
 from placer.selection.plan import Plan
 from placer.selection.problem import SelectionProblem, bucket_hosts, build_problem, selection_scans
 from placer.selection.realise import realise
-from placer.solver import Deadline, Progress, SolveResult, SolverParams, Status
+from placer.solver import Deadline, SolveResult, SolverParams, Status
+from placer.units import ceil_div
 
 
 @dataclass(frozen=True)
@@ -178,7 +179,7 @@ class SearchClock:
 
 def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit: int, *, mode: str = "cpsat",
            params: SolverParams | None = None, order: tuple[str, ...] = OBJECTIVES, local_pack: bool = True,
-           progress: Progress | None = None, max_rounds: int = 3, deadline: Deadline | None = None,
+           progress: SolverCallback | None = None, max_rounds: int = 3, deadline: Deadline | None = None,
            prepared: Prepared | None = None, work: float | None = None, search_end: float | None = None,
            hints: Sequence[Plan] = ()) -> Outcome:
     """Choose relays for one budget. ``deadline`` is the command's clock (started before loading); ``work`` the
@@ -275,7 +276,7 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
 
 def _monolithic(capture: Capture, problem: SelectionProblem, params: SolverParams, order: tuple[str, ...],
                 best_plan: Plan, best_obj: Objectives, source: str, greedy: Plan, g_obj: Objectives,
-                decisions: list[Decision], progress: Progress | None, start: float, scans: list[GroupScan],
+                decisions: list[Decision], progress: SolverCallback | None, start: float, scans: list[GroupScan],
                 clock: SearchClock, incumbent: Selection, max_rounds: int, local_pack: bool) -> Outcome:
     machine, table_budget, fragment_limit = problem.machine, problem.table_budget, problem.fragment_limit
     staged: StagedResult | None = None
@@ -440,13 +441,13 @@ def lower_bounds(problem: SelectionProblem) -> dict[str, int]:
     mass = int(problem.direct.table_bytes[: problem.tiles].sum())
     for pd in problem.phases:
         st = pd.state
-        per_tile = np.maximum(-(-st.tx[: problem.tiles] // bpc), -(-st.rx[: problem.tiles] // bpc))
+        per_tile = np.maximum(ceil_div(st.tx[: problem.tiles], bpc), ceil_div(st.rx[: problem.tiles], bpc))
         cycles += pd.iterations * (int(per_tile.max(initial=0)) + machine.exchange.sync_cycles)
         for opts in pd.options:
             mass += min(0, *(int(op.delta.raw.sum()) + (int(op.host.raw.sum()) if op.host is not None else 0)
                              + (int(op.ext.raw.sum()) if op.ext is not None else 0) for op in opts[1:]))
     best = _best_tables(problem)
-    table = max(int(best.max(initial=0)), -(-mass // problem.tiles), problem.shared.get("table_lp", 0))
+    table = max(int(best.max(initial=0)), ceil_div(mass, problem.tiles), problem.shared.get("table_lp", 0))
     return {"cycles": cycles, "table": table}
 
 
@@ -537,7 +538,7 @@ def _windows(problem: SelectionProblem, fixed: list[PhaseFixed]) -> list[tuple[i
 
 def _at_cycles_bound(capture: Capture, problem: SelectionProblem, params: SolverParams, order: tuple[str, ...],
                      best_plan: Plan, best_obj: Objectives, source: str, greedy: Plan, g_obj: Objectives,
-                     decisions: list[Decision], progress: Progress | None, start: float, scans: list[GroupScan],
+                     decisions: list[Decision], progress: SolverCallback | None, start: float, scans: list[GroupScan],
                      clock: SearchClock) -> Outcome | None:
     """The table stage of a large program whose cycles are at their lower bound (``placer.selection.capacity``):
     the constructive search, then CP-SAT on the capacity model for a better plan and the stage's bound. None when
@@ -607,7 +608,7 @@ def capacity_lp_bound(problem: SelectionProblem, slack: dict[int, int], caps: li
 
 def _lns(capture: Capture, problem: SelectionProblem, params: SolverParams, order: tuple[str, ...],
          best_plan: Plan, best_obj: Objectives, source: str, greedy: Plan, g_obj: Objectives,
-         decisions: list[Decision], progress: Progress | None, start: float, scans: list[GroupScan],
+         decisions: list[Decision], progress: SolverCallback | None, start: float, scans: list[GroupScan],
          clock: SearchClock) -> Outcome:
     """CP-SAT over neighbourhoods of a few phases each, the rest held at the incumbent, never losing it.
 

@@ -11,12 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import typer
-
 from placer.sweep.cluster import ray_map
-
-# placement exit codes, as `placer place` documents them
-_PLACED, _INFEASIBLE, _UNKNOWN = 0, 3, 4
 
 
 def schedule_phases(capture: Any, machine: Any, mode: str, params: Any, phase_ids: Sequence[int], ordering: Any,
@@ -60,31 +55,3 @@ def _place_one(params: Any, mode: str, problem: Any) -> Any:
     from placer.placement.api import solve_placement
 
     return solve_placement(problem, params, mode=mode)
-
-
-def place_many(files: Sequence[Path], capacity: int | None, params: Any, mode: str, json: bool,
-               ray: str | None) -> int:
-    """`placer place` over several files (each one tile's buffers), in turn or (``ray`` given) as Ray tasks: one
-    line (or one JSON object) per file, every placement re-checked here by the independent checker. Returns the
-    command's exit code: 0 when every file was placed, else 4 if any is unknown, else 3."""
-    import orjson
-
-    from placer.placement.checker import check_placement
-    from placer.solver import Status
-
-    pairs = place_files(files, capacity, params, mode, ray, use_ray=ray is not None)
-    docs, codes = [], []
-    for path, (problem, result) in zip(files, pairs, strict=True):
-        if result.addresses is not None:
-            errors = check_placement(problem, result.addresses)
-            if errors:  # never report a placement the independent checker rejects
-                raise RuntimeError(f"internal error: {path}: placement failed the checker: {errors[0]}")
-        codes.append(_PLACED if result.placed else _INFEASIBLE if result.status is Status.INFEASIBLE else _UNKNOWN)
-        docs.append({"file": str(path), "problem": problem.name, "requests": problem.n, **result.to_json(),
-                     "addresses": list(result.addresses) if result.addresses is not None else None,
-                     "verified": True if result.addresses is not None else None})
-        if not json:
-            typer.echo(f"{path}: {problem.n} requests: {result.describe()}")
-    if json:
-        typer.echo(orjson.dumps(docs, option=orjson.OPT_INDENT_2).decode())
-    return max(codes, default=_PLACED)

@@ -67,7 +67,7 @@ def failure_line(exc: BaseException) -> str:
 
 
 def _solve_and_check(job: Any, capture: Capture, machine: Machine, config: RunConfig) -> JobOutput:
-    from placer.selection.cli import outcome_json
+    from placer.report.selection import outcome_json
     from placer.selection.select import select
     from placer.solver import SolverParams
     from placer.sweep.spec import OBJECTIVES

@@ -19,6 +19,7 @@ from placer.capture.io import MAX_WORDS
 from placer.capture.model import Allocations, Capture, PanelHint, Phase, Repeat
 from placer.errors import InputError
 from placer.machine import Machine
+from placer.units import ceil_div, round_up
 
 ANY, R0, R1 = "any", "r0", "r1"
 
@@ -91,7 +92,7 @@ class Program:
         uniq, inv = np.unique(tiles, return_inverse=True)
         size = np.zeros(uniq.shape[0], np.int64)
         np.maximum.at(size, inv, sizes)
-        self.kinds.append(Kind(name, uniq, -(-size // 32) * 32, first, last, region, fixed))
+        self.kinds.append(Kind(name, uniq, round_up(size, 32), first, last, region, fixed))
         return len(self.kinds) - 1
 
     def space(self, name: str, layered: bool, first: int, last: int) -> ParamSpace:
@@ -108,7 +109,7 @@ class Program:
         the same bytes, as a compiler balancing parameter memory would; offsets pack each tile's pieces.
         """
         nbytes = np.asarray(nbytes, np.int64)
-        size = -(-nbytes // 8) * 8
+        size = round_up(nbytes, 8)
         holder = np.empty(nbytes.shape[0], np.int64)
         offset = np.empty(nbytes.shape[0], np.int64)
         rot = (np.arange(self.tiles) - sp.salt) % self.tiles
@@ -126,7 +127,7 @@ class Program:
     def place_at(self, sp: ParamSpace, holder: object, nbytes: object) -> np.ndarray:
         """Offsets of parameter pieces held by the given tiles (each tile's pieces packed in the order given)."""
         holder = np.asarray(holder, np.int64)
-        size = -(-_arr(nbytes, holder.shape[0]) // 8) * 8
+        size = round_up(_arr(nbytes, holder.shape[0]), 8)
         order = np.argsort(holder, kind="stable")
         h, sz = holder[order], size[order]
         first = np.r_[0, np.flatnonzero(np.diff(h)) + 1] if h.size else np.zeros(0, np.int64)
@@ -220,7 +221,7 @@ class Program:
     def capture(self, order: list[int], repeat: Repeat | None) -> Capture:
         for sp in self.spaces:
             k = self.kinds[sp.kind]
-            k.stride = -(-int(sp.load.max()) // 32) * 32
+            k.stride = round_up(int(sp.load.max()), 32)
             k.sizes = np.where(sp.load > 0, sp.load + k.stride * ((self.layers if k.layered else 1) - 1), 0)
         base = self.layout()
         stride = np.array([k.stride if k.layered else 0 for k in self.kinds], np.int64)
@@ -241,7 +242,7 @@ class Program:
         # tens of KB then fit on many tiles but not on all of them
         top = np.zeros(self.tiles, np.int64)
         np.maximum.at(top, np.concatenate(tiles), np.concatenate(end))
-        ws_start = -(-(top + self.gap) // 32) * 32
+        ws_start = round_up(top + self.gap, 32)
         limit = self.machine.memory.loader_limit // 32 * 32
         has = ws_start < limit
         tiles.append(np.flatnonzero(has))
@@ -291,7 +292,7 @@ def _first_fit(busy: list[tuple[int, int]], regions: list[tuple[int, int]], size
                 continue
             if a >= addr + size:
                 break
-            addr = max(addr, -(-b // 32) * 32)
+            addr = max(addr, round_up(b, 32))
         if addr + size <= hi:
             return addr
     return None
@@ -311,7 +312,7 @@ def _without_self(part: Part) -> Part:
 
 def _split(part: Part, limit: int) -> Part:
     """Cut transfers longer than ``limit`` bytes into consecutive pieces (source and destinations advance)."""
-    pieces = -(-part.words // limit)
+    pieces = ceil_div(part.words, limit)
     rows = np.repeat(np.arange(part.source.shape[0]), pieces)
     k = np.arange(rows.shape[0]) - np.repeat(np.cumsum(pieces) - pieces, pieces)
     shift = k * limit

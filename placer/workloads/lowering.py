@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from placer.errors import InputError
+from placer.units import ceil_div, round_up
 from placer.workloads.builder import R0, R1, ParamSpace, Program
 from placer.workloads.spec import GRAIN, MatmulLowering, ModelSpec, plan_grid
 
@@ -145,7 +146,7 @@ class Rows:
         r = np.arange(n, dtype=np.int64)
         k = (r % tokens) * batch + r // tokens
         unrotated = k * tiles // n
-        first = -(-np.arange(tiles, dtype=np.int64) * n // tiles)
+        first = ceil_div(np.arange(tiles, dtype=np.int64) * n, tiles)
         self.slot = k - first[unrotated]
         self.owner = (unrotated + tiles // 2) % tiles
         self.per_owner = np.bincount(self.owner, minlength=tiles)
@@ -198,7 +199,7 @@ class Lowering:
         i = self.id
 
         def owner_buf(name: str, row_bytes: int, first: int, last: int, region: str = "any") -> OwnerBuf:
-            stride = -(-row_bytes // GRAIN) * GRAIN
+            stride = round_up(row_bytes, GRAIN)
             return OwnerBuf(prog.kind(f"owner.{name}", own, per * stride, first, last, region), stride)
 
         self.residual = owner_buf("residual", h * 4, 0, self.last)
@@ -228,7 +229,7 @@ class Lowering:
         for name in ("embed", "qkv", "proj", "mlp_up", "mlp_down", "map_kv"):
             space = self.w_static if name in ("embed", "map_kv") else self.w_layer
             assert space.planned is not None
-            space.planned += -(-self._weight_blocks(name).home_bytes(self.tiles) // 8) * 8
+            space.planned += round_up(self._weight_blocks(name).home_bytes(self.tiles), 8)
 
     # ---- whole program -------------------------------------------------------------------------------------
     def build(self) -> None:
@@ -264,7 +265,7 @@ class Lowering:
         low = self.lowering_of(name)
         m_blocks, n_blocks, k_blocks = low.grid
         toks = np.arange(spec.tokens) if tokens is None else tokens
-        cols = -(-kd // GRAIN)
+        cols = ceil_div(kd, GRAIN)
         if m_blocks > toks.shape[0] or k_blocks > cols or n_blocks > nd:
             raise InputError(f"grid {list(low.grid)} is finer than the shape ({toks.shape[0]} tokens, {cols} "
                              f"grain columns, {nd} output columns)", path=spec.path, where=f"lowering.{name}.grid")
@@ -387,7 +388,7 @@ class Lowering:
         # every K block of the weight holds the same padded row count (a multiple of 8): MLP-down's 4,304 rows are
         # stored as 12 x 360, which is what the reference's 94.92 MiB for its weight phase implies
         k_elems = kd // spec.input_element_bytes(name)
-        w_rows = -(-k_elems // (8 * k_blocks)) * 8
+        w_rows = ceil_div(k_elems, 8 * k_blocks) * 8
         gsize = w_rows * spec.weight_bytes * nsize[gn]
         homes = min(low.homes(), m_blocks)
         # 32-byte grains split evenly over the homes, the remainder on the last one
@@ -440,7 +441,7 @@ class Lowering:
         n = source.shape[0]
         nb = np.broadcast_to(np.asarray(nbytes, np.int64), (n,))
         grain = self.spec.attention_grain or int(nb.max(initial=GRAIN))
-        pieces = -(-nb // grain)
+        pieces = ceil_div(nb, grain)
         rep = np.repeat(np.arange(n), pieces)
         sh = (np.arange(rep.shape[0]) - np.repeat(np.cumsum(pieces) - pieces, pieces)) * grain
         plen = np.minimum(grain, nb[rep] - sh)
@@ -472,7 +473,7 @@ class Lowering:
         r_all = rows.row(np.repeat(np.arange(batch), patch_toks.shape[0]), np.tile(patch_toks, batch))
         chunks = np.array_split(r_all, spec.input_chunks)
         pb = spec.patch_bytes
-        stream_rows = max(-(-c.shape[0] // IO_TILES) for c in chunks)
+        stream_rows = max(ceil_div(c.shape[0], IO_TILES) for c in chunks)
         io_kind = prog.kind("io.stream", io, stream_rows * self.patch.stride, i["input.0"],
                             i[f"input.{spec.input_chunks - 1}"])
         for c, rr in enumerate(chunks):
@@ -527,7 +528,7 @@ class Lowering:
         tl = tiles_q.reshape(-1)
         qsz = np.tile(np.repeat(qn, nk), pairs)
         ksz = np.tile(np.tile(kn, mq), pairs)
-        qmax, cmax = int(qn.max()), -(-int(qn.max()) // nk)
+        qmax, cmax = int(qn.max()), ceil_div(int(qn.max()), nk)
         if rnd == 0:
             self.k_q = prog.kind("attn.q", tl, qsz * hd2, first, last)
             self.k_k = prog.kind("attn.k", tl, ksz * hd2, first, last)
@@ -639,7 +640,7 @@ class Lowering:
         nsz = np.array([b.shape[0] for b in nblocks], np.int64)
         s = 2048
         gsize = spec.hidden * spec.weight_bytes * nsz
-        pieces = -(-gsize // s)
+        pieces = ceil_div(gsize, s)
         g = np.repeat(np.arange(n_head), pieces)
         idx = np.arange(g.shape[0]) - np.repeat(np.cumsum(pieces) - pieces, pieces)
         holder, off = prog.place(self.w_static, np.minimum(s, gsize[g] - idx * s))
@@ -655,7 +656,7 @@ class Lowering:
         prog.add(i["head.out"], head_tiles[nn], nsz[nn] * 2, hy, bb * nsz[nn] * 2, 1, out_owner[bb], self.out16.kind,
                  out_slot[bb] * self.out16.stride + n_col0[nn] * 2)
         io = np.arange(self.tiles - IO_TILES, self.tiles)
-        io_out = prog.kind("io.out", io, -(-batch // IO_TILES) * h2, i["output"], i["output"])
+        io_out = prog.kind("io.out", io, ceil_div(batch, IO_TILES) * h2, i["output"], i["output"])
         b = np.arange(batch)
         prog.add(i["output"], out_owner, h2, self.out16.kind, out_slot * self.out16.stride, 1, io[b % IO_TILES],
                  io_out, (b // IO_TILES) * h2)

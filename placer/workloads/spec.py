@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from placer.errors import InputError
+from placer.units import ceil_div
 
 MATMULS = ("embed", "qkv", "proj", "mlp_up", "mlp_down", "map_kv")
 BUNDLED_MODELS = ("siglip-so400m", "pe-core-l14")
@@ -242,7 +243,7 @@ def plan_grid(rows_tokens: int, kd: int, nd: int, tiles: int) -> MatmulLowering:
     block, its weight block and its share of the partial-sum reduction), using at least 90 % of the tiles when
     the shapes allow. The bundled models carry the reference compiler's own grids instead.
     """
-    cols = -(-kd // GRAIN)
+    cols = ceil_div(kd, GRAIN)
     best: tuple[float, tuple[int, int, int]] | None = None
     for m in range(1, min(rows_tokens, 64) + 1):
         for k in range(1, min(cols, 64) + 1):
@@ -250,7 +251,7 @@ def plan_grid(rows_tokens: int, kd: int, nd: int, tiles: int) -> MatmulLowering:
             if n < 1:
                 continue
             used = m * n * k
-            tm, kb, nb = -(-rows_tokens // m), -(-cols // k) * GRAIN, -(-nd // n)
+            tm, kb, nb = ceil_div(rows_tokens, m), ceil_div(cols, k) * GRAIN, ceil_div(nd, n)
             cost = tm * kb + kb * nb + (k - 1) * tm * nb * 2 / max(k, 1)
             cost *= 1.0 if used >= 0.9 * min(tiles, rows_tokens * cols * nd) else 1.5
             if best is None or cost < best[0]:

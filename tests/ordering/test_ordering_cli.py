@@ -14,7 +14,7 @@ from placer.capture.model import Capture
 from placer.errors import InputError
 from placer.machine import load_machine
 from placer.ordering import schedule_capture
-from placer.ordering.cli import schedule
+from placer.cli.schedule import schedule
 from placer.ordering.synthetic import relay_phase, replica_phase
 from placer.solver import SolverParams
 

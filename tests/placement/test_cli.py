@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from placer.errors import InputError
 from placer.placement import check_placement, read_problem
-from placer.placement.cli import place
+from placer.cli.place import place
 
 app = typer.Typer()
 app.command("place")(place)

@@ -16,7 +16,7 @@ from placer.capture.io import write_capture
 from placer.errors import InputError
 from placer.fileio import write_json
 from placer.validation import load_plan
-from placer.validation.cli import validate_command
+from placer.cli.validate import validate_command
 
 from .builders import clone, empty_plan, make_capture, relay_plan
 
@@ -169,7 +169,7 @@ def test_cli_malformed_exits_2_through_main(files: tuple[Path, Path, Path], tmp_
     broken = write(tmp_path, {**empty_plan(), "plan_version": 9}, "broken.json")
     script = (
         "from placer.cli import app, main\n"
-        "from placer.validation.cli import validate_command\n"
+        "from placer.cli.validate import validate_command\n"
         "if not any(c.name == 'validate' for c in app.registered_commands):\n"
         "    app.command('validate')(validate_command)\n"
         "main()\n"

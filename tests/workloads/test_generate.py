@@ -17,7 +17,7 @@ from placer.capture.writer import render_phase, write_capture_fast
 from placer.cost.model import program_cost
 from placer.errors import InputError
 from placer.machine import Machine
-from placer.workloads.cli import generate as generate_cmd
+from placer.cli.generate import generate as generate_cmd
 from placer.workloads.generate import generate
 from placer.workloads.lowering import phase_steps
 from placer.workloads.spec import BUNDLED_MODELS, load_model

@@ -7,13 +7,14 @@ from pathlib import Path
 
 import typer
 
+from placer import api
 from placer.capture.writer import write_capture_fast
+from placer.cli import options
 from placer.errors import InputError
 from placer.fileio import check_output
 from placer.progress import install, task
 from placer.units import MAX_COUNT, count_option, format_size
 from placer.workloads.generate import DEFAULT_BATCH
-from placer.workloads.generate import generate as generate_capture
 
 MAX_BATCH = 4096
 # Peak memory of generate + write grows linearly with the batch: 2.4 GB at batch four (docs/workloads.md).
@@ -53,8 +54,8 @@ def generate(
     layers: int | None = typer.Option(None, "--layers", help="Repeat iterations of the stored layer body "
                                                              "(default 1; the capture stores one body either way)."),
     seed: int = typer.Option(0, "--seed", help="Seed for weight holders and per-tile code/scratch sizes."),
-    machine: str = typer.Option("ipu21", "--machine", help="Machine: ipu21, mk1 or a machine .toml."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
+    machine: str = options.machine(),
+    quiet: bool = options.quiet(),
 ) -> None:
     """Lower a model to a whole-program synthetic capture (one layer body in a Repeat, plus bookends)."""
     install(quiet)
@@ -66,7 +67,7 @@ def generate(
     _check_memory(batch)
     t0 = time.perf_counter()
     with task(f"lower {model} batch {batch}"):
-        capture = generate_capture(model, batch=batch, layers=layers, machine=machine, seed=seed)
+        capture = api.generate(model, batch=batch, layers=layers, machine=machine, seed=seed)
     t1 = time.perf_counter()
     size = write_capture_fast(capture, output)
     t2 = time.perf_counter()

@@ -1,5 +1,8 @@
-"""The ``placer`` command line. Each stage keeps its own command function; this module only wires them up and
-turns every way a command can end into one line and one exit code (placer.errors.EXIT_TABLE, README).
+"""The ``placer`` command line: the top layer, a thin one over the public API (:mod:`placer.api`).
+
+Each command is a module of this package (``placer.cli.solve``, ``placer.cli.place``, ...): it parses its options,
+calls the API and prints or writes the API's result. This module only wires the commands up and turns every way a
+command can end into one line and one exit code (:class:`placer.errors.ExitCode`, README).
 """
 
 from __future__ import annotations
@@ -15,30 +18,29 @@ from typing import Any
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-import placer
-from placer import __version__, interrupt
-from placer.errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_TABLE, InputError
+from placer import __version__, clock, interrupt
+from placer.errors import EXIT_TABLE, ExitCode, InputError
 
 # Command name -> (module, function). A command's module (and with it ortools, networkx, numpy, ...) is imported
 # only when that command runs or shows its own help, so `placer --version` and `placer --help` start in a blink;
 # the listing's one-line help is read from the function's docstring in the source, without importing it.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "generate": ("placer.workloads.cli", "generate"),
-    "inspect": ("placer.report.inspect", "inspect"),
-    "solve": ("placer.selection.cli", "solve"),
-    "compare": ("placer.selection.cli", "compare"),
-    "validate": ("placer.validation.cli", "validate_command"),
-    "place": ("placer.placement.cli", "place"),
-    "schedule": ("placer.ordering.cli", "schedule"),
-    "report": ("placer.report.cli", "report"),
-    "sweep": ("placer.sweep.cli", "sweep"),
+    "generate": ("placer.cli.generate", "generate"),
+    "inspect": ("placer.cli.inspect", "inspect"),
+    "solve": ("placer.cli.solve", "solve"),
+    "compare": ("placer.cli.solve", "compare"),
+    "validate": ("placer.cli.validate", "validate_command"),
+    "place": ("placer.cli.place", "place"),
+    "schedule": ("placer.cli.schedule", "schedule"),
+    "report": ("placer.cli.report", "report"),
+    "sweep": ("placer.cli.sweep", "sweep"),
 }
 
 
 def short_help(name: str) -> str:
     """The first paragraph of the command function's docstring, parsed from its source file (not imported)."""
     module, attr = COMMANDS[name]
-    path = Path(__file__).parent.joinpath(*module.split(".")[1:]).with_suffix(".py")
+    path = Path(__file__).parents[1].joinpath(*module.split(".")[1:]).with_suffix(".py")
     for node in ast.parse(path.read_text(encoding="utf-8")).body:
         if isinstance(node, ast.FunctionDef) and node.name == attr:
             doc = ast.get_docstring(node) or ""
@@ -104,8 +106,8 @@ def _root(
 
 
 def main() -> None:
-    """Run the command line; every way it can end maps to one exit code of :data:`EXIT_CODES` (no traceback)."""
-    placer.CONSOLE = True  # a console command's clock starts when placer is imported, not when the command runs
+    """Run the command line; every way it can end maps to one :class:`placer.errors.ExitCode` (no traceback)."""
+    clock.CONSOLE = True  # a console command's clock starts when placer is imported, not when the command runs
     interrupt.install()
     sys.exit(run(sys.argv[1:]))
 
@@ -115,17 +117,17 @@ def run(argv: list[str]) -> int:
     try:
         code = app(args=argv, prog_name="placer", standalone_mode=False)
     except InputError as exc:
-        return _fail(str(exc), EXIT_INPUT)
+        return _fail(str(exc), ExitCode.INPUT)
     except typer.Exit as exc:
         code = exc.exit_code
     except typer.Abort:
-        return _fail("aborted", 130)
+        return _fail("aborted", ExitCode.SIGINT)
     except interrupt.Interrupted as exc:
         return _fail(f"interrupted by {exc.name}: stopped; nothing written", exc.exit_code)
     except typer.TyperException as exc:  # typer's usage errors (its vendored click): bad option, missing argument
         return _usage_error(exc, argv)
     except MemoryError:
-        return _fail("out of memory (the input is too large for this machine)", EXIT_INPUT)
+        return _fail("out of memory (the input is too large for this machine)", ExitCode.INPUT)
     except BrokenPipeError:  # `placer ... | head`: the reader has gone; nothing to report to
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - keeps Python's exit-time flush quiet
         return 1
@@ -133,7 +135,7 @@ def run(argv: list[str]) -> int:
         if os.environ.get("PLACER_TRACEBACK"):
             traceback.print_exc()
         return _fail(f"internal error: {type(exc).__name__}: {exc} (a bug in placer; PLACER_TRACEBACK=1 shows "
-                     "where)", EXIT_INTERNAL)
+                     "where)", ExitCode.INTERNAL)
     code = code if isinstance(code, int) else 0
     signal = interrupt.received()
     if signal is not None and code not in interrupt.EXIT_CODES.values():
@@ -143,7 +145,8 @@ def run(argv: list[str]) -> int:
 
 
 def _fail(message: str, code: int) -> int:
-    typer.echo(f"error: {' '.join(message.split())}" if code != 130 and code != 143 else message, err=True)
+    signal = code in (ExitCode.SIGINT, ExitCode.SIGTERM)
+    typer.echo(message if signal else f"error: {' '.join(message.split())}", err=True)
     return code
 
 
@@ -151,9 +154,9 @@ def _usage_error(exc: typer.TyperException, argv: list[str]) -> int:
     ctx = getattr(exc, "ctx", None)
     if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:  # its message is the help
         typer.echo(exc.format_message())
-        return _fail(f"missing command; `{ctx.command_path} --help` lists them", EXIT_INPUT)
+        return _fail(f"missing command; `{ctx.command_path} --help` lists them", ExitCode.INPUT)
     where = f"{ctx.command_path}: " if ctx is not None else ""
-    code = exc.exit_code if exc.exit_code != 1 else EXIT_INPUT
+    code = exc.exit_code if exc.exit_code != 1 else ExitCode.INPUT
     value = _given_value(getattr(exc, "param", None), argv)
     got = f" (got {value!r})" if value is not None else ""
     return _fail(f"{where}{exc.format_message()}{got}", code)
@@ -169,6 +172,3 @@ def _given_value(param: Any, argv: list[str]) -> str | None:
                 return arg[len(opt) + 1:]
     return None
 
-
-if __name__ == "__main__":
-    main()

@@ -13,9 +13,8 @@ from typing import Any
 
 import typer
 
+from placer.errors import ExitCode
 from placer.progress import TIMESTAMP, install
-
-EXIT_SWEEP_FAILED = 1  # a job failed, or the validator disagrees with the solver about a plan
 
 
 def sweep(
@@ -69,7 +68,9 @@ def sweep(
         size = write_report(parsed, run.rows, output / "report.html")
         say(f"{output / 'report.html'}: {size / 1e6:.1f} MB")
     if json:
-        sys.stdout.write(_json(run.rows) + "\n")
+        from placer.fileio import print_json
+
+        print_json(run.rows)
     else:
         typer.echo(render_rows(run.rows))
         typer.echo(f"{len(run.ran)} ran, {len(run.skipped)} already finished, {len(run.failed)} failed in "
@@ -80,7 +81,7 @@ def sweep(
         typer.echo(f"job {job_id}: the validator's verdict disagrees with the solver's (see its validation.json)",
                    err=True)
     if run.failed or disagree:
-        raise typer.Exit(EXIT_SWEEP_FAILED)
+        raise typer.Exit(ExitCode.INVALID)  # a job failed, or the validator disagrees with the solver
 
 
 def _need_report_extra() -> None:
@@ -90,12 +91,6 @@ def _need_report_extra() -> None:
         import plotly  # noqa: F401
     except ImportError:
         raise InputError("--report needs plotly: pip install -e '.[report]'") from None
-
-
-def _json(rows: list[dict[str, Any]]) -> str:
-    import orjson
-
-    return orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode()
 
 
 def render_rows(rows: list[dict[str, Any]]) -> str:

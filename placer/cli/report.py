@@ -15,6 +15,7 @@ import numpy as np
 import typer
 
 from placer.capture import read_capture
+from placer.cli import options
 from placer.errors import InputError
 from placer.fileio import check_output
 from placer.machine import load_machine
@@ -43,9 +44,9 @@ def report(
                                                     "with the largest worst-tile table)."),
     tile: int = typer.Option(None, "--tile", help="Tile of the SRAM map (default: the busiest relay host)."),
     png: Path = typer.Option(None, "--png", help="Also write every figure as a PNG into this directory."),
-    budget: str = typer.Option(None, help="Budget to mark (default: the plan's, else the machine's)."),
-    machine: str = typer.Option("ipu21", help="Bundled machine (ipu21, mk1) or a machine TOML file."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
+    budget: str = options.budget("Budget to mark (default: the plan's, else the machine's)."),
+    machine: str = options.machine(),
+    quiet: bool = options.quiet(),
 ) -> None:
     """Write an interactive, self-contained HTML report: tile heatmap before/after, per-phase bytes and cycles,
     budget comparison, one phase's stream schedule per port, one tile's SRAM map. --png writes the same figures

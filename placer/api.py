@@ -1,0 +1,923 @@
+"""placer's public Python API: the whole pipeline as functions with typed results.
+
+Every command of the ``placer`` command line is a thin layer over one function here, and every ``--json`` a
+command prints is the ``to_json()`` of the result that function returns::
+
+    import placer
+
+    capture = placer.read_capture("examples/relay-demo.json")
+    machine = placer.load_machine("ipu21")
+    result = placer.solve(capture, machine, budget="700")      # relay selection (placer solve)
+    result.status, result.objectives.table, result.bounds      # how it ended, the plan's figures, the bounds
+    check = placer.validate(capture, result, machine, budget=700)   # the independent validator (placer validate)
+    order = placer.schedule(result.rewritten(), machine)        # stream order of every phase (placer schedule)
+
+The names are re-exported from the package (``placer.solve`` is :func:`solve`). Heavy stages (CP-SAT, the
+validator, the stream scheduler) are imported when a function needs them, so ``import placer`` stays cheap.
+Malformed input raises :class:`placer.errors.InputError` (one line naming the file, the field and the value);
+each result's ``exit_code`` is the code the matching command ends with.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from placer import interrupt
+from placer.capture import io as _capture_io
+from placer.capture.model import Capture
+from placer.clock import command_start
+from placer.errors import ExitCode, InputError
+from placer.fileio import read_json, write_json
+from placer.machine import Machine
+from placer.machine import load_machine as _load_machine
+from placer.modes import PlacementMode, ScheduleMode, SelectionMode
+from placer.solver import Deadline, RunConfig, SolveResult, SolverParams, Status
+from placer.units import parse_size
+
+if TYPE_CHECKING:
+    from placer.ordering.schedule import PhaseSchedule
+    from placer.placement import PlacementProblem, PlacementResult
+    from placer.selection.greedy import Decision
+    from placer.selection.plan import Plan
+    from placer.selection.select import Objectives, Outcome
+    from placer.validation.validator import ValidationReport
+
+OBJECTIVES = ("cycles", "table", "scratch", "relays")  # the selection's default lexicographic order
+
+CaptureLike = Capture | str | Path
+MachineLike = Machine | str | Path | None
+
+
+# --- captures and machines --------------------------------------------------------------------------------------
+
+
+def read_capture(path: str | Path) -> Capture:
+    """Read a capture file.
+
+    Parameters
+    ----------
+    path
+        A capture in the reference JSON format with placer's extensions (``.json``, or ``.json.gz``).
+
+    Returns
+    -------
+    Capture
+        The program as columnar numpy arrays, checked (tile and address ranges, destination sets, Repeat).
+
+    Raises
+    ------
+    InputError
+        The file is unreadable or malformed; the message names the file, the phase, the transfer and the field.
+    """
+    return _capture_io.read_capture(path)
+
+
+def write_capture(capture: Capture, path: str | Path) -> None:
+    """Write ``capture`` to ``path`` (gzipped when the name ends in ``.gz``); the file appears only complete.
+
+    Parameters
+    ----------
+    capture
+        The program to write (e.g. :meth:`SelectionResult.rewritten`).
+    path
+        Where to write it.
+    """
+    _capture_io.write_capture(capture, path)
+
+
+def load_machine(spec: str | Path | None = None) -> Machine:
+    """Load a machine description: tiles, memory map, bandwidth, table budget, cost constants, kernel timings.
+
+    Parameters
+    ----------
+    spec
+        A bundled machine's name (``"ipu21"``, ``"mk1"``), a machine TOML file, or ``None`` for ``ipu21``.
+
+    Returns
+    -------
+    Machine
+        The frozen constants; ``machine.cost`` holds the cost formula (:class:`placer.machine.CostConstants`).
+
+    Raises
+    ------
+    InputError
+        No such machine, or a field is missing or out of range.
+    """
+    return _load_machine(spec)
+
+
+def generate(model: str | Path, *, batch: int = 2, layers: int | None = None, machine: MachineLike = None,
+             seed: int = 0) -> Capture:
+    """Lower a workload description to a whole-program synthetic capture (``placer generate``).
+
+    Parameters
+    ----------
+    model
+        A bundled model (``"siglip-so400m"``, ``"pe-core-l14"``; ``models/NAME.toml``) or a model TOML file.
+    batch
+        Images per step.
+    layers
+        Repeat iterations of the stored layer body (default one).
+    machine
+        The machine the program is laid out for (default ``ipu21``).
+    seed
+        Seed of the weight holders and the per-tile code and scratch sizes.
+
+    Returns
+    -------
+    Capture
+        One layer body in a Repeat, plus the bookends.
+    """
+    from placer.workloads.generate import generate as _generate
+
+    return _generate(model, batch=batch, layers=layers, machine=machine, seed=seed)
+
+
+def _machine(machine: MachineLike) -> Machine:
+    return machine if isinstance(machine, Machine) else _load_machine(machine)
+
+
+def _capture(capture: CaptureLike) -> Capture:
+    return capture if isinstance(capture, Capture) else _capture_io.read_capture(capture)
+
+
+def _size(value: int | str, name: str) -> int:
+    if isinstance(value, bool):
+        raise InputError(f"must be a size, got {value!r}", where=name)
+    try:
+        return parse_size(value)
+    except ValueError as exc:
+        raise InputError(str(exc), where=name) from None
+
+
+def objective_order(objective: str | Sequence[str] | None) -> tuple[str, ...]:
+    """The selection's lexicographic order: ``objective`` (a comma-separated string or a sequence of names of
+    :data:`OBJECTIVES`) first, the rest of the default order after it; ``None`` is the default order."""
+    if not objective:
+        return OBJECTIVES
+    text = objective if isinstance(objective, str) else ",".join(objective)
+    names = tuple(s.strip() for s in text.split(",") if s.strip())
+    bad = [n for n in names if n not in OBJECTIVES]
+    if bad or len(set(names)) != len(names):
+        raise InputError(f"--objective {text!r}: use a comma-separated order of {', '.join(OBJECTIVES)}")
+    return names + tuple(n for n in OBJECTIVES if n not in names)
+
+
+# --- inspect ----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InspectResult:
+    """What a capture costs, per phase and for the program (``placer inspect``).
+
+    Attributes
+    ----------
+    summary
+        The document ``placer inspect --json`` prints: ``phases`` (transfers, multicast groups, worst tile,
+        table bytes, fragments, cycles) and ``program`` (worst tile, row estimate, budgets, verdict).
+    """
+
+    summary: dict[str, Any]
+
+    @property
+    def fits(self) -> bool:
+        """Whether the program as captured fits the table budget and the fragment limit."""
+        return bool(self.summary["program"]["fits"])
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """``placer inspect``'s exit code: 0 fits, 4 does not."""
+        return ExitCode.OK if self.fits else ExitCode.OVER_BUDGET
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``placer inspect --json`` document."""
+        return self.summary
+
+
+def inspect(capture: CaptureLike, machine: MachineLike = None, *, budget: int | str | None = None) -> InspectResult:
+    """Cost a capture with the reference compiler's model (BRIEF §3), phase by phase (``placer inspect``).
+
+    Parameters
+    ----------
+    capture
+        A :class:`Capture` or a capture file.
+    machine
+        A :class:`Machine`, a bundled machine's name or a machine file (default ``ipu21``).
+    budget
+        Table budget per tile (bytes, or a size such as ``"80KiB"``); default the machine's.
+
+    Returns
+    -------
+    InspectResult
+    """
+    from placer.report.inspect import inspect_summary
+
+    table = _size(budget, "budget") if budget is not None else None
+    cap = _capture(capture)
+    return InspectResult(inspect_summary(cap, machine if machine is not None else "ipu21", table))
+
+
+# --- relay selection ----------------------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class SelectionResult:
+    """The outcome of one relay selection (``placer solve``): the plan, its exact figures, the search's bounds.
+
+    Attributes
+    ----------
+    capture, machine
+        What was solved.
+    mode
+        ``cpsat`` or ``greedy`` (the production rule alone).
+    outcome
+        The selection driver's full record (``placer.selection.select.Outcome``).
+    summary
+        Per phase before → after and the program against its budgets (``None`` if a signal stopped the run).
+    deadline
+        The clock the run was timed on; ``to_json()["time"]`` says how it was spent.
+    schedule
+        With ``schedule=True``: every phase of the rewritten program ordered and checked.
+    interrupted
+        A SIGINT/SIGTERM stopped the search (``placer solve`` then writes the best plan so far if it validates).
+    """
+
+    capture: Capture
+    machine: Machine
+    mode: SelectionMode
+    outcome: Outcome
+    summary: dict[str, Any] | None
+    deadline: Deadline
+    schedule: list[dict[str, Any]] | None = None
+    scheduled_rule: list[dict[str, Any]] | None = None  # greedy mode + schedule: the rule's relayed phases
+    interrupted: bool = False
+
+    @property
+    def status(self) -> Status:
+        """How the search ended: ``optimal``, ``feasible``, ``infeasible`` (proved) or ``unknown``."""
+        return self.outcome.status
+
+    @property
+    def plan(self) -> Plan:
+        """The relay plan kept (CP-SAT's, or the incumbent it could not beat)."""
+        return self.outcome.plan
+
+    @property
+    def plan_from(self) -> str:
+        """Where the plan came from: ``cp-sat``, ``production rule``, ``budget-greedy``, ..."""
+        from placer.report.selection import plan_source
+
+        return plan_source(self.outcome.source)
+
+    @property
+    def objectives(self) -> Objectives:
+        """The plan's exact figures (re-costed on the rewritten program): fits, cycles, worst table, ..."""
+        return self.outcome.objectives
+
+    @property
+    def production_rule(self) -> Objectives:
+        """The production rule's plan's figures (BRIEF §5), the baseline."""
+        return self.outcome.greedy_objectives
+
+    @property
+    def decisions(self) -> list[Decision]:
+        """The production rule's decision for every phase."""
+        return self.outcome.decisions
+
+    @property
+    def stages(self) -> list[tuple[str, SolveResult]]:
+        """Each lexicographic stage's solve (objective, bound, status, time); empty in greedy mode."""
+        return list(self.outcome.staged.stages) if self.outcome.staged is not None else []
+
+    @property
+    def bounds(self) -> dict[str, float | None]:
+        """Per stage (``cycles``, ``table``, ...), the proved lower bound."""
+        return {name: r.bound for name, r in self.stages}
+
+    @property
+    def fits(self) -> bool:
+        """Whether the plan fits the table budget and the fragment limit."""
+        return self.objectives.fits
+
+    @property
+    def schedule_ok(self) -> bool:
+        """Whether every schedule (``schedule=True``) passed its check (``True`` without schedules)."""
+        return all(r["valid"] for r in self.schedule or [])
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """``placer solve``'s exit code: 1 a schedule failed its check, 3 proved infeasible, 4 over budget."""
+        if not self.schedule_ok:
+            return ExitCode.INVALID
+        if self.outcome.status is Status.INFEASIBLE and self.mode == SelectionMode.CPSAT:
+            return ExitCode.INFEASIBLE
+        if not self.objectives.fits:
+            return ExitCode.OVER_BUDGET
+        return ExitCode.OK
+
+    def rewritten(self) -> Capture:
+        """The program with the plan's relays applied."""
+        return self.plan.rewritten(self.capture)
+
+    def plan_json(self) -> dict[str, Any]:
+        """The plan file (docs/plan.md): the delta, the relays, the capture's and machine's digests."""
+        return self.plan.to_json(self.capture, self._summary())
+
+    def write_plan(self, path: str | Path) -> None:
+        """Write :meth:`plan_json` to ``path`` (gzipped when the name ends in ``.gz``), atomically."""
+        write_json(path, self.plan_json())
+
+    def _summary(self) -> dict[str, Any]:
+        if self.summary is None:
+            from placer.report.selection import outcome_summary
+
+            self.summary = outcome_summary(self.capture, self.outcome)
+        return self.summary
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``placer solve --json`` document; ``time`` is the clock as of this call."""
+        from placer.report.selection import outcome_json, time_json
+
+        doc = outcome_json(self.capture, self.outcome, self._summary())
+        if self.schedule is not None:
+            doc["schedule"] = self.schedule
+        if self.scheduled_rule is not None:
+            doc["production_rule"]["scheduled"] = self.scheduled_rule
+        doc["time"] = time_json(self.deadline, [self.outcome])
+        return doc
+
+
+def _params(params: SolverParams | None, stage: str) -> SolverParams:
+    return params if params is not None else getattr(RunConfig.load(), stage)
+
+
+def _deadline(params: SolverParams, deadline: Deadline | None) -> Deadline:
+    # a command's clock starts when the console process imported placer; a library call's, now
+    return deadline if deadline is not None else Deadline(params.time_limit, command_start())
+
+
+def _load_timed(capture: CaptureLike, deadline: Deadline) -> Capture:
+    """The capture; reading it counts as "load" from the start of the clock (when nothing was marked yet)."""
+    if isinstance(capture, Capture):
+        return capture
+    cap = _capture_io.read_capture(capture)
+    deadline.mark("load", deadline.start if not deadline.marks else time.perf_counter())
+    return cap
+
+
+def solve(capture: CaptureLike, machine: MachineLike = None, *, budget: int | str | None = None,
+          fragments: int | None = None, mode: SelectionMode | str = SelectionMode.CPSAT,
+          objective: str | Sequence[str] | None = None, params: SolverParams | None = None, local_pack: bool = True,
+          schedule: bool = False, deadline: Deadline | None = None) -> SelectionResult:
+    """Choose relays so every tile fits its exchange-table budget (``placer solve``).
+
+    ``cpsat`` searches with CP-SAT from the best incumbent (the production rule's plan or placer's budget-greedy
+    construction), re-costs every candidate exactly and never returns a plan worse than the production rule's;
+    ``greedy`` runs the production rule (BRIEF §5) alone. The same capture, machine, parameters and worker count
+    give the same plan (deterministic work; see docs/selection.md, "Time and determinism").
+
+    Parameters
+    ----------
+    capture
+        A :class:`Capture` or a capture file (read here, and counted in the time limit).
+    machine
+        A :class:`Machine`, a bundled machine's name or a machine file (default ``ipu21``).
+    budget
+        Exchange-table budget per tile, bytes or a size such as ``"80KiB"`` (default: the machine's).
+    fragments
+        Fragment limit per tile (default: the machine's).
+    mode
+        :class:`SelectionMode` ``cpsat`` (default) or ``greedy``.
+    objective
+        Lexicographic order, e.g. ``"table,cycles"`` (default cycles, table, scratch, relays).
+    params
+        CP-SAT parameters (default: the run configuration's ``[selection]``); ``time_limit`` bounds the whole
+        call, loading included.
+    local_pack
+        Offer the local-pack variant.
+    schedule
+        Also order every phase of the plan (B1024 greedy) and check each schedule.
+    deadline
+        The clock to count against (the command line's starts when placer is imported).
+
+    Returns
+    -------
+    SelectionResult
+        ``status``, ``objectives``, ``bounds``, ``plan``, ``summary``; ``to_json()`` is ``placer solve --json``.
+
+    Raises
+    ------
+    InputError
+        A malformed capture, machine or parameter.
+    """
+    from placer.selection.select import select
+
+    mode = SelectionMode(mode)
+    mach = _machine(machine)
+    table = _size(budget, "budget") if budget is not None else mach.budget.table_bytes
+    frag = fragments if fragments is not None else mach.budget.fragments
+    order = objective_order(objective)
+    params = _params(params, "selection")
+    deadline = _deadline(params, deadline)
+    cap = _load_timed(capture, deadline)
+    with interrupt.graceful():  # a signal stops the search; the best plan so far is still returned
+        outcome = select(cap, mach, table, frag, mode=mode, params=params, order=order, local_pack=local_pack,
+                         deadline=deadline)
+    result = SelectionResult(cap, mach, mode, outcome, None, deadline)
+    if interrupt.received() is not None:
+        result.interrupted = True
+        return result
+    t = time.perf_counter()
+    result._summary()
+    if schedule:
+        result.schedule = schedule_plan(result.rewritten(), mach)
+        if mode == SelectionMode.GREEDY:
+            result.scheduled_rule = _accepted_horizons(cap, outcome, result.schedule, mach)
+    deadline.mark("output", t)
+    return result
+
+
+def schedule_plan(program: Capture, machine: Machine) -> list[dict[str, Any]]:
+    """Order every phase of ``program`` with the production scheduler and check each schedule (``placer solve
+    --schedule``): one row per phase, ``valid`` and the first ``problems``."""
+    from placer.ordering.check import check_schedule
+    from placer.ordering.schedule import schedule_phase
+    from placer.progress import track
+
+    rows = []
+    for phase in track(program.phases, "schedule and check phases", unit="phases"):
+        ps = schedule_phase(phase, machine, "greedy", tiles=program.tile_count)
+        problems = check_schedule(phase, ps.schedule.tx_start, ps.schedule.rx_start, ps.schedule.horizon, machine)
+        rows.append({**ps.to_json(), "label": program.label(phase.phase), "valid": not problems,
+                     "problems": problems[:5]})
+    return rows
+
+
+def _accepted_horizons(capture: Capture, outcome: Outcome, scheduled: list[dict[str, Any]],
+                       machine: Machine) -> list[dict[str, Any]]:
+    """For every phase the production rule relayed: its scheduled horizon all direct and with the relays (B1024
+    greedy order, cycles without sync)."""
+    from placer.ordering.schedule import schedule_phase
+
+    after = {r["phase"]: r["horizon"] for r in scheduled}
+    out = []
+    for d in outcome.decisions:
+        if d.accepted:
+            direct = schedule_phase(capture.phase_by_id(d.phase), machine, "greedy", tiles=capture.tile_count)
+            out.append({"phase": d.phase, "horizon_direct": direct.horizon, "horizon_relayed": after[d.phase]})
+    return out
+
+
+@dataclass(eq=False)
+class ComparisonResult:
+    """The production rule against CP-SAT for one or more budgets (``placer compare``).
+
+    Attributes
+    ----------
+    capture
+        What was solved.
+    outcomes
+        Per budget (in the order asked), the selection driver's record.
+    entries
+        Per budget, the ``placer compare --json`` entry (without ``sweep_time``).
+    deadline
+        The whole sweep's clock.
+    """
+
+    capture: Capture
+    outcomes: list[tuple[int, Outcome]]
+    entries: list[dict[str, Any]]
+    deadline: Deadline
+
+    @property
+    def fits(self) -> bool:
+        """Whether CP-SAT's plan fits at every budget."""
+        return all(out.objectives.fits for _, out in self.outcomes)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """``placer compare``'s exit code: 4 when a budget's plan does not fit."""
+        return ExitCode.OK if self.fits else ExitCode.OVER_BUDGET
+
+    def time(self) -> dict[str, Any]:
+        """How the sweep's clock was spent (as of this call)."""
+        from placer.report.selection import time_json
+
+        return time_json(self.deadline, [out for _, out in self.outcomes])
+
+    def to_json(self) -> list[dict[str, Any]]:
+        """The ``placer compare --json`` document: one entry per budget, each with the sweep's ``sweep_time``."""
+        timing = self.time()
+        return [{**entry, "sweep_time": timing} for entry in self.entries]
+
+
+def compare(capture: CaptureLike, machine: MachineLike = None, *, budgets: Sequence[int | str] | None = None,
+            fragments: int | None = None, objective: str | Sequence[str] | None = None,
+            params: SolverParams | None = None, local_pack: bool = True,
+            deadline: Deadline | None = None) -> ComparisonResult:
+    """The production rule (BRIEF §5) against the CP-SAT optimum, per phase and group, for each budget
+    (``placer compare``).
+
+    The option effects are computed once and shared by every budget; budgets are solved smallest first and each
+    starts from the best plan found so far that fits it, so a larger budget never reports a worse plan.
+
+    Parameters
+    ----------
+    capture, machine, fragments, objective, local_pack, deadline
+        As for :func:`solve`.
+    budgets
+        Table budgets per tile (default: the machine's alone).
+    params
+        CP-SAT parameters (default: the run configuration's ``[selection]``); ``time_limit`` bounds the sweep.
+
+    Returns
+    -------
+    ComparisonResult
+    """
+    from placer.progress import task
+    from placer.report.selection import comparison_json
+    from placer.selection.select import SEARCH_END, prepare, select
+    from placer.units import format_size
+
+    mach = _machine(machine)
+    sizes = [_size(b, "budgets") for b in budgets] if budgets else [mach.budget.table_bytes]
+    frag = fragments if fragments is not None else mach.budget.fragments
+    order = objective_order(objective)
+    params = _params(params, "selection")
+    deadline = _deadline(params, deadline)
+    cap = _load_timed(capture, deadline)
+    t = time.perf_counter()
+    prepared = prepare(cap, mach, min(sizes), frag, local_pack=local_pack)
+    deadline.mark("options", t)
+    work = params.work_per_second * params.time_limit / len(sizes)
+    solved: dict[int, Outcome] = {}
+    search_from = deadline.elapsed()
+    ascending = sorted(set(sizes))
+    for i, b in enumerate(ascending):
+        # each budget's wall backstop: its share of what is left for the search when the sweep starts
+        end = search_from + (i + 1) / len(ascending) * (SEARCH_END * deadline.seconds - search_from)
+        hints = [solved[s].plan for s in ascending[:i] if solved[s].objectives.fits]
+        with task(f"budget {format_size(b)}"):
+            solved[b] = select(cap, mach, b, frag, params=params, order=order, local_pack=local_pack,
+                               deadline=deadline, prepared=prepared, work=work, search_end=end, hints=hints)
+    outcomes = [(b, solved[b]) for b in sizes]
+    t = time.perf_counter()
+    entries = [comparison_json(cap, b, out) for b, out in outcomes]
+    deadline.mark("output", t)
+    return ComparisonResult(cap, outcomes, entries, deadline)
+
+
+# --- validation -------------------------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class ValidationResult:
+    """The independent validator's verdict on a plan (``placer validate``).
+
+    Attributes
+    ----------
+    report
+        Every check's findings (``errors``; ``valid`` when there are none).
+    notes
+        What the plan does not record (digests) and which budget it was checked against.
+    """
+
+    report: ValidationReport
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def valid(self) -> bool:
+        """No error: the plan is a correct rewrite of the capture and fits the budgets checked."""
+        return self.report.valid
+
+    @property
+    def errors(self) -> list[str]:
+        return self.report.errors
+
+    @property
+    def over_budget_only(self) -> bool:
+        """Invalid only because it breaks the budget (a correct rewrite)."""
+        return not self.valid and all(e.startswith("budget:") for e in self.report.errors)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """``placer validate``'s exit code: 0 valid, 1 invalid, 4 valid but over the budget."""
+        if self.valid:
+            return ExitCode.OK
+        return ExitCode.OVER_BUDGET if self.over_budget_only else ExitCode.INVALID
+
+    def lines(self) -> list[str]:
+        """The report as ``placer validate`` prints it."""
+        return [*self.report.lines(), *self.notes]
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``placer validate --json`` document."""
+        return {**self.report.to_json(), "notes": self.notes}
+
+
+def check_provenance(doc: Any, capture: Capture, capture_path: str | Path, machine: Machine,
+                     plan_path: str | Path) -> list[str]:
+    """Refuse a plan recorded for another capture or machine; return notes for what the plan does not record."""
+    notes = []
+    rec = doc.get("capture") if isinstance(doc, dict) else None
+    if isinstance(rec, dict) and "sha256" in rec:
+        digest = _capture_io.capture_digest(capture)
+        if rec["sha256"] != digest:
+            raise InputError(f"the plan was made for another capture (sha256 {str(rec['sha256'])[:16]}…, "
+                             f"{rec.get('transfers', '?')} transfers); {capture_path} has sha256 {digest[:16]}… "
+                             f"({capture.transfer_count()} transfers)", path=str(plan_path), where="capture.sha256")
+    else:
+        notes.append("note: the plan records no capture digest; it is checked against this capture as given")
+    recorded = doc.get("machine_sha256") if isinstance(doc, dict) else None
+    if recorded is not None:
+        if recorded != machine.digest():
+            raise InputError(f"the plan was made for machine {doc.get('machine')!r} (sha256 {str(recorded)[:16]}…); "
+                             f"--machine {machine.name!r} has sha256 {machine.digest()[:16]}…: pass the machine "
+                             "the plan was made for", path=str(plan_path), where="machine_sha256")
+    else:
+        notes.append("note: the plan records no machine digest; it is checked against --machine as given")
+    return notes
+
+
+def validate(capture: CaptureLike, plan: str | Path | dict[str, Any] | SelectionResult, machine: MachineLike = None,
+             *, budget: int | str | None = None, fragments: int | None = None) -> ValidationResult:
+    """Check a plan against the original capture and the machine, independently of the code that produced it
+    (``placer validate``).
+
+    The validator applies the plan's delta itself, replays both programs symbolically and recounts the exchange
+    tables with its own copy of the cost rules. The budget checked is ``budget``/``fragments`` or the machine's,
+    never the plan's own record.
+
+    Parameters
+    ----------
+    capture
+        The original capture (a :class:`Capture` or a file).
+    plan
+        A plan file, a plan document (``SelectionResult.plan_json()``) or a :class:`SelectionResult`.
+    machine
+        The machine the plan was made for (default ``ipu21``).
+    budget, fragments
+        The limits to check against (default: the machine's).
+
+    Returns
+    -------
+    ValidationResult
+
+    Raises
+    ------
+    InputError
+        A malformed plan, or one made for another capture or machine.
+    """
+    from placer.validation.plan import bind_plan, parse_plan
+    from placer.validation.validator import validate as _validate
+
+    mach = _machine(machine)
+    table = _size(budget, "budget") if budget is not None else mach.budget.table_bytes
+    frag = fragments if fragments is not None else mach.budget.fragments
+    cap = _capture(capture)
+    capture_name = str(capture) if not isinstance(capture, Capture) else "the capture"
+    if isinstance(plan, SelectionResult):
+        doc, plan_name = plan.plan_json(), "<plan>"
+    elif isinstance(plan, dict):
+        doc, plan_name = plan, "<plan>"
+    else:
+        doc, plan_name = read_json(plan), str(plan)
+    # parsed here rather than in the validator so that every InputError names the plan file
+    parsed = parse_plan(doc, plan_name)
+    notes = check_provenance(doc, cap, capture_name, mach, plan_name)  # before binding: a foreign plan fails here
+    bind_plan(parsed, cap, plan_name)
+    recorded = (parsed.table_bytes, parsed.fragments)
+    parsed.table_bytes, parsed.fragments = table, frag
+    report = _validate(cap, parsed, mach)
+    if recorded != (table, frag):
+        notes.append(f"note: the plan records budget {recorded[0]:,} bytes / {recorded[1]:,} fragments; checked "
+                     f"against {table:,} / {frag:,}")
+    return ValidationResult(report, notes)
+
+
+# --- placement --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlaceResult:
+    """One tile's buffers placed, or proved impossible to place (``placer place``).
+
+    Attributes
+    ----------
+    problem
+        The requests, free ranges and fixed allocations placed.
+    result
+        Status, addresses or the proof, the engine that answered, its time.
+    verified
+        The independent checker accepted the addresses (``None`` without a placement).
+    """
+
+    problem: PlacementProblem
+    result: PlacementResult
+    verified: bool | None
+
+    @property
+    def placed(self) -> bool:
+        return self.result.placed
+
+    @property
+    def status(self) -> Status:
+        return self.result.status
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """``placer place``'s exit code: 0 placed, 3 proved infeasible, 4 unknown."""
+        if self.result.placed:
+            return ExitCode.OK
+        return ExitCode.INFEASIBLE if self.result.status is Status.INFEASIBLE else ExitCode.OVER_BUDGET
+
+    def to_json(self, *, placements: bool = True) -> dict[str, Any]:
+        """The ``placer place --json`` document; ``placements`` adds every request's address (what ``-o X.json``
+        writes), without it only the status."""
+        from placer.placement.formats import solution_json
+
+        doc = solution_json(self.problem, self.result) if placements else {"problem": self.problem.name,
+                                                                           **self.result.to_json()}
+        doc["verified"] = self.verified
+        return doc
+
+
+def place(problem: PlacementProblem | str | Path, *, capacity: int | str | None = None,
+          mode: PlacementMode | str = PlacementMode.EXACT, params: SolverParams | None = None) -> PlaceResult:
+    """Place one tile's buffers in SRAM, or prove that they cannot be placed (``placer place``).
+
+    Parameters
+    ----------
+    problem
+        A :class:`placer.placement.PlacementProblem`, a placement dump (``.json``) or a MiniMalloc CSV.
+    capacity
+        MiniMalloc capacity (default: from the file name, e.g. ``A.1048576.csv``).
+    mode
+        :class:`PlacementMode` ``exact`` (default: the production allocator, then the exact engines) or
+        ``greedy`` (the production allocator only).
+    params
+        CP-SAT parameters (default: the run configuration's ``[placement]``).
+
+    Returns
+    -------
+    PlaceResult
+        Every placement returned has passed the independent checker.
+    """
+    from placer.placement import check_placement, read_problem, solve_placement
+    from placer.progress import task
+
+    mode = PlacementMode(mode)
+    params = _params(params, "placement")
+    if not hasattr(problem, "requests"):
+        cap = _size(capacity, "capacity") if capacity is not None else None
+        problem = read_problem(problem, capacity=cap)  # type: ignore[arg-type]
+    with task(f"place {problem.n:,} buffers ({mode})") as shown:  # type: ignore[union-attr]
+        result = solve_placement(problem, params, mode=mode.value,  # type: ignore[arg-type]
+                                 progress=lambda engine, elapsed, status: shown.advance(0, f"{engine}: {status}"))
+    verified = None
+    if result.addresses is not None:
+        errors = check_placement(problem, result.addresses)  # type: ignore[arg-type]
+        if errors:  # never return a placement the independent checker rejects
+            raise RuntimeError(f"internal error: placement failed the checker: {errors[0]}")
+        verified = True
+    return PlaceResult(problem, result, verified)  # type: ignore[arg-type]
+
+
+# --- ordering ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class ScheduleResult:
+    """Every phase's exchange streams ordered (``placer schedule``).
+
+    Attributes
+    ----------
+    capture_name
+        The capture file's name as given (``capture`` in the JSON).
+    machine
+        The machine the schedules are for.
+    mode
+        ``greedy`` (the production B1024 rule) or ``cpsat``.
+    phases
+        Per phase: horizon, lower bound and gap, chunks, timed table rows, time.
+    invalid
+        Phases whose schedule the independent checker rejected, with its findings.
+    checked
+        Whether the checker ran.
+    """
+
+    capture_name: str
+    machine: Machine
+    mode: ScheduleMode
+    phases: list[PhaseSchedule]
+    invalid: dict[int, list[str]] = field(default_factory=dict)
+    checked: bool = True
+
+    @property
+    def valid(self) -> bool:
+        return not self.invalid
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """``placer schedule``'s exit code: 1 when a schedule failed its check."""
+        return ExitCode.OK if self.valid else ExitCode.INVALID
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``placer schedule --json`` document."""
+        return {"capture": self.capture_name, "machine": self.machine.name, "mode": self.mode.value,
+                "phases": [dict(ps.to_json(), valid=(ps.phase not in self.invalid) if self.checked else None)
+                           for ps in self.phases]}
+
+
+def schedule(capture: CaptureLike, machine: MachineLike = None, *, phases: Sequence[int] | None = None,
+             mode: ScheduleMode | str = ScheduleMode.GREEDY, params: SolverParams | None = None,
+             wave_words: int = 1024, check: bool = True, ray: str | None = None) -> ScheduleResult:
+    """Order each phase's exchange streams and measure the order against a lower bound (``placer schedule``).
+
+    Parameters
+    ----------
+    capture
+        A :class:`Capture` or a capture file (e.g. :meth:`SelectionResult.rewritten`).
+    machine
+        As for :func:`solve`.
+    phases
+        Only these phase ids (default: every phase).
+    mode
+        :class:`ScheduleMode` ``greedy`` (the production B1024 rule) or ``cpsat`` (improved with CP-SAT).
+    params
+        CP-SAT parameters (default: the run configuration's ``[ordering]``); ``time_limit`` is per phase.
+    wave_words
+        Largest chunk of a stream per wave, in words.
+    check
+        Verify every schedule with the independent checker.
+    ray
+        Schedule the phases as Ray tasks: ``"auto"`` or a cluster address (same results).
+
+    Returns
+    -------
+    ScheduleResult
+    """
+    from placer.ordering.check import check_schedule
+    from placer.ordering.schedule import OrderingParams, schedule_capture
+    from placer.progress import task, track
+
+    mode = ScheduleMode(mode)
+    if wave_words < 1:
+        raise InputError(f"must be at least 1, got {wave_words}", where="wave_words")
+    params = _params(params, "ordering")
+    mach = _machine(machine)
+    cap = _capture(capture)
+    name = str(capture) if not isinstance(capture, Capture) else "<capture>"
+    ids = list(phases) if phases is not None else cap.phase_ids()
+    for pid in ids:
+        if pid not in cap.phase_ids():
+            known = cap.phase_ids()
+            listed = ", ".join(map(str, known[:20])) + (" ..." if len(known) > 20 else "")
+            raise InputError(f"no phase {pid} (phases: {listed})", path=name)
+    ordering = OrderingParams(wave_words=wave_words)
+    if ray is not None:
+        from placer.sweep.fanout import schedule_phases
+
+        with task(f"schedule {len(ids)} phase(s) as Ray tasks"):
+            results = schedule_phases(cap, mach, mode.value, params, ids, ordering, ray)
+    else:
+        results = schedule_capture(cap, mach, mode, params, phases=ids, ordering=ordering)
+    invalid: dict[int, list[str]] = {}
+    if check:
+        for ps in track(results, "check schedules", unit="phases"):
+            p = cap.phase_by_id(ps.phase)
+            problems = check_schedule(p, ps.schedule.tx_start, ps.schedule.rx_start, ps.schedule.horizon, mach)
+            if problems:
+                invalid[ps.phase] = problems
+    return ScheduleResult(name, mach, mode, results, invalid, check)
+
+
+__all__ = [
+    "OBJECTIVES",
+    "ComparisonResult",
+    "InspectResult",
+    "PlaceResult",
+    "PlacementMode",
+    "ScheduleMode",
+    "ScheduleResult",
+    "SelectionMode",
+    "SelectionResult",
+    "ValidationResult",
+    "check_provenance",
+    "compare",
+    "generate",
+    "inspect",
+    "load_machine",
+    "objective_order",
+    "place",
+    "read_capture",
+    "schedule",
+    "schedule_plan",
+    "solve",
+    "validate",
+    "write_capture",
+]
