@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from placer import interrupt
 from placer.capture import io as _capture_io
+from placer.capture import writer as _capture_writer
 from placer.capture.model import Capture
 from placer.clock import command_start
 from placer.errors import ExitCode, InputError
@@ -86,7 +87,7 @@ def write_capture(capture: Capture, path: str | Path) -> None:
     path
         Where to write it.
     """
-    _capture_io.write_capture(capture, path)
+    _capture_writer.write_capture(capture, path)
 
 
 def load_machine(spec: str | Path | None = None) -> Machine:

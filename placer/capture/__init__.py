@@ -1,6 +1,6 @@
 """Stage 1 of the pipeline: the exchange-traffic capture, held as columnar numpy arrays."""
 
-from placer.capture.io import read_capture, write_capture
+from placer.capture.io import read_capture
 from placer.capture.model import (
     PAIRED64,
     SCHEMA_VERSION,
@@ -12,6 +12,7 @@ from placer.capture.model import (
     Phase,
     Repeat,
 )
+from placer.capture.writer import write_capture
 
 __all__ = [
     "PAIRED64",

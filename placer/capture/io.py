@@ -106,13 +106,6 @@ _DIGEST_COLUMNS = (("source", "<i4"), ("words", "<i4"), ("width", "u1"), ("src_p
                    ("dst_ptr", "<i8"), ("dst_tile", "<i4"), ("dst_addr", "<i8"))
 
 
-def write_capture(capture: Capture, path: str | Path) -> None:
-    """Write a capture (gzipped when the name ends in .gz), atomically, rendered column-wise by numpy."""
-    from placer.capture.writer import write_capture_fast  # the writer uses this module's JSON conversion
-
-    write_capture_fast(capture, path)
-
-
 def capture_from_json(doc: Any, path: str = "<capture>", *, self_sends: bool = False) -> Capture:
     """A capture from its parsed JSON, every field checked (``InputError`` names the file, field and value).
     ``self_sends`` lets a transfer name its own source among its destinations (the validator reads a plan's

@@ -124,3 +124,8 @@ def write_capture_fast(capture: Capture, path: str | Path) -> int:
 
 
 __all__ = ["render_phase", "write_capture_fast"]
+
+
+def write_capture(capture: Capture, path: str | Path) -> None:
+    """Write a capture (gzipped when the name ends in .gz), atomically, rendered column-wise by numpy."""
+    write_capture_fast(capture, path)

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+import placer.validation.intervals as iv
 from placer.capture.model import WORD_BYTES, Phase
-from placer.validation import intervals as iv
 
 
 @dataclass

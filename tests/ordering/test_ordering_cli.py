@@ -9,12 +9,12 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from placer.capture.io import write_capture
 from placer.capture.model import Capture
+from placer.capture.writer import write_capture
+from placer.cli.schedule import schedule
 from placer.errors import InputError
 from placer.machine import load_machine
 from placer.ordering import schedule_capture
-from placer.cli.schedule import schedule
 from placer.ordering.synthetic import relay_phase, replica_phase
 from placer.solver import SolverParams
 

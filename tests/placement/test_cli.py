@@ -6,9 +6,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from placer.cli.place import place
 from placer.errors import InputError
 from placer.placement import check_placement, read_problem
-from placer.cli.place import place
 
 app = typer.Typer()
 app.command("place")(place)

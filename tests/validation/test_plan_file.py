@@ -12,11 +12,11 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from placer.capture.io import write_capture
+from placer.capture.writer import write_capture
+from placer.cli.validate import validate_command
 from placer.errors import InputError
 from placer.fileio import write_json
 from placer.validation import load_plan
-from placer.cli.validate import validate_command
 
 from .builders import clone, empty_plan, make_capture, relay_plan
 

@@ -14,10 +14,10 @@ from typer.testing import CliRunner
 from placer.capture.io import capture_to_json, phase_to_json, read_capture
 from placer.capture.model import Capture, Repeat
 from placer.capture.writer import render_phase, write_capture_fast
+from placer.cli.generate import generate as generate_cmd
 from placer.cost.model import program_cost
 from placer.errors import InputError
 from placer.machine import Machine
-from placer.cli.generate import generate as generate_cmd
 from placer.workloads.generate import generate
 from placer.workloads.lowering import phase_steps
 from placer.workloads.spec import BUNDLED_MODELS, load_model
