@@ -13,6 +13,7 @@ between two groups' entries) the selection re-costs the realised plan exactly an
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -22,6 +23,26 @@ from placer.alternatives.segments import Segmentation, candidates, native
 from placer.capture.model import PAIRED64, Phase, csr_gather
 from placer.cost.state import PhaseState
 from placer.machine import Machine
+
+
+class HostClass(NamedTuple):
+    """Everything a relay host's cost depends on, and which tiles may host the segment: segments with equal host
+    classes are interchangeable for every constraint and objective of the selection model (docs/selection.md,
+    "Why the aggregation stays exact"). A tuple, so classes hash, compare and sort as before they had names."""
+
+    variant: int  # 0 direct-receive, 1 local-pack
+    kernel: int  # local-pack kernel cycles (0 for direct-receive)
+    raw: int  # the host's table bytes in the phase, before rounding, without its phase entry
+    frag: int
+    tx: int
+    rx: int
+    ctrl: int
+    buffer: int  # relay memory the segment needs on its host
+    ext_raw: int  # local-pack: the host's load in the extra phase (0 for direct-receive)
+    ext_frag: int
+    ext_tx: int
+    ext_ctrl: int
+    barred: int  # key of the tiles that may not host the segment (its group's replicas, its senders); 0: none
 
 
 @dataclass(frozen=True, eq=False)
@@ -58,10 +79,8 @@ class Option:
     def scratch(self) -> int:
         return int(self.buffer_bytes.sum())
 
-    def signatures(self) -> list[tuple[int, ...]]:
-        """Per segment, everything a host's cost depends on and which tiles may host it: segments with equal
-        signatures are interchangeable. Layout: (variant, kernel, raw, frag, tx, rx, ctrl, buffer, ext raw, ext
-        frag, ext tx, ext ctrl, barred tiles key)."""
+    def signatures(self) -> list[HostClass]:
+        """Per segment, its exact host class (:class:`HostClass`)."""
         if self.host is None:
             return []
         kind = 0 if self.variant == "direct-receive" else 1
@@ -71,8 +90,8 @@ class Option:
         else:
             cols += [np.zeros(self.count, np.int64)] * 4
         # hash() of a tuple of ints is not salted, so the key is stable from run to run
-        return [(kind, self.kernel_cycles if kind else 0, *(int(c[s]) for c in cols),
-                 hash(tuple(self.banned[s].tolist()))) for s in range(self.count)]
+        return [HostClass(kind, self.kernel_cycles if kind else 0, *(int(c[s]) for c in cols),
+                          hash(tuple(self.banned[s].tolist()))) for s in range(self.count)]
 
     @property
     def name(self) -> str:

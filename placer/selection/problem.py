@@ -6,7 +6,7 @@ Built once, shared by the greedy and the CP-SAT model, so both see the same grou
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -17,7 +17,7 @@ from placer.cost.model import ProgramCost, program_cost, program_tiles
 from placer.cost.state import PhaseState
 from placer.machine import Machine
 from placer.progress import track
-from placer.selection.options import Option, group_options
+from placer.selection.options import HostClass, Option, group_options
 
 
 @dataclass(eq=False)
@@ -30,13 +30,24 @@ class PhaseData:
     raw: np.ndarray  # direct raw table bytes per tile
     largest_gap: np.ndarray  # per tile: largest free aligned gap in the phase
     extra_phase: int  # id a local-pack extra phase of this phase would get
-    # host classes by load level (large programs): exact signature -> the bucket's signature; None: exact classes
-    buckets: dict[tuple[int, ...], tuple[int, ...]] | None = None
+    # host classes by load level (large programs): exact class -> the bucket's class; None: exact classes
+    buckets: dict[HostClass, HostClass] | None = None
 
-    def classes(self, op: Option) -> list[tuple[int, ...]]:
-        """The host class of each of the option's segments (exact signatures, or their load buckets)."""
+    def classes(self, op: Option) -> list[HostClass]:
+        """The host class of each of the option's segments (exact classes, or their load buckets)."""
         sigs = op.signatures()
         return sigs if self.buckets is None else [self.buckets[s] for s in sigs]
+
+
+class TileClassPhase(NamedTuple):
+    """What the model sees of a tile class's tiles in one selection phase."""
+
+    used: bool  # the tiles send or receive in the phase (a host then pays no phase entry)
+    raw: int  # direct raw table bytes
+    tx: int
+    rx: int
+    ctrl: int
+    gap: int  # largest free gap (capped at the largest buffer any option needs)
 
 
 @dataclass(eq=False)
@@ -50,7 +61,7 @@ class TileClass:
     tiles: np.ndarray
     table: int  # direct whole-program table bytes of each tile
     fragments: int
-    per_phase: list[tuple[bool, int, int, int, int, int]]  # (used, raw, tx, rx, ctrl, largest gap) per phase
+    per_phase: list[TileClassPhase]
 
 
 @dataclass(eq=False)
@@ -67,10 +78,6 @@ class SelectionProblem:
     explicit: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # tiles the model names one by one
     # budget-independent results shared by every budget of a sweep (the dict survives dataclasses.replace)
     shared: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def group_count(self) -> int:
-        return sum(len(p.options) for p in self.phases)
 
 
 def pinned_tiles(direct: ProgramCost) -> np.ndarray:
@@ -153,8 +160,8 @@ def _aggregate_tiles(problem: SelectionProblem) -> None:
         for pd in problem.phases:
             st = pd.state
             ctrl = int(st.controls()[t])
-            per_phase.append((bool(st.used()[t]), int(pd.raw[t]), int(st.tx[t]), int(st.rx[t]), ctrl,
-                              min(int(pd.largest_gap[t]), cap)))
+            per_phase.append(TileClassPhase(bool(st.used()[t]), int(pd.raw[t]), int(st.tx[t]), int(st.rx[t]), ctrl,
+                                            min(int(pd.largest_gap[t]), cap)))
         key = (int(problem.direct.table_bytes[t]), int(problem.direct.fragments[t]), tuple(per_phase))
         keys.setdefault(key, []).append(t)
     explicit = touched.copy()
@@ -177,14 +184,14 @@ def bucket_hosts(problem: SelectionProblem) -> None:
     charging of every host with the heaviest segment of the whole phase."""
     for pd in problem.phases:
         sigs = sorted({sig for opts in pd.options for op in opts[1:] for sig in op.signatures()})
-        level: dict[tuple[int, int], list[tuple[int, ...]]] = {}
+        level: dict[tuple[int, int], list[HostClass]] = {}
         for sig in sigs:
-            kind, raw = sig[0], sig[2]
-            step = int(np.floor(np.log(max(raw, 1)) / np.log(LOAD_STEP)))
-            level.setdefault((kind, step), []).append(sig)
-        buckets: dict[tuple[int, ...], tuple[int, ...]] = {}
+            step = int(np.floor(np.log(max(sig.raw, 1)) / np.log(LOAD_STEP)))
+            level.setdefault((sig.variant, step), []).append(sig)
+        buckets: dict[HostClass, HostClass] = {}
         for members in level.values():
-            top = (*(max(m[i] for m in members) for i in range(len(members[0]) - 1)), 0)
+            # field by field the heaviest; no barred tiles (left to the host matching)
+            top = HostClass(*(max(m[i] for m in members) for i in range(len(members[0]) - 1)), 0)
             for m in members:
                 buckets[m] = top
         pd.buckets = buckets
