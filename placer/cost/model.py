@@ -48,10 +48,6 @@ class PhaseCost:
     def fragments(self) -> np.ndarray:
         return self.sends + self.receives
 
-    @property
-    def controls(self) -> np.ndarray:
-        return 2 * self.sends + 2 * self.receives + self.resets
-
     def worst_tile(self) -> int:
         return int(np.argmax(self.table_bytes))
 

@@ -73,10 +73,6 @@ class PhaseState:
         src = self if c is None else c
         return self.machine.exchange.tile_cycles(src.tx, src.rx, self.controls(c))
 
-    @property
-    def phantom(self) -> int:
-        return self.tiles
-
     def cycles(self) -> int:
         return int(self.tile_cycles()[: self.tiles].max(initial=0)) + self.machine.exchange.sync_cycles
 

@@ -203,14 +203,6 @@ _WORK_PER_EDGE = 2e-6
 _WORK_PER_FREED = 5e-4
 
 
-@dataclass
-class LnsStats:
-    steps: int = 0
-    improved: int = 0
-    solved_optimal: int = 0
-    neighbourhood: int = 0  # final size
-
-
 def improve_lns(
     chunks: Chunks,
     incumbent: np.ndarray,
@@ -220,7 +212,7 @@ def improve_lns(
     neighbourhood: int = 120,
     step_time: float = 1.5,
     progress: SolverCallback | None = None,
-) -> tuple[np.ndarray, LnsStats]:
+) -> np.ndarray:
     """Improve ``incumbent`` within ``params.time_limit``; never returns a longer schedule.
 
     With ``params.deterministic`` the search is bounded by a work budget, not the clock: each step costs CP-SAT's
@@ -237,9 +229,8 @@ def improve_lns(
     if horizon_of(chunks, best) > horizon_of(chunks, incumbent):  # cannot happen; keep the promise anyway
         best = incumbent.copy()
     best_h = horizon_of(chunks, best)
-    stats = LnsStats(neighbourhood=neighbourhood)
     size = neighbourhood
-    stall = 0
+    steps = 0  # neighbourhood kinds take turns
     step_cost = 0.0  # Python work of one step (graph passes, model building), measured
     edges = len(graph.prec_pred) + len(graph.inc_chunk)
     while best_h > lower:
@@ -253,7 +244,7 @@ def improve_lns(
             break
         length = _lengths(chunks, graph, best)
         free = _neighbourhood(chunks, graph, best, length, best_h, size, rng,
-                              kind=_KINDS[stats.steps % len(_KINDS)])
+                              kind=_KINDS[steps % len(_KINDS)])
         if len(free) == 0:
             break
         solve_clock = time.perf_counter()
@@ -261,29 +252,21 @@ def improve_lns(
                                             replace(params, time_limit=min(step_time, left)))
         solve_time = time.perf_counter() - solve_clock
         work += dtime + _WORK_PER_EDGE * edges + _WORK_PER_FREED * len(free)
-        stats.steps += 1
+        steps += 1
         if status is Status.OPTIMAL:
-            stats.solved_optimal += 1
             size = min(int(size * 1.25) + 1, 600)
         elif status is Status.UNKNOWN:
             size = max(int(size * 0.7), 12)
         if cand is None:
-            stall += 1
             continue
         cand = compact(chunks, graph, cand)
         h = horizon_of(chunks, cand)
-        if h < best_h:
-            stats.improved += 1
-            stall = 0
-        else:
-            stall += 1
         if h <= best_h:
             best, best_h = cand, h
         step_cost = max(0.0, time.perf_counter() - began - solve_time)
         if progress is not None:
             progress(time.perf_counter() - start_clock, float(best_h), float(lower))
-    stats.neighbourhood = size
-    return best, stats
+    return best
 
 
 def _neighbourhood(

@@ -309,7 +309,7 @@ def _improve(
     incumbent = forward_backward(chunks, incumbent, time_limit=0.25 * params.time_limit,
                                  deterministic=deterministic)
     left = params.time_limit - (time.perf_counter() - clock)
-    starts, _ = improve_lns(chunks, incumbent, lower, replace(params, time_limit=max(0.1, left)),
+    starts = improve_lns(chunks, incumbent, lower, replace(params, time_limit=max(0.1, left)),
                             neighbourhood=ordering.neighbourhood, step_time=ordering.step_time,
                             progress=progress)
     h = horizon_of(chunks, starts)

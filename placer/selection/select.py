@@ -112,8 +112,11 @@ def selection_from_plan(problem: SelectionProblem, plan: Plan) -> Selection:
     return Selection(choice, hosts, counts)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, kw_only=True)
 class Outcome:
+    """Everything one selection found: the plan kept and its exact figures, the production rule's, the search's
+    stages and status, and how much of its work allowance it spent (built by keyword: it has many fields)."""
+
     plan: Plan
     objectives: Objectives
     greedy: Plan
@@ -200,12 +203,14 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     g_obj = plan_objectives(capture, greedy)
     t = deadline.mark("production rule", t)
     if mode == "greedy":
-        return Outcome(greedy, g_obj, greedy, g_obj, decisions, Status.UNKNOWN, None, "greedy",
-                       runtime=time.perf_counter() - start, scans=scans)
+        return Outcome(plan=greedy, objectives=g_obj, greedy=greedy, greedy_objectives=g_obj, decisions=decisions,
+                       status=Status.UNKNOWN, staged=None, source="greedy", runtime=time.perf_counter() - start,
+                       scans=scans)
     if deadline.elapsed() >= (SEARCH_END * deadline.seconds if search_end is None else search_end):
-        return Outcome(greedy, g_obj, greedy, g_obj, decisions, Status.UNKNOWN, StagedResult(None, [], {}), "greedy",
-                       "the time limit was reached before the search could start: the production rule's plan is "
-                       "kept", runtime=time.perf_counter() - start, scans=scans, backstop=True)
+        return Outcome(plan=greedy, objectives=g_obj, greedy=greedy, greedy_objectives=g_obj, decisions=decisions,
+                       status=Status.UNKNOWN, staged=StagedResult(None, [], {}), source="greedy",
+                       note="the time limit was reached before the search could start: the production rule's plan "
+                       "is kept", runtime=time.perf_counter() - start, scans=scans, backstop=True)
     if prepared is not None:
         problem = prepared.for_budget(table_budget)
     else:
@@ -255,9 +260,11 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     proof = irreducible_tiles(problem)
     if proof:
         # some tile stays over budget whatever is chosen: proved without search
-        return Outcome(best_plan, best_obj, greedy, g_obj, decisions, Status.INFEASIBLE, None, source,
-                       "proved infeasible by a per-tile lower bound (every group touching the tile at its best "
-                       "option, no relay hosted)", 0, time.perf_counter() - start, problem, scans, proof)
+        return Outcome(plan=best_plan, objectives=best_obj, greedy=greedy, greedy_objectives=g_obj,
+                       decisions=decisions, status=Status.INFEASIBLE, staged=None, source=source,
+                       note="proved infeasible by a per-tile lower bound (every group touching the tile at its best "
+                       "option, no relay hosted)", rounds=0, runtime=time.perf_counter() - start, problem=problem,
+                       scans=scans, irreducible=proof)
     clock = SearchClock(deadline, params.work_per_second * params.time_limit if work is None else work, end,
                         backstop=cut)
     if not monolithic(problem):
@@ -342,9 +349,10 @@ def _monolithic(capture: Capture, problem: SelectionProblem, params: SolverParam
         note = f"CP-SAT found nothing better than the {source} incumbent"
     if staged is not None and staged.selection is None and status is Status.UNKNOWN:
         note = f"CP-SAT found no solution in time; the {source} plan is kept"
-    return Outcome(best_plan, best_obj, greedy, g_obj, decisions, status, staged, source, note, rounds,
-                   time.perf_counter() - start, problem, scans, irreducible, clock.spent, clock.work,
-                   clock.backstop)
+    return Outcome(plan=best_plan, objectives=best_obj, greedy=greedy, greedy_objectives=g_obj, decisions=decisions,
+                   status=status, staged=staged, source=source, note=note, rounds=rounds,
+                   runtime=time.perf_counter() - start, problem=problem, scans=scans, irreducible=irreducible,
+                   work=clock.spent, work_budget=clock.work, backstop=clock.backstop)
 
 
 MONOLITHIC_OPTIONS = 1_500  # above this many relay options, CP-SAT works on one phase at a time (LNS)
@@ -355,11 +363,6 @@ SMALL_OPTIONS = 200  # at most this many relay options: the monolithic model is 
 
 def _small(problem: SelectionProblem) -> bool:
     return sum(len(opts) - 1 for pd in problem.phases for opts in pd.options) <= SMALL_OPTIONS
-
-
-def exact_model(problem: SelectionProblem) -> bool:
-    """True when the model charges every host exactly (named tiles, exact host classes)."""
-    return not problem.tile_classes and exact_host_pairs(problem) <= EXACT_HOST_LIMIT
 
 
 def monolithic(problem: SelectionProblem) -> bool:
@@ -582,8 +585,10 @@ def _at_cycles_bound(capture: Capture, problem: SelectionProblem, params: Solver
     note = ("large program at the cycles bound: the constructive search and CP-SAT on the capacity model "
             "(docs/selection.md); the table bound holds for every plan at the cycles bound"
             + (f"; {'; '.join(notes)}" if notes else ""))
-    return Outcome(best_plan, best_obj, greedy, g_obj, decisions, status, staged, source, note, 1,
-                   runtime, problem, scans, [], clock.spent, clock.work, clock.backstop)
+    return Outcome(plan=best_plan, objectives=best_obj, greedy=greedy, greedy_objectives=g_obj, decisions=decisions,
+                   status=status, staged=staged, source=source, note=note, rounds=1, runtime=runtime,
+                   problem=problem, scans=scans, irreducible=[], work=clock.spent, work_budget=clock.work,
+                   backstop=clock.backstop)
 
 
 def _capacity_plan(problem: SelectionProblem) -> Plan:
@@ -684,8 +689,10 @@ def _lns(capture: Capture, problem: SelectionProblem, params: SolverParams, orde
         note = (f"large program: best of the incumbent constructions; neighbourhood search needs a work allowance "
                 f"of {LNS_MIN_WORK:g} deterministic s (--time-limit {LNS_MIN_WORK / params.work_per_second:g} or "
                 f"more), this run had {clock.work:g}; bounds are valid lower bounds, not CP-SAT's")
-    return Outcome(best_plan, best_obj, greedy, g_obj, decisions, status, staged_all, source, note, solved,
-                   runtime, problem, scans, [], clock.spent, clock.work, clock.backstop)
+    return Outcome(plan=best_plan, objectives=best_obj, greedy=greedy, greedy_objectives=g_obj, decisions=decisions,
+                   status=status, staged=staged_all, source=source, note=note, rounds=solved, runtime=runtime,
+                   problem=problem, scans=scans, irreducible=[], work=clock.spent, work_budget=clock.work,
+                   backstop=clock.backstop)
 
 
 def irreducible_tiles(problem: SelectionProblem) -> list[tuple[int, int]]:
