@@ -45,6 +45,9 @@ def sweep(
 
         raise InputError("--serial runs without Ray; drop --address (or --serial)")
     parsed = load_spec(spec)
+    from placer.sweep.results import check_output_dir
+
+    check_output_dir(output)  # before any line is printed or any job runs
     if report:
         _need_report_extra()
     show = not quiet and not json

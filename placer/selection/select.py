@@ -144,6 +144,7 @@ class Prepared:
     scans: list[GroupScan]  # what the optimiser may relay
     problem: SelectionProblem
     full: list[GroupScan] | None = None  # every eligible group (the production rule's view)
+    rule: tuple[Plan, list[Decision]] | None = None  # the production rule's plan and decisions, for every budget
 
     def for_budget(self, table_budget: int) -> SelectionProblem:
         return replace(self.problem, table_budget=table_budget)
@@ -199,7 +200,14 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
         direct = program_cost(capture, machine)
         full = scan_capture(capture, gainful_only=False)
         scans = selection_scans(capture, direct, full)
-    greedy, decisions = greedy_plan(capture, full, machine, table_budget, fragment_limit, direct)
+    ruled = prepared.rule if prepared is not None else None
+    if ruled is None:
+        # the rule does not look at the budget (BRIEF §5): a sweep computes it once, each budget reads it
+        ruled = greedy_plan(capture, full, machine, table_budget, fragment_limit, direct)
+        if prepared is not None:
+            prepared.rule = ruled
+    greedy = Plan(ruled[0].mode, machine, table_budget, fragment_limit, list(ruled[0].relays))
+    decisions = ruled[1]
     g_obj = plan_objectives(capture, greedy)
     t = deadline.mark("production rule", t)
     if mode == "greedy":
