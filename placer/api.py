@@ -219,7 +219,7 @@ def inspect(capture: CaptureLike, machine: MachineLike = None, *, budget: int | 
 
     table = _size(budget, "budget") if budget is not None else None
     cap = _capture(capture)
-    return InspectResult(inspect_summary(cap, machine if machine is not None else "ipu21", table))
+    return InspectResult(inspect_summary(cap, _machine(machine) if not isinstance(machine, str) else machine, table))
 
 
 # --- relay selection ----------------------------------------------------------------------------------------------
@@ -768,24 +768,24 @@ def place(problem: PlacementProblem | str | Path, *, capacity: int | str | None 
     PlaceResult
         Every placement returned has passed the independent checker.
     """
-    from placer.placement import check_placement, read_problem, solve_placement
+    from placer.placement import PlacementProblem, check_placement, read_problem, solve_placement
     from placer.progress import task
 
     mode = PlacementMode(mode)
     params = _params(params, "placement")
-    if not hasattr(problem, "requests"):
+    if not isinstance(problem, PlacementProblem):
         cap = _size(capacity, "capacity") if capacity is not None else None
-        problem = read_problem(problem, capacity=cap)  # type: ignore[arg-type]
-    with task(f"place {problem.n:,} buffers ({mode})") as shown:  # type: ignore[union-attr]
-        result = solve_placement(problem, params, mode=mode.value,  # type: ignore[arg-type]
+        problem = read_problem(problem, capacity=cap)
+    with task(f"place {problem.n:,} buffers ({mode})") as shown:
+        result = solve_placement(problem, params, mode="exact" if mode == PlacementMode.EXACT else "greedy",
                                  progress=lambda engine, elapsed, status: shown.advance(0, f"{engine}: {status}"))
     verified = None
     if result.addresses is not None:
-        errors = check_placement(problem, result.addresses)  # type: ignore[arg-type]
+        errors = check_placement(problem, result.addresses)
         if errors:  # never return a placement the independent checker rejects
             raise RuntimeError(f"internal error: placement failed the checker: {errors[0]}")
         verified = True
-    return PlaceResult(problem, result, verified)  # type: ignore[arg-type]
+    return PlaceResult(problem, result, verified)
 
 
 # --- ordering ---------------------------------------------------------------------------------------------------

@@ -44,7 +44,7 @@ class Interrupted(BaseException):
 
 
 _lock = threading.Lock()
-_solvers: set[cp_model.CpSolver] = set()  # type: ignore[name-defined]
+_solvers: set[cp_model.CpSolver] = set()
 _state: dict[str, Any] = {"signum": None, "graceful": 0}
 
 

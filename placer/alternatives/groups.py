@@ -114,7 +114,10 @@ def scan_phase(phase: Phase, hints: dict[tuple[int, tuple[int, ...]], PanelHint]
     rank = np.empty(starts.shape[0], np.int64)
     rank[np.argsort(firsts, kind="stable")] = np.arange(starts.shape[0])
     for g in _check_groups(phase, members_sorted, starts, ends, rank, hints):
-        (rejected if isinstance(g, Rejection) else groups).append(g)
+        if isinstance(g, Rejection):
+            rejected.append(g)
+        else:
+            groups.append(g)
     groups.sort(key=lambda g: g.index)
     rejected.sort(key=lambda r: r.index)
     scan = GroupScan(phase.phase, groups, rejected)
@@ -138,7 +141,10 @@ def scan_phase_reference(phase: Phase, hints: dict[tuple[int, tuple[int, ...]], 
     starts, ends = np.concatenate([[0], cuts]), np.concatenate([cuts, [len(order)]])
     for index, g in enumerate(np.argsort(members_sorted[starts], kind="stable")):
         group = _check_group(phase, index, members_sorted[starts[g]: ends[g]], hints)
-        (rejected if isinstance(group, Rejection) else groups).append(group)
+        if isinstance(group, Rejection):
+            rejected.append(group)
+        else:
+            groups.append(group)
     return GroupScan(phase.phase, groups, rejected)
 
 

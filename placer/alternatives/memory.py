@@ -154,7 +154,7 @@ class PhaseMemory:
         problem = tile_problem([(mem.base, min(mem.end, mem.loader_limit))], busy, [(nbytes, align, 0, 0)],
                                name=f"tile {tile}")
         result = place_requests(problem, _PLACEMENT_PARAMS)
-        return int(result.addresses[0]) if result.placed else None
+        return int(result.addresses[0]) if result.placed and result.addresses is not None else None
 
     def largest_gaps(self, tiles: int) -> np.ndarray:
         """Largest aligned free gap of every tile at once (reservations ignored), vectorised."""

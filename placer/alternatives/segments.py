@@ -111,7 +111,7 @@ def candidate_counts(group: ReplicaGroup, base: Segmentation) -> list[int]:
 
 def candidates(group: ReplicaGroup) -> dict[int, Segmentation]:
     base = native(group)
-    out = {}
+    out: dict[int, Segmentation] = {}
     for k in candidate_counts(group, base):
         seg = with_count(group, base, k)
         out.setdefault(seg.count, seg)

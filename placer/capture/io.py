@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 import orjson
@@ -152,7 +152,7 @@ def capture_from_json(doc: Any, path: str = "<capture>", *, self_sends: bool = F
     )
 
 
-def _is_int(x: Any) -> bool:
+def _is_int(x: Any) -> TypeGuard[int]:
     return isinstance(x, int) and not isinstance(x, bool)
 
 

@@ -53,7 +53,9 @@ def load_command(name: str) -> TyperCommand:
     module, attr = COMMANDS[name]
     single = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     single.command(name)(getattr(importlib.import_module(module), attr))
-    return typer.main.get_command(single)
+    command = typer.main.get_command(single)
+    assert isinstance(command, TyperCommand)  # one command, not a group
+    return command
 
 
 class _LazyCommand(TyperCommand):

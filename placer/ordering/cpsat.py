@@ -350,8 +350,8 @@ def _solve_window(
 
     model = cp_model.CpModel()
     var = {}
-    ivs: dict[int, object] = {}
-    lane_ivs: dict[int, object] = {}
+    ivs: dict[int, cp_model.IntervalVar] = {}
+    lane_ivs: dict[int, cp_model.IntervalVar] = {}
     lane_words = chunks.lane_words
     for c in free.tolist():
         var[c] = model.new_int_var(int(lo[c]), int(hi[c]), f"s{c}")

@@ -221,7 +221,7 @@ class PhaseSchedule:
 def schedule_phase(
     phase: Phase,
     machine: Machine,
-    mode: Mode = "greedy",
+    mode: Mode | str = "greedy",
     params: SolverParams | None = None,
     ordering: OrderingParams | None = None,
     *,
@@ -320,7 +320,7 @@ def _improve(
 def schedule_capture(
     capture: Capture,
     machine: Machine,
-    mode: Mode = "greedy",
+    mode: Mode | str = "greedy",
     params: SolverParams | None = None,
     *,
     phases: list[int] | None = None,

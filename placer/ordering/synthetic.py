@@ -66,23 +66,23 @@ def replica_phase(
         w_base = dst_base + fragments * fragment_bytes + 0x100
         # weights are spread over owner tiles (by default one replica per owner), never sent to the owner itself
         receivers = members.reshape(-1)
-        k = len(receivers) if weight_owner_tiles is None else weight_owner_tiles
-        owners = rng.permutation(tiles)[:k][np.arange(len(receivers)) % k]
+        n_owners = len(receivers) if weight_owner_tiles is None else weight_owner_tiles
+        owners = rng.permutation(tiles)[:n_owners][np.arange(len(receivers)) % n_owners]
         owners = np.where(owners == receivers, (owners + 1) % tiles, owners)
         for t, owner in zip(receivers.tolist(), owners.tolist(), strict=True):
             left = weight_words
-            off = 0
+            w_off = 0  # words of the weight sent so far
             while left > 0:
                 w = min(left, MAX_WORDS)
                 src_l.append(np.array([owner]))
                 words_l.append(np.array([w]))
                 cnt_l.append(np.array([1]))
                 dtile_l.append(np.array([t]))
-                daddr_l.append(np.array([w_base + 4 * off]))
-                saddr_l.append(0xC0000 + 0x100 * np.arange(layers) + 4 * off)
+                daddr_l.append(np.array([w_base + 4 * w_off]))
+                saddr_l.append(0xC0000 + 0x100 * np.arange(layers) + 4 * w_off)
                 scnt_l.append(np.array([layers]))
                 left -= w
-                off += w
+                w_off += w
     return Phase.build(phase, np.concatenate(src_l), np.concatenate(words_l), np.concatenate(cnt_l),
                        np.concatenate(dtile_l), np.concatenate(daddr_l), np.concatenate(saddr_l),
                        src_counts=np.concatenate(scnt_l))

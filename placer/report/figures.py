@@ -9,7 +9,7 @@ WebGL (``scattergl``) as one polyline per port kind whose segments are the ports
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -71,7 +71,7 @@ def heatmap_data(data: ReportData) -> dict[str, Any]:
         "phases": data.phase_ids,
         "labels": data.labels,
         "before": data.before.tolist(),
-        "primary": data.plans.index(data.primary()) if data.plans else 0,
+        "primary": data.plans.index(primary) if (primary := data.primary()) is not None else 0,
         "plans": [{"name": p.name, "after": p.table.tolist(),
                    "hosts": {str(k): v for k, v in p.hosts.items()}} for p in data.plans],
     }
@@ -206,7 +206,8 @@ def phase_rows(data: ReportData) -> list[dict[str, Any]]:
         groups = max((int(s.get("groups", 0)) for s in infos), default=0)
         if not groups and not any(p.relay_count(pid) for p in data.plans):
             continue
-        reasons = next((s.get("ineligible_reasons") for s in infos if s.get("ineligible_reasons")), {}) or {}
+        found = [s["ineligible_reasons"] for s in infos if s.get("ineligible_reasons")]
+        reasons: dict[str, int] = found[0] if found else {}
         plans = []
         for p, s in zip(data.plans, infos, strict=True):
             relayed = p.relayed_groups(pid)
@@ -400,7 +401,7 @@ def sram_items(data: ReportData, tile: int) -> tuple[list[dict[str, Any]], list[
     order = np.argsort(ids)
     last_pos = len(ids) - 1
 
-    def pos(pid: int, side: str) -> int:
+    def pos(pid: int, side: Literal["left", "right"]) -> int:
         k = int(np.searchsorted(ids[order], pid, side=side))
         k = min(max(k if side == "left" else k - 1, 0), last_pos)
         return int(order[k])

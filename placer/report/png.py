@@ -148,7 +148,7 @@ def gantt(data: ReportData, plan: PlanView | None, phase: int, ps: F.PhaseOrder)
     for ax, (name, color) in zip(axes, (("transmit", "#2c6fbb"), ("receive", "#e6861a")), strict=True):
         port, start, end, _, _ = runs[name]
         segs = np.stack([np.stack([start, port], 1), np.stack([end, port], 1)], 1).astype(float)
-        ax.add_collection(LineCollection(segs, colors=color, linewidths=1.0))
+        ax.add_collection(LineCollection(list(segs), colors=color, linewidths=1.0))
         ax.set_ylim(-1, data.tiles)
         ax.set_ylabel(f"{name} (tile)")
         ax.axvline(ps.lower, color=F.OVER, linestyle="--", linewidth=1, label=f"lower bound {ps.lower:,}")

@@ -412,6 +412,7 @@ class _State:
         keep = op.tiles < self.tiles
         np.add.at(self.table, op.tiles[keep], sign * op.delta.raw[keep])
         np.add.at(host.ctrl, op.tiles[keep], -sign * op.delta.ctrl[keep])
+        assert op.host is not None  # a relay option
         for s, t in enumerate(hosts):
             self.table[t] += sign * int(op.host.raw[s])
             host.rx[t] -= sign * int(op.host.rx[s])

@@ -208,7 +208,7 @@ def assign_hosts(groups: list[ReplicaGroup], panels: list[Segmentation], memory:
 def decide_phase(phase: Phase, before: PhaseCost, capture: Capture, machine: Machine, tiles: int,
                  hints: dict, scan: GroupScan | None = None) -> tuple[list[RelayChoice], Decision]:
     """Apply the rule to one phase: the relays it takes (all of the candidate's or none) and why."""
-    figures = {"cycles_before": before.cycles, "rows_before": before.worst_table()}
+    figures: dict[str, Any] = {"cycles_before": before.cycles, "rows_before": before.worst_table()}
     if phase.n == 0 or not (phase.fanout >= 2).any():
         return [], Decision(phase.phase, NO_MULTICAST, **figures)
     alias = reads_a_destination(phase)
@@ -216,11 +216,11 @@ def decide_phase(phase: Phase, before: PhaseCost, capture: Capture, machine: Mac
         return [], Decision(phase.phase, RECEIVE_THEN_FORWARD, detail=f"tile {alias[0]} reads {alias[1]:#x}, "
                             "which the phase also writes", **figures)
     cand = candidate_groups(phase, hints, scan)
-    direct = {"direct_groups": len(cand.direct), "direct_reasons": tuple(cand.direct[:MAX_REASONS])}
+    direct: dict[str, Any] = {"direct_groups": len(cand.direct), "direct_reasons": tuple(cand.direct[:MAX_REASONS])}
     if not cand.groups:
         return [], Decision(phase.phase, NO_ELIGIBLE_GROUP, **direct, **figures)
     ids = tuple(g.index for g in cand.groups)
-    base = {"groups": ids, "relays": sum(s.count for s in cand.panels), **direct, **figures}
+    base: dict[str, Any] = {"groups": ids, "relays": sum(s.count for s in cand.panels), **direct, **figures}
     for g, seg in zip(cand.groups, cand.panels, strict=True):
         hole = incomplete_panel(g, seg)
         if hole is not None:
@@ -277,7 +277,7 @@ def production_plan(capture: Capture, machine: Machine, table_budget: int, fragm
     return plan, decisions
 
 
-def greedy_plan(capture: Capture, scans: list[GroupScan], machine: Machine, table_budget: int,
+def greedy_plan(capture: Capture, scans: list[GroupScan] | None, machine: Machine, table_budget: int,
                 fragment_limit: int, direct: ProgramCost | None = None) -> tuple[Plan, list[Decision]]:
     """The entry point select.py calls: the production rule, on every phase's full scan (``gainful_only=False``:
     the rule keeps groups the optimiser prunes)."""

@@ -84,14 +84,13 @@ class Option:
         if self.host is None:
             return []
         kind = 0 if self.variant == "direct-receive" else 1
-        cols = [self.host.raw, self.host.frag, self.host.tx, self.host.rx, self.host.ctrl, self.buffer_bytes]
-        if self.ext_host is not None:
-            cols += [self.ext_host.raw, self.ext_host.frag, self.ext_host.tx, self.ext_host.ctrl]
-        else:
-            cols += [np.zeros(self.count, np.int64)] * 4
+        h = self.host
+        e = self.ext_host if self.ext_host is not None else Load(*[np.zeros(self.count, np.int64)] * 5)
         # hash() of a tuple of ints is not salted, so the key is stable from run to run
-        return [HostClass(kind, self.kernel_cycles if kind else 0, *(int(c[s]) for c in cols),
-                          hash(tuple(self.banned[s].tolist()))) for s in range(self.count)]
+        return [HostClass(kind, self.kernel_cycles if kind else 0, int(h.raw[s]), int(h.frag[s]), int(h.tx[s]),
+                          int(h.rx[s]), int(h.ctrl[s]), int(self.buffer_bytes[s]), int(e.raw[s]), int(e.frag[s]),
+                          int(e.tx[s]), int(e.ctrl[s]), hash(tuple(self.banned[s].tolist())))
+                for s in range(self.count)]
 
     @property
     def name(self) -> str:

@@ -154,7 +154,7 @@ def _aggregate_tiles(problem: SelectionProblem) -> None:
                 touched[op.tiles[op.tiles < tiles]] = True
                 touched[op.group.replicas] = True
                 cap = max(cap, int(op.buffer_bytes.max()))
-    keys: dict[tuple, list[int]] = {}
+    keys: dict[tuple[int, int, tuple[TileClassPhase, ...]], list[int]] = {}
     for t in np.flatnonzero(~touched).tolist():
         per_phase = []
         for pd in problem.phases:
@@ -165,11 +165,11 @@ def _aggregate_tiles(problem: SelectionProblem) -> None:
         key = (int(problem.direct.table_bytes[t]), int(problem.direct.fragments[t]), tuple(per_phase))
         keys.setdefault(key, []).append(t)
     explicit = touched.copy()
-    for (table, frags, per_phase), members in keys.items():
+    for (table, frags, seen), members in keys.items():
         if len(members) == 1:
             explicit[members[0]] = True
             continue
-        problem.tile_classes.append(TileClass(np.asarray(members, np.int64), table, frags, list(per_phase)))
+        problem.tile_classes.append(TileClass(np.asarray(members, np.int64), table, frags, list(seen)))
     problem.explicit = explicit
 
 
@@ -191,7 +191,7 @@ def bucket_hosts(problem: SelectionProblem) -> None:
         buckets: dict[HostClass, HostClass] = {}
         for members in level.values():
             # field by field the heaviest; no barred tiles (left to the host matching)
-            top = HostClass(*(max(m[i] for m in members) for i in range(len(members[0]) - 1)), 0)
+            top = HostClass._make([*(max(m[i] for m in members) for i in range(len(members[0]) - 1)), 0])
             for m in members:
                 buckets[m] = top
         pd.buckets = buckets

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from placer.alternatives.relay import direct_receive, local_pack
-from placer.selection.cpsat import ANY, Selection
+from placer.selection.cpsat import ANY, HostKey, Selection
 from placer.selection.options import Option
 from placer.selection.plan import Plan, RelayChoice
 from placer.selection.problem import SelectionProblem
@@ -44,7 +44,7 @@ def realise(problem: SelectionProblem, selection: Selection, mode: str, *, only:
         hosts_by_class = selection.hosts[pi] if pi < len(selection.hosts) else {}
         used = set()
         assignment: dict[tuple[int, int], int] = {}
-        by_class: dict[tuple[int, ...], list[tuple[int, Option, int]]] = {}
+        by_class: dict[HostKey, list[tuple[int, Option, int]]] = {}
         coarse = ANY in hosts_by_class
         for gi, op in chosen:
             for s, sig in enumerate(pd.classes(op)):
@@ -52,8 +52,8 @@ def realise(problem: SelectionProblem, selection: Selection, mode: str, *, only:
         counts = selection.counts[pi] if pi < len(selection.counts) else {}
         for key, members in by_class.items():
             slots = [t for t in hosts_by_class.get(key, []) if t not in used]
-            for (sig, ei), n in sorted(counts.items(), key=lambda kv: kv[0][1]):
-                if sig != key:
+            for (cls, ei), n in sorted(counts.items(), key=lambda kv: kv[0][1]):
+                if cls != key:
                     continue
                 pool = [t for t in problem.tile_classes[ei].tiles.tolist() if t not in used and t not in slots]
                 pool.sort(key=lambda t: (hosted[t], -t))

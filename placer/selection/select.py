@@ -20,6 +20,7 @@ from placer.selection.bounds import table_lp_bound
 from placer.selection.cpsat import (
     EXACT_HOST_LIMIT,
     OBJECTIVES,
+    HostKey,
     PhaseFixed,
     Selection,
     StagedResult,
@@ -89,8 +90,8 @@ def selection_from_plan(problem: SelectionProblem, plan: Plan) -> Selection:
     choice, hosts, counts = [], [], []
     for pd in problem.phases:
         row = []
-        ph_hosts: dict[tuple[int, ...], list[int]] = {}
-        ph_counts: dict[tuple[tuple[int, ...], int], int] = {}
+        ph_hosts: dict[HostKey, list[int]] = {}
+        ph_counts: dict[tuple[HostKey, int], int] = {}
         for opts in pd.options:
             g = opts[0].group
             r = by_key.get((g.phase, g.index))

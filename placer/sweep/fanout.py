@@ -51,7 +51,7 @@ def place_files(files: Sequence[Path], capacity: int | None, params: Any, mode: 
     return list(zip(problems, results, strict=True))
 
 
-def _place_one(params: Any, mode: str, problem: Any) -> Any:
+def _place_one(params: Any, mode: Any, problem: Any) -> Any:
     from placer.placement.api import solve_placement
 
     return solve_placement(problem, params, mode=mode)

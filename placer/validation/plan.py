@@ -8,6 +8,7 @@ rules. Every failure is an :class:`InputError` naming the file, the field and th
 
 from __future__ import annotations
 
+import builtins
 import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -132,7 +133,7 @@ class _Fields:
             raise InputError(f"must be a list, got {_show(v)}", path=self.path, where=self._at(name))
         return v
 
-    def int_list(self, name: str, *, lo: int = 0) -> list[int]:
+    def int_list(self, name: str, *, lo: builtins.int = 0) -> builtins.list[builtins.int]:  # int, list: methods here
         v = self.list(name)
         for k, x in enumerate(v):
             if not _is_int(x) or x < lo:
@@ -320,8 +321,8 @@ def bind_plan(plan: Plan, capture: Capture, path: str = "<plan>") -> None:
                     path=path,
                     where=f"{where}.segments[{k}].phase",
                 )
-    for k in plan.kernels:
-        where = f"kernels[{k.index}]"
-        if k.after not in ids:
-            raise InputError(f"'after' = {k.after} is not a phase of the capture", path=path, where=where)
-        tile_ok(k.tile, f"{where}.tile")
+    for kern in plan.kernels:
+        where = f"kernels[{kern.index}]"
+        if kern.after not in ids:
+            raise InputError(f"'after' = {kern.after} is not a phase of the capture", path=path, where=where)
+        tile_ok(kern.tile, f"{where}.tile")

@@ -150,8 +150,8 @@ def validate(capture: Capture, plan: dict[str, Any] | Plan, machine: Machine) ->
         assert ins.transfers is not None
         inserted[ins.after].append((ins.phase, ins.transfers))
     kernels: dict[int, list[Kernel]] = defaultdict(list)
-    for k in plan.kernels:
-        kernels[k.after].append(k)
+    for kern in plan.kernels:
+        kernels[kern.after].append(kern)
     segrefs: dict[int, list[_SegRef]] = defaultdict(list)
     for r in plan.relays:
         for k, s in enumerate(r.segments):

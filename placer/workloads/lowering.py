@@ -114,8 +114,7 @@ def _replica_layout(low: MatmulLowering, b_of: np.ndarray, tpos: np.ndarray, wid
     p0 = np.concatenate([[0], np.cumsum(pw)[:-1]]) * tm  # panel start inside an image
     c0 = np.concatenate([[0], np.cumsum(widths)[:-1]]) - np.concatenate([[0], np.cumsum(pw)[:-1]])[panel_of]
     seg = tm * int(widths.sum())
-    ii, jj = np.meshgrid(np.arange(nrows), np.arange(w), indexing="ij")
-    ii, jj = ii.reshape(-1), jj.reshape(-1)
+    ii, jj = (a.reshape(-1) for a in np.meshgrid(np.arange(nrows), np.arange(w), indexing="ij"))
     run = np.arange(nrows) // low.owner_run
     order = np.lexsort((jj, ii, panel_of[jj], run[ii]))
     ii, jj = ii[order], jj[order]
@@ -189,8 +188,8 @@ class Lowering:
         self.tiles = prog.tiles
         self.steps, self.body, self.end = phase_steps(spec)
         self.id = {key: i for i, (key, _) in enumerate(self.steps)}
-        for i, (_, label) in enumerate(self.steps):
-            prog.labels[i] = label
+        for step, (_, label) in enumerate(self.steps):
+            prog.labels[step] = label
         self.last = len(self.steps) - 1
         self.rows = Rows(batch, spec.tokens, self.tiles)
         self.root = self.tiles - 1
@@ -355,14 +354,14 @@ class Lowering:
         for m, tb in enumerate(tblocks):
             base = m * n_tiles // m_blocks
             j = np.repeat(np.arange(n_chunks), k_blocks)
-            k = np.tile(np.arange(k_blocks), n_chunks)
-            contributor = grid[m, ch_n_a[j], k]
+            kk = np.tile(np.arange(k_blocks), n_chunks)
+            contributor = grid[m, ch_n_a[j], kk]
             reducer = base + j
             nbytes = rm[m] * ch_cols_a[j] * PARTIAL_BYTES
             keep = (contributor != reducer) & (nbytes > 0)
-            j, k, contributor, nbytes = j[keep], k[keep], contributor[keep], nbytes[keep]
+            j, kk, contributor, nbytes = j[keep], kk[keep], contributor[keep], nbytes[keep]
             prog.add(p_red, contributor, nbytes, part_kind, rm[m] * ch_col0_a[j] * PARTIAL_BYTES, 1, base + j,
-                     red_kind, k * nbytes)
+                     red_kind, kk * nbytes)
             # output rows: chunk by chunk (column order), so an owner's receives follow its row left to right
             ntm = tb.shape[0]
             r = rows.row(np.repeat(np.arange(batch), ntm), np.tile(tb, batch))
@@ -383,8 +382,7 @@ class Lowering:
         nsize = np.array([b.shape[0] for b in _split_cols(nd, n_blocks)], np.int64)
         mm_, nn_, kk_ = np.meshgrid(np.arange(m_blocks), np.arange(n_blocks), np.arange(k_blocks), indexing="ij")
         grid = (mm_ * n_blocks + nn_) * k_blocks + kk_ if low.order == "k" else (mm_ * k_blocks + kk_) * n_blocks + nn_
-        gk, gn = np.meshgrid(np.arange(k_blocks), np.arange(n_blocks), indexing="ij")
-        gk, gn = gk.reshape(-1), gn.reshape(-1)
+        gk, gn = (a.reshape(-1) for a in np.meshgrid(np.arange(k_blocks), np.arange(n_blocks), indexing="ij"))
         # every K block of the weight holds the same padded row count (a multiple of 8): MLP-down's 4,304 rows are
         # stored as 12 x 360, which is what the reference's 94.92 MiB for its weight phase implies
         k_elems = kd // spec.input_element_bytes(name)
@@ -552,8 +550,7 @@ class Lowering:
         self._add_grains(i[f"{key}.v"], rows.owner[rr], hd2, self.qkv.kind, src_q + 2 * h * spec.attn_bytes, mq, dk,
                  self.k_v, koff)
         # softmax statistics: every tile's row max (then row sum) to the other key-block tiles of its row block
-        p3, q3, k3 = np.meshgrid(pair, np.arange(mq), np.arange(nk), indexing="ij")
-        p3, q3, k3 = p3.reshape(-1), q3.reshape(-1), k3.reshape(-1)
+        p3, q3, k3 = (a.reshape(-1) for a in np.meshgrid(pair, np.arange(mq), np.arange(nk), indexing="ij"))
         others = np.array([[x for x in range(nk) if x != j] for j in range(nk)], np.int64)
         dst = tiles_q[p3[:, None], q3[:, None], others[k3]].reshape(-1)
         for stat, slot0 in (("max", 0), ("sum", nk)):

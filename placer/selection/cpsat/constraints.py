@@ -22,6 +22,7 @@ from placer.selection.cpsat.variables import (
     ANY,
     ClassCycles,
     ClassMember,
+    Expr,
     HostKey,
     PhaseFixed,
     PhaseTerms,
@@ -168,8 +169,8 @@ def exact_hosts(v: Variables, pi: int, pd: PhaseData, classes: dict[HostClass, l
         v.class_frag[ei].append(mf)
     for ei, hosts in class_hosts.items():
         m.add(sum(hosts) <= len(problem.tile_classes[ei].tiles))
-    for t, lst in host_of_tile.items():
-        named_host_loads(v, pd, t, lst, terms)
+    for t, hosted in host_of_tile.items():
+        named_host_loads(v, pd, t, hosted, terms)
     v.zs.append(pz)
     v.ns.append(pn)
 
@@ -249,7 +250,7 @@ def coarse_hosts(v: Variables, pi: int, pd: PhaseData, terms: PhaseTerms) -> Non
         zc[t] = z
         m.add(load["buffer"] <= int(pd.largest_gap[t])).only_enforce_if(z)
         entry = 0 if st.used()[t] else c.phase_entry_bytes
-        cond: dict[str, cp_model.LinearExprT] = {"raw": load["raw"] + entry, "frag": load["frag"],
+        cond: dict[str, Expr] = {"raw": load["raw"] + entry, "frag": load["frag"],
                                                  "tx": load["tx"], "rx": load["rx"], "ctrl": load["ctrl"]}
         if has_lp:
             cond.update({f: load[f] for f in ("ext_raw", "ext_frag", "ext_tx", "ext_ctrl")})
@@ -307,7 +308,7 @@ def tables_and_cycles(v: Variables, pd: PhaseData, terms: PhaseTerms) -> None:
     horizon = int(max(st.tx.max(), st.rx.max()) // bpc + 4 * int(st.receives.max()) + 10**6)
     cyc = m.new_int_var(unaffected_max, horizon, f"cycles_{pd.phase.phase}")
 
-    def total(t_: Terms, t: int) -> cp_model.LinearExprT:
+    def total(t_: Terms, t: int) -> Expr:
         return sum(t_.get(t, []))
 
     for t in affected:
@@ -356,7 +357,7 @@ def extra_phase(v: Variables, pd: PhaseData, terms: PhaseTerms) -> None:
         members = terms.ext_members.get(t, [])
         u = m.new_bool_var(f"ext_active_{pd.phase.phase}_{t}") if members else None
         for x in members:
-            m.add_implication(x, u)
+            m.add_implication(x, u)  # type: ignore[arg-type]  # u exists when there are members
         base_entry = c.phase_entry_bytes * u if u is not None else 0
         q = m.new_int_var(0, 10**6, f"qe_{pd.phase.phase}_{t}")
         m.add(rounding * q >= base_entry + sum(terms.ext_raw.get(t, [])))
@@ -380,12 +381,12 @@ def extra_phase(v: Variables, pd: PhaseData, terms: PhaseTerms) -> None:
 # --- the whole program ------------------------------------------------------------------------------------------
 
 
-def budgets(v: Variables) -> tuple[cp_model.IntVar, dict[int, cp_model.LinearExprT]]:
+def budgets(v: Variables) -> tuple[cp_model.IntVar, dict[int, Expr]]:
     """Per tile: table within the budget and fragments within the limit; the worst-tile variable."""
     m, problem = v.m, v.problem
     budget, limit = problem.table_budget, problem.fragment_limit
     table_const, frag_const = v.table_const, v.frag_const
-    totals: dict[int, cp_model.LinearExprT] = {}
+    totals: dict[int, Expr] = {}
     worst = m.new_int_var(0, int(table_const.max(initial=0)) + 10**6, "worst_table")
     for t in range(problem.tiles):
         if not v.table_terms[t]:

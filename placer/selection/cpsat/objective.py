@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from ortools.sat.python import cp_model
 
-from placer.selection.cpsat.variables import ModelHandle, Variables
+from placer.selection.cpsat.variables import Expr, ModelHandle, Variables
 from placer.selection.problem import SelectionProblem
 
 OBJECTIVES = ("cycles", "table", "scratch", "relays")  # the default lexicographic order
 
 
-def objectives(v: Variables, worst: cp_model.IntVar) -> dict[str, cp_model.LinearExprT]:
+def objectives(v: Variables, worst: cp_model.IntVar) -> dict[str, Expr]:
     """Total modelled cycles over the program (Repeat phases × iterations; phases without groups at their
     direct cost), the worst tile's table, the relay scratch, the number of relays."""
     problem = v.problem
@@ -26,7 +26,7 @@ def objectives(v: Variables, worst: cp_model.IntVar) -> dict[str, cp_model.Linea
 
 
 def lexicographic_stages(problem: SelectionProblem, handle: ModelHandle, order: list[str], combine: bool,
-                         tighten: dict[int, int] | None) -> tuple[list[str], dict[str, cp_model.LinearExprT]]:
+                         tighten: dict[int, int] | None) -> tuple[list[str], dict[str, Expr]]:
     """The solves of a lexicographic order: one per objective, or (``combine``) one per pair whose second member
     has a known upper bound U, minimising first·(U + 1) + second -- the same order, half the presolves."""
     upper: dict[str, int] = {
@@ -36,7 +36,7 @@ def lexicographic_stages(problem: SelectionProblem, handle: ModelHandle, order: 
     }
     obj = handle.objectives
     names: list[str] = []
-    exprs: dict[str, cp_model.LinearExprT] = {}
+    exprs: dict[str, Expr] = {}
     i = 0
     while i < len(order):
         first = order[i]

@@ -37,11 +37,11 @@ def hint(handle: ModelHandle, selection: Selection) -> None:
                 handle.model.add_hint(v, 1 if t in tiles else 0)
     for pi, pn in enumerate(handle.n):
         counts = selection.counts[pi] if pi < len(selection.counts) else {}
-        for key, v in pn.items():
-            if key[0] == ANY:
-                handle.model.add_hint(v, sum(n for (_, e), n in counts.items() if e == key[1]))
+        for (cls, ei), v in pn.items():
+            if cls == ANY:
+                handle.model.add_hint(v, sum(n for (_, e), n in counts.items() if e == ei))
             else:
-                handle.model.add_hint(v, counts.get(key, 0))
+                handle.model.add_hint(v, counts.get((cls, ei), 0))
 
 
 def read_selection(handle: ModelHandle, solver: cp_model.CpSolver, start: Selection | None) -> Selection:

@@ -10,7 +10,7 @@ model, variable for variable.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -21,7 +21,10 @@ from placer.selection.problem import PhaseData, SelectionProblem
 
 HostKey = HostClass | tuple[()]  # a host class, or ANY: the single class of the coarse host model
 ANY: tuple[()] = ()
-Terms = dict[int, list[cp_model.LinearExprT]]  # per tile: linear pieces added to a counter
+# A linear expression of the model. Typed loosely on purpose: ortools' LinearExprT admits numpy integers that its
+# own operator stubs then reject, so every sum of pieces would need a cast.
+Expr = Any
+Terms = dict[int, list[Expr]]  # per tile: linear pieces added to a counter
 
 
 class ClassMember(NamedTuple):
@@ -29,16 +32,16 @@ class ClassMember(NamedTuple):
 
     group: int
     option: int
-    count: int
+    segments: int  # how many of the option's segments are of the class
 
 
 class ClassCycles(NamedTuple):
     """Aggregated tile classes: what a class host's transmit, receive and controls reach, and the literal saying
     the class hosts a segment in the phase."""
 
-    tx: cp_model.LinearExprT
-    rx: cp_model.LinearExprT
-    ctrl: cp_model.LinearExprT
+    tx: Expr
+    rx: Expr
+    ctrl: Expr
     hosts: cp_model.IntVar
 
 
@@ -71,12 +74,12 @@ class PhaseTerms:
     lp_vars: list[cp_model.IntVar] = field(default_factory=list)
     kernels: list[tuple[int, cp_model.IntVar]] = field(default_factory=list)  # (kernel cycles, option literal)
     # coarse host model: per tile its "hosts a segment" literal and the (variable) load it then carries
-    host_cond: dict[int, tuple[cp_model.IntVar, dict[str, cp_model.LinearExprT]]] = field(default_factory=dict)
+    host_cond: dict[int, tuple[cp_model.IntVar, dict[str, Expr]]] = field(default_factory=dict)
     class_cycles: list[ClassCycles] = field(default_factory=list)
     extra_cycles: cp_model.IntVar | None = None
 
     @staticmethod
-    def add(terms: Terms, tile: int, expr: cp_model.LinearExprT) -> None:
+    def add(terms: Terms, tile: int, expr: Expr) -> None:
         terms.setdefault(tile, []).append(expr)
 
 
@@ -91,13 +94,13 @@ class Variables:
     # per tile: program table / fragments = constant + terms
     table_const: np.ndarray = field(init=False)
     frag_const: np.ndarray = field(init=False)
-    table_terms: list[list[cp_model.LinearExprT]] = field(init=False)
-    frag_terms: list[list[cp_model.LinearExprT]] = field(init=False)
-    class_table: list[list[cp_model.LinearExprT]] = field(init=False)  # per tile class
-    class_frag: list[list[cp_model.LinearExprT]] = field(init=False)
-    cycle_terms: list[cp_model.LinearExprT] = field(default_factory=list)
-    scratch_terms: list[cp_model.LinearExprT] = field(default_factory=list)
-    relay_terms: list[cp_model.LinearExprT] = field(default_factory=list)
+    table_terms: list[list[Expr]] = field(init=False)
+    frag_terms: list[list[Expr]] = field(init=False)
+    class_table: list[list[Expr]] = field(init=False)  # per tile class
+    class_frag: list[list[Expr]] = field(init=False)
+    cycle_terms: list[Expr] = field(default_factory=list)
+    scratch_terms: list[Expr] = field(default_factory=list)
+    relay_terms: list[Expr] = field(default_factory=list)
     # the decision variables, per selection phase
     xs: list[list[list[cp_model.IntVar]]] = field(default_factory=list)  # group -> option -> literal
     zs: list[dict[HostKey, dict[int, cp_model.IntVar]]] = field(default_factory=list)  # class -> named tile
@@ -138,5 +141,5 @@ class ModelHandle:
     x: list[list[list[cp_model.IntVar]]]
     z: list[dict[HostKey, dict[int, cp_model.IntVar]]]
     n: list[dict[tuple[HostKey, int], cp_model.IntVar]]
-    objectives: dict[str, cp_model.LinearExprT]
-    totals: dict[int, cp_model.LinearExprT] = field(default_factory=dict)  # per tile: program table (modelled)
+    objectives: dict[str, Expr]
+    totals: dict[int, Expr] = field(default_factory=dict)  # per tile: program table (modelled)
