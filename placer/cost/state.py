@@ -4,7 +4,7 @@ The relay rules (greedy and CP-SAT alike) ask "what does this phase cost if this
 these gathers and forwards?" hundreds of times per phase. Recosting a 200k-transfer phase each time would be
 wasteful; only the tiles that send or receive the changed transfers can change, so only their counters are
 recomputed, on their own receive sequences (pointer resets depend on the listed order of a tile's receives).
-The rules are those of :mod:`placer.cost.model`; ``tests/test_state.py`` checks both agree.
+The rules are those of :mod:`placer.cost.model`; ``tests/selection/test_selection.py`` checks both agree.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 
 import pytest
-from browser import chromium, selftest
+
+from .browser import chromium, selftest
 
 
 def test_report_renders_in_chromium(demo_report, tmp_path) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import io
 import re
 
-from report_cli import DEMO, placer
-
 from placer import progress
+
+from .report_cli import DEMO, placer
 
 LINE = re.compile(r"^\d\d:\d\d:\d\d \S.*$")
 

@@ -7,12 +7,13 @@ import re
 
 import numpy as np
 import pytest
-from report_cli import DEMO, placer
 
 from placer.capture import read_capture
 from placer.machine import load_machine
 from placer.report.data import gather, tile_grid
 from placer.report.figures import busy_runs
+
+from .report_cli import DEMO, placer
 
 FIGURES = ("heatmap", "phases", "compare", "schedule", "sram")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 DEMO = ROOT / "examples" / "relay-demo.json"
 TINY = ROOT / "tests" / "fixtures" / "captures" / "tiny.json"
 

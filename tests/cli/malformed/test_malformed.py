@@ -18,7 +18,7 @@ import pytest
 
 from .cases import CASES, Case
 
-ROOT = Path(__file__).parents[2]
+ROOT = Path(__file__).parents[3]
 DEMO = ROOT / "examples" / "relay-demo.json"
 SENTINEL = b"pre-existing output: must survive every failed command\n"
 

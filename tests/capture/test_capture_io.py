@@ -13,7 +13,7 @@ from placer.capture.model import Allocations, PanelHint, Phase, Repeat
 from placer.errors import InputError
 from placer.fileio import read_json
 
-FIXTURES = Path(__file__).parent / "fixtures" / "captures"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "captures"
 
 # each malformed capture and a fragment of the one-line error it must produce
 MALFORMED = {

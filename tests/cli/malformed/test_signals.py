@@ -18,7 +18,7 @@ from placer.machine import load_machine
 from placer.validation.plan import bind_plan, parse_plan
 from placer.validation.validator import validate
 
-ROOT = Path(__file__).parents[2]
+ROOT = Path(__file__).parents[3]
 DEMO = ROOT / "examples" / "relay-demo.json"
 
 

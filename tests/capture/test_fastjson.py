@@ -20,7 +20,7 @@ from placer.capture.model import Capture
 from placer.errors import InputError
 from placer.fileio import read_json
 
-FIXTURES = Path(__file__).parent / "fixtures" / "captures"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "captures"
 
 label_text = st.lists(st.sampled_from([*'ab{}[]",:\\ \n', "é", '"transfers":[1]', "\\u0022", "transfers"]),
                       max_size=8).map("".join)
