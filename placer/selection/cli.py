@@ -25,6 +25,7 @@ from placer.selection.select import SEARCH_END, Outcome, prepare, select
 from placer.solver import Deadline, SolverParams, Status, command_start
 from placer.units import count_option, format_size, size_list_option, size_option
 
+WRITE_SECONDS_PER_TRANSFER = 6e-6  # writing a capture (numpy writer, gzip level 1), measured on SigLIP b2
 EXIT_INFEASIBLE = 3
 EXIT_OVER_BUDGET = 4
 
@@ -154,9 +155,13 @@ def solve(
     deadline = Deadline(solver_params.time_limit, began)
     cap = read_capture(capture)
     deadline.mark("load", began)
+    end = SEARCH_END * deadline.seconds
+    if write_capture is not None:
+        # writing the rewritten program takes about 6 s per million transfers here: the search stops earlier
+        end = min(end, deadline.seconds - WRITE_SECONDS_PER_TRANSFER * cap.transfer_count())
     with interrupt.graceful():  # a signal stops the search; the best plan so far is still reported below
         outcome = select(cap, mach, table, frag, mode=mode, params=solver_params, order=order,
-                         local_pack=local_pack, deadline=deadline)
+                         local_pack=local_pack, deadline=deadline, search_end=end)
     stopped = interrupt.received()
     if stopped is not None:
         _interrupted(stopped, cap, mach, outcome, output)
