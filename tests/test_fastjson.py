@@ -175,6 +175,8 @@ MUTATIONS = [
     (b'"source":0', b'"source":123456789012345678901'), (b'"source":0', b'"source":9'),
     (b'"transfers":[', b'"transfers":[,'), (b'"transfers":[', b'"transfers":{'), (b"[{", b"[[{"),
     (b'"phase":0', b'"phase":0.5'), (b'"phase":0', b'"phase":0,"transfers":[]'),
+    # whitespace inside a width: fastjson once stripped it and read Word32
+    (b'"Word32"', b'"Word32 "'), (b'"Paired64"', b'"Paired64\t"'), (b'"Word32"', b'"Word 32"'),
 ]
 
 

@@ -286,8 +286,9 @@ _IS_DIGIT[ord("0") : ord("9") + 1] = True
 
 def _ws_hazard(a: np.ndarray) -> bool:
     """Could deleting the whitespace in ``a`` (which starts and ends with a non-whitespace byte) change the text's
-    meaning? In a valid span whitespace never touches a letter (letters occur only inside the known keys) and never
-    separates two digits; anything else deleted whitespace could join is rejected by the parser anyway."""
+    meaning? In a valid span whitespace never touches a letter (letters occur only inside the known keys and
+    widths), never separates two digits and never comes between a digit and a quote (``"Word32 "`` is not a width);
+    anything else deleted whitespace could join is rejected by the parser anyway."""
     start, n = 0, a.shape[0]
     while start < n - 1:
         end = min(start + _CHUNK, n - 1)
@@ -298,7 +299,7 @@ def _ws_hazard(a: np.ndarray) -> bool:
         first = np.flatnonzero(ws[1:] & ~ws[:-1])  # the byte before each whitespace run
         last = np.flatnonzero(ws[:-1] & ~ws[1:]) + 1  # the byte after it
         before, after = x[first], x[last]
-        if (_IS_LETTER[before] | _IS_LETTER[after] | (_IS_DIGIT[before] & _IS_DIGIT[after])).any():
+        if (_IS_LETTER[before] | _IS_LETTER[after] | (_IS_DIGIT[before] & (_IS_DIGIT[after] | (after == 34)))).any():
             return True
         start = end
     return False
