@@ -663,7 +663,9 @@ PyMODINIT_FUNC PyInit__scan(void) {
   if (PyType_Ready(&BlockType) < 0 || PyType_Ready(&ScannerType) < 0) return nullptr;
   PyObject* m = PyModule_Create(&kModule);
   if (m == nullptr) return nullptr;
-  if (PyModule_AddObjectRef(m, "Scanner", reinterpret_cast<PyObject*>(&ScannerType)) < 0) {
+  // the interface version scan.py expects (scan._VERSION): bump it with any change to the calls or the results
+  if (PyModule_AddObjectRef(m, "Scanner", reinterpret_cast<PyObject*>(&ScannerType)) < 0 ||
+      PyModule_AddIntConstant(m, "VERSION", 1) < 0) {
     Py_DECREF(m);
     return nullptr;
   }

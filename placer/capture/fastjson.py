@@ -1,5 +1,8 @@
 """A vectorised reader for the ``transfers`` arrays of a capture, straight from the raw bytes.
 
+It is the fallback of the compiled scanner (:mod:`placer.capture.scan`): ``read_capture`` uses it when that
+extension is not built or is turned off (``PLACER_CAPTURE_SCAN=numpy``).
+
 ``orjson.loads`` on a 520 MB batch-two SigLIP capture builds ~30 M Python objects (16 s) and turning them into
 numpy columns costs another 4 s. Here each ``"transfers": [...]`` array is cut out of the text and parsed with
 numpy; the rest of the document (small: phase ids, labels, extensions) is still parsed by orjson, with each cut

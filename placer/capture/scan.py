@@ -32,9 +32,12 @@ from typing import Any
 import numpy as np
 import orjson
 
+_VERSION = 1  # of the extension's interface: a stale build (an editable install not rebuilt) is not used
 try:  # built by setup.py when a C++ compiler is there; optional, so an install without one still works
     from placer.capture import _scan
 except ImportError:  # pragma: no cover - depends on the install
+    _scan = None
+if getattr(_scan, "VERSION", None) != _VERSION:  # pragma: no cover - depends on the install
     _scan = None
 
 _ENABLED = os.environ.get("PLACER_CAPTURE_SCAN", "native") != "numpy"
