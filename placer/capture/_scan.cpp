@@ -30,6 +30,10 @@
 #include <string>
 #include <vector>
 
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the key comparison reads little-endian words (the build is optional: placer then uses the numpy reader)"
+#endif
+
 namespace {
 
 using i64 = int64_t;
@@ -151,6 +155,81 @@ inline int match(const u8* d, i64 q, i64 n, const Key (&keys)[N], i64* end) {
     }
   }
   return partial ? int(NEED) : int(REJ);
+}
+
+// The same with the text long enough for every candidate (the common case): a key is compared as one to three
+// unaligned 8-byte words (overlapping for lengths that are not a multiple of 8), the literal folded by the compiler.
+inline uint64_t load8(const u8* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+inline uint64_t lit8(const char* s, size_t off, size_t len) {  // s[off, off + len) as load8 reads it (len <= 8)
+  uint64_t v = 0;
+  for (size_t i = 0; i < len; ++i) v |= uint64_t(u8(s[off + i])) << (8 * i);
+  return v;
+}
+
+template <size_t L>
+inline bool eq(const u8* p, const char (&s)[L]) {  // p must have max(8, L - 1) readable bytes
+  constexpr size_t n = L - 1;
+  if constexpr (n < 8) {
+    constexpr uint64_t mask = (uint64_t(1) << (8 * n)) - 1;
+    return (load8(p) & mask) == lit8(s, 0, n);
+  } else if constexpr (n <= 16) {
+    return load8(p) == lit8(s, 0, 8) && load8(p + n - 8) == lit8(s, n - 8, 8);
+  } else {
+    static_assert(n <= 24, "longer keys need another word");
+    return load8(p) == lit8(s, 0, 8) && load8(p + 8) == lit8(s, 8, 8) && load8(p + n - 8) == lit8(s, n - 8, 8);
+  }
+}
+
+inline int transfer_key(const u8* d, i64 q, i64 n, i64* end) {
+  if (n - q < 17) return match(d, q, n, kTransferKeys, end);
+  const u8* p = d + q;
+  int k = REJ;
+  switch (p[0]) {
+    case 's':
+      k = eq(p, "source\"") ? K_SOURCE : eq(p, "source_addresses\"") ? K_SRCADDR : int(REJ);
+      break;
+    case 'd':
+      k = eq(p, "destinations\"") ? K_DESTS : int(REJ);
+      break;
+    case 'w':
+      k = eq(p, "words\"") ? K_WORDS : eq(p, "width\"") ? K_WIDTH : int(REJ);
+      break;
+  }
+  if (k >= 0) *end = q + kTransferKeys[k].len;
+  return k;
+}
+
+inline int dest_key(const u8* d, i64 q, i64 n, i64* end) {
+  if (n - q < 8) return match(d, q, n, kDestKeys, end);
+  const u8* p = d + q;
+  if (p[0] == 't' && eq(p, "tile\"")) {
+    *end = q + 5;
+    return 0;
+  }
+  if (p[0] == 'a' && eq(p, "address\"")) {
+    *end = q + 8;
+    return 1;
+  }
+  return int(REJ);
+}
+
+inline int width_value(const u8* d, i64 q, i64 n, i64* end) {
+  if (n - q < 9) return match(d, q, n, kWidths, end);
+  const u8* p = d + q;
+  if (p[0] == 'W' && eq(p, "Word32\"")) {
+    *end = q + 7;
+    return 0;
+  }
+  if (p[0] == 'P' && eq(p, "Paired64\"")) {
+    *end = q + 9;
+    return 1;
+  }
+  return int(REJ);
 }
 
 // A non-negative integer at q: its value in *out and the position after it (the caller's next whitespace skip
@@ -360,7 +439,7 @@ class Scanner {
     for (;;) {
       if (d[q] != '"') return REJ;
       i64 end;
-      const int key = match(d, q + 1, n, kTransferKeys, &end);
+      const int key = transfer_key(d, q + 1, n, &end);
       if (key < 0) return key;
       if (seen & (1u << key)) return REJ;
       seen |= 1u << key;
@@ -378,7 +457,7 @@ class Scanner {
           break;
         case K_WIDTH: {
           if (d[q] != '"') return REJ;
-          const int w = match(d, q + 1, n, kWidths, &end);
+          const int w = width_value(d, q + 1, n, &end);
           if (w < 0) return w;
           width = w;
           q = end;
@@ -457,7 +536,7 @@ class Scanner {
       for (;;) {
         if (d[q] != '"') return REJ;
         i64 end;
-        const int key = match(d, q + 1, n, kDestKeys, &end);
+        const int key = dest_key(d, q + 1, n, &end);
         if (key < 0) return key;
         if (seen & (1u << key)) return REJ;
         seen |= 1u << key;
