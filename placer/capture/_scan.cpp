@@ -626,7 +626,7 @@ PyObject* scanner_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
                                    &words, &limit, &align, &word_bytes))
     return nullptr;
   if (tiles < 1 || tiles > (1LL << 30) || words < 1 || limit < 1 || limit > (1LL << 60) || align < 1 ||
-      (align & (align - 1)) || word_bytes < 1 || words * word_bytes > (1LL << 40)) {
+      (align & (align - 1)) || word_bytes < 1 || word_bytes > 8 || words > (1LL << 40)) {  // keeps sums in int64
     PyErr_SetString(PyExc_ValueError, "Scanner: bad limits");
     return nullptr;
   }
