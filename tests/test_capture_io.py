@@ -136,3 +136,41 @@ def test_round_trip_property(transfers: list) -> None:
         sub = p.take(np.arange(p.n)[::-1])
         assert sub.source.tolist() == p.source.tolist()[::-1]
         assert Phase.concat(3, [p.take(np.arange(p.n))]).equals(p)
+
+
+alloc_value = st.one_of(st.integers(0, 40), st.integers(-3, 2**70), st.booleans(), st.floats(0, 9), st.none(),
+                        st.text(max_size=2))
+allocation = st.one_of(
+    st.fixed_dictionaries({"tile": st.integers(0, 9), "start": st.integers(0, 99), "end": st.integers(0, 99),
+                           "first": st.integers(0, 9), "last": st.integers(0, 9)},
+                          optional={"name": st.one_of(st.text(max_size=3), st.integers())}),
+    st.dictionaries(st.sampled_from(["tile", "start", "end", "first", "last", "name"]), alloc_value),
+    st.lists(st.integers(), max_size=2), st.none(), st.text(max_size=2),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(raw=st.lists(allocation, max_size=6))
+def test_allocations_column_wise_as_the_loop(raw: list) -> None:
+    """The column-wise reading of the allocations gives the loop's result, or declines and the loop names the
+    error."""
+    from placer.capture import io
+
+    def outcome(fast: bool) -> Allocations | str:
+        saved = io._allocations_fast
+        if not fast:
+            io._allocations_fast = lambda raw, tiles: None
+        try:
+            return io._allocations(raw, 8, "c.json")
+        except InputError as exc:
+            return str(exc)
+        finally:
+            io._allocations_fast = saved
+
+    fast, loop = outcome(True), outcome(False)
+    if isinstance(loop, str):
+        assert fast == loop
+    else:
+        assert isinstance(fast, Allocations) and fast.equals(loop)
+        assert [getattr(fast, k).dtype for k in ("tile", "start", "end", "first", "last")] == \
+            [getattr(loop, k).dtype for k in ("tile", "start", "end", "first", "last")]

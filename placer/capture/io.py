@@ -401,7 +401,10 @@ def _allocations(raw: Any, tiles: int, path: str) -> Allocations:
     where = "placer.allocations"
     if not isinstance(raw, list):
         raise InputError("must be a list", path=path, where=where)
-    cols: dict[str, list[int]] = {k: [] for k in ("tile", "start", "end", "first", "last")}
+    fast = _allocations_fast(raw, tiles)
+    if fast is not None:
+        return fast
+    cols: dict[str, list[int]] = {k: [] for k in _ALLOCATION_KEYS}
     names = []
     for i, a in enumerate(raw):
         if not isinstance(a, dict):
@@ -425,6 +428,29 @@ def _allocations(raw: Any, tiles: int, path: str) -> Allocations:
         last=np.array(cols["last"], np.int64),
         name=names,
     )
+
+
+_ALLOCATION_KEYS = ("tile", "start", "end", "first", "last")
+
+
+def _allocations_fast(raw: list[Any], tiles: int) -> Allocations | None:
+    """The allocations column-wise (90k of them in a batch-two SigLIP capture: a third of the loop's time), or
+    ``None`` if any is not exactly what the loop above accepts; the loop then names the first bad one."""
+    try:
+        cols = {k: [a[k] for a in raw] for k in _ALLOCATION_KEYS}
+    except (KeyError, TypeError, IndexError):  # not an object, or a field missing
+        return None
+    if any(c and set(map(type, c)) != {int} for c in cols.values()):  # exact ints only (no bool, no float)
+        return None
+    try:
+        tile, start, end, first, last = (np.array(cols[k], np.int64) for k in _ALLOCATION_KEYS)
+    except OverflowError:
+        return None
+    if raw and not ((tile >= 0).all() and (tile < tiles).all() and (start >= 0).all() and (end > start).all()
+                    and (first >= 0).all() and (last >= first).all()):
+        return None
+    return Allocations(tile=tile.astype(np.int32), start=start, end=end, first=first, last=last,
+                       name=[str(a.get("name", "")) for a in raw])
 
 
 def _panels(raw: Any, path: str) -> list[PanelHint]:
