@@ -3,8 +3,8 @@
 Reading a batch-two SigLIP capture (900 MB of JSON, 64 MB gzipped) with :mod:`placer.capture.fastjson` takes ~12 s:
 gzip decompression (2.4 s), then the numpy parse of the whole text held in memory. Here the compressed file is
 inflated in 4 MB pieces by a second thread (zlib releases the GIL) while the C++ scanner parses the previous piece
-(it releases the GIL too), so on two cores the load costs about the decompression alone, and the decompressed text
-is never held whole (peak memory: the compressed file, the columns, a few pieces in flight).
+(it releases the GIL too), so on two cores the load costs about the decompression alone; neither the file nor its
+decompressed text is ever held whole (peak memory: the columns and a few pieces in flight).
 
 The scanner returns the text outside the ``"transfers"`` arrays with each array replaced by a marker (orjson
 parses that small remainder and confirms every cut was ``phases[k].transfers``, as in fastjson) and each phase's
@@ -24,7 +24,7 @@ import os
 import queue
 import threading
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -102,19 +102,17 @@ def scan_file(path: str | Path, limits: Limits) -> NativeSplit | None:
     try:
         with open(p, "rb") as f:
             head = f.read(2)
+            first = [head]
+
+            def read(size: int) -> bytes:  # the file from its start (the two bytes already read first)
+                return first.pop() if first else f.read(size)
+
+            # read and parse piece by piece, never holding the whole text (nor the whole compressed file)
             if p.suffix == ".gz" or head == b"\x1f\x8b":
-                data = head + f.read()  # compressed: small enough to hold whole
-                return _scan_gzip(data, limits)
-            # uncompressed: read and parse piece by piece, never holding the whole text
-            return _scan_pieces(_plain_pieces(f, head), limits)
+                return _scan_gzip(read, limits)
+            return _scan_pieces(iter(lambda: read(_PLAIN_PIECE), b""), limits)
     except OSError:
         return None
-
-
-def _plain_pieces(f: Any, head: bytes) -> Iterator[bytes]:
-    yield head
-    while piece := f.read(_PLAIN_PIECE):
-        yield piece
 
 
 def _scan_pieces(pieces: Iterator[bytes], limits: Limits) -> NativeSplit | None:
@@ -157,14 +155,14 @@ def _markers_ok(doc: Any, marker: str, count: int) -> bool:
     return True
 
 
-def _scan_gzip(data: bytes, limits: Limits) -> NativeSplit | None:
-    """Inflate ``data`` on a second thread while this one scans, a bounded queue between them."""
+def _scan_gzip(read: Callable[[int], bytes], limits: Limits) -> NativeSplit | None:
+    """Read and inflate the gzip stream on a second thread while this one scans, a bounded queue between them."""
     q: queue.Queue[bytes | BaseException | None] = queue.Queue(_IN_FLIGHT)
     stop = threading.Event()
 
     def produce() -> None:
         try:
-            for piece in _inflate(data):
+            for piece in _inflate(read):
                 while not stop.is_set():
                     try:
                         q.put(piece, timeout=0.05)
@@ -174,7 +172,7 @@ def _scan_gzip(data: bytes, limits: Limits) -> NativeSplit | None:
                 if stop.is_set():
                     return
             item: bytes | BaseException | None = None
-        except BaseException as exc:  # a zlib error or _Decline declines; anything else is re-raised by the reader
+        except BaseException as exc:  # a zlib error, _Decline or OSError declines; others are re-raised by the reader
             item = exc
         while not stop.is_set():
             try:
@@ -204,36 +202,37 @@ def _scan_gzip(data: bytes, limits: Limits) -> NativeSplit | None:
         stop.set()
         worker.join()
     if failure:
-        if isinstance(failure[0], zlib.error | _Decline):
+        if isinstance(failure[0], zlib.error | _Decline | OSError):
             return None  # read_bytes reports the gzip error in its own words
         raise failure[0]
     return split
 
 
-def _inflate(data: bytes) -> Iterator[bytes]:
-    """The decompressed pieces of a gzip file, of one or more members (as :func:`gzip.decompress` reads it: zero
-    bytes between and after members are skipped); raises :class:`_Decline` if the stream is truncated."""
-    view = memoryview(data)
+def _inflate(read: Callable[[int], bytes]) -> Iterator[bytes]:
+    """The decompressed pieces of the gzip stream that ``read`` returns (at most the given number of bytes per
+    call, ``b""`` at the end), of one or more members as :func:`gzip.decompress` reads it (zero bytes between and
+    after members are skipped); raises :class:`_Decline` if the stream is truncated."""
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    pending = b""  # compressed bytes read but not yet given to d
     while True:
-        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        pos = 0
-        while not d.eof:
-            if d.unconsumed_tail:
-                src: bytes | memoryview = d.unconsumed_tail
-            elif pos < len(view):
-                src = view[pos : pos + _PIECE_IN]
-                pos += len(src)
-            else:
+        if d.eof:  # a member ended: padding, then the next member or the end
+            pending = d.unused_data + pending
+            while not (pending := pending.lstrip(b"\0")):
+                pending = read(_PIECE_IN)
+                if not pending:
+                    return
+            d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        if d.unconsumed_tail:
+            src = d.unconsumed_tail
+        else:
+            src, pending = pending or read(_PIECE_IN), b""
+            if not src:
                 tail = d.flush()
                 if tail:
                     yield tail
                 if not d.eof:
                     raise _Decline  # truncated
-                break
-            out = d.decompress(src, _PIECE_OUT)
-            if out:
-                yield out
-        rest = (d.unused_data + bytes(view[pos:])).lstrip(b"\0") if d.unused_data or pos < len(view) else b""
-        if not rest:
-            return
-        view = memoryview(rest)
+                return
+        out = d.decompress(src, _PIECE_OUT)
+        if out:
+            yield out
