@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from placer.validation.validator import ValidationReport
 
 OBJECTIVES = ("cycles", "table", "scratch", "relays")  # the selection's default lexicographic order
+WRITE_SECONDS_PER_TRANSFER = 6e-6  # writing a capture (numpy writer, gzip level 1), measured on SigLIP b2
 
 CaptureLike = Capture | str | Path
 MachineLike = Machine | str | Path | None
@@ -373,7 +374,7 @@ def _load_timed(capture: CaptureLike, deadline: Deadline) -> Capture:
 def solve(capture: CaptureLike, machine: MachineLike = None, *, budget: int | str | None = None,
           fragments: int | None = None, mode: SelectionMode | str = SelectionMode.CPSAT,
           objective: str | Sequence[str] | None = None, params: SolverParams | None = None, local_pack: bool = True,
-          schedule: bool = False, deadline: Deadline | None = None) -> SelectionResult:
+          schedule: bool = False, deadline: Deadline | None = None, writes_capture: bool = False) -> SelectionResult:
     """Choose relays so every tile fits its exchange-table budget (``placer solve``).
 
     ``cpsat`` searches with CP-SAT from the best incumbent (the production rule's plan or placer's budget-greedy
@@ -404,6 +405,9 @@ def solve(capture: CaptureLike, machine: MachineLike = None, *, budget: int | st
         Also order every phase of the plan (B1024 greedy) and check each schedule.
     deadline
         The clock to count against (the command line's starts when placer is imported).
+    writes_capture
+        The caller writes the rewritten program afterwards (``placer solve --write-capture``): the search stops
+        early enough for that to fit in the time limit too.
 
     Returns
     -------
@@ -415,7 +419,7 @@ def solve(capture: CaptureLike, machine: MachineLike = None, *, budget: int | st
     InputError
         A malformed capture, machine or parameter.
     """
-    from placer.selection.select import select
+    from placer.selection.select import SEARCH_END, select
 
     mode = SelectionMode(mode)
     mach = _machine(machine)
@@ -425,9 +429,13 @@ def solve(capture: CaptureLike, machine: MachineLike = None, *, budget: int | st
     params = _params(params, "selection")
     deadline = _deadline(params, deadline)
     cap = _load_timed(capture, deadline)
+    end = SEARCH_END * deadline.seconds
+    if writes_capture:
+        # writing the rewritten program takes about 6 s per million transfers here: the search stops earlier
+        end = min(end, deadline.seconds - WRITE_SECONDS_PER_TRANSFER * cap.transfer_count())
     with interrupt.graceful():  # a signal stops the search; the best plan so far is still returned
         outcome = select(cap, mach, table, frag, mode=mode, params=params, order=order, local_pack=local_pack,
-                         deadline=deadline)
+                         deadline=deadline, search_end=end)
     result = SelectionResult(cap, mach, mode, outcome, None, deadline)
     if interrupt.received() is not None:
         result.interrupted = True

@@ -1,5 +1,8 @@
 """A vectorised reader for the ``transfers`` arrays of a capture, straight from the raw bytes.
 
+It is the fallback of the compiled scanner (:mod:`placer.capture.scan`): ``read_capture`` uses it when that
+extension is not built or is turned off (``PLACER_CAPTURE_SCAN=numpy``).
+
 ``orjson.loads`` on a 520 MB batch-two SigLIP capture builds ~30 M Python objects (16 s) and turning them into
 numpy columns costs another 4 s. Here each ``"transfers": [...]`` array is cut out of the text and parsed with
 numpy; the rest of the document (small: phase ids, labels, extensions) is still parsed by orjson, with each cut
@@ -286,8 +289,9 @@ _IS_DIGIT[ord("0") : ord("9") + 1] = True
 
 def _ws_hazard(a: np.ndarray) -> bool:
     """Could deleting the whitespace in ``a`` (which starts and ends with a non-whitespace byte) change the text's
-    meaning? In a valid span whitespace never touches a letter (letters occur only inside the known keys) and never
-    separates two digits; anything else deleted whitespace could join is rejected by the parser anyway."""
+    meaning? In a valid span whitespace never touches a letter (letters occur only inside the known keys and
+    widths), never separates two digits and never comes between a digit and a quote (``"Word32 "`` is not a width);
+    anything else deleted whitespace could join is rejected by the parser anyway."""
     start, n = 0, a.shape[0]
     while start < n - 1:
         end = min(start + _CHUNK, n - 1)
@@ -298,7 +302,7 @@ def _ws_hazard(a: np.ndarray) -> bool:
         first = np.flatnonzero(ws[1:] & ~ws[:-1])  # the byte before each whitespace run
         last = np.flatnonzero(ws[:-1] & ~ws[1:]) + 1  # the byte after it
         before, after = x[first], x[last]
-        if (_IS_LETTER[before] | _IS_LETTER[after] | (_IS_DIGIT[before] & _IS_DIGIT[after])).any():
+        if (_IS_LETTER[before] | _IS_LETTER[after] | (_IS_DIGIT[before] & (_IS_DIGIT[after] | (after == 34)))).any():
             return True
         start = end
     return False

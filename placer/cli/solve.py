@@ -90,7 +90,8 @@ def solve(
     solver_params = options.solver_params("selection", params, time_limit, workers, seed)
     deadline = Deadline(solver_params.time_limit, began)
     result = api.solve(capture, mach, budget=table, fragments=frag, mode=mode, objective=order,
-                       params=solver_params, local_pack=local_pack, schedule=schedule, deadline=deadline)
+                       params=solver_params, local_pack=local_pack, schedule=schedule, deadline=deadline,
+                       writes_capture=write_capture is not None)
     stopped = interrupt.received()
     if stopped is not None:
         _interrupted(stopped, result.capture, mach, result.outcome, output)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import gzip
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -7,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from placer.capture import read_capture, write_capture
+from placer.capture import read_capture, scan, write_capture
 from placer.capture.io import capture_from_json, capture_to_json
 from placer.capture.model import Allocations, PanelHint, Phase, Repeat
 from placer.errors import InputError
@@ -35,12 +37,29 @@ MALFORMED = {
 }
 
 
+# the fast readers: the compiled scanner (when built) and the numpy reader; each declines a malformed file
+READERS = ["numpy", pytest.param("native", marks=pytest.mark.skipif(scan._scan is None, reason="_scan not built"))]
+
+
+@pytest.fixture(params=READERS)
+def fast_reader(request: pytest.FixtureRequest) -> Iterator[str]:
+    before = scan.set_native(request.param == "native")
+    yield request.param
+    scan.set_native(before)
+
+
+@pytest.mark.parametrize("gz", [False, True])
 @pytest.mark.parametrize("name", sorted(MALFORMED))
-def test_malformed_capture_names_file_field_and_value(name: str) -> None:
+def test_malformed_capture_names_file_field_and_value(name: str, gz: bool, fast_reader: str,
+                                                      tmp_path: Path) -> None:
+    path = FIXTURES / name
+    if gz:  # the compiled reader streams a .gz through its own inflating thread: same messages
+        path = tmp_path / (name + ".gz")
+        path.write_bytes(gzip.compress((FIXTURES / name).read_bytes()))
     with pytest.raises(InputError) as info:
-        read_capture(FIXTURES / name)
+        read_capture(path)
     message = str(info.value)
-    assert name in message
+    assert path.name in message
     assert MALFORMED[name] in message
     assert "\n" not in message
 
@@ -50,7 +69,7 @@ def test_missing_file() -> None:
         read_capture(FIXTURES / "nope.json")
 
 
-def test_reads_reference_layout_and_round_trips_exactly(tmp_path: Path) -> None:
+def test_reads_reference_layout_and_round_trips_exactly(tmp_path: Path, fast_reader: str) -> None:
     cap = read_capture(FIXTURES / "tiny.json")
     assert cap.tile_count == 8 and cap.phase_ids() == [0]
     p = cap.phases[0]
@@ -117,3 +136,41 @@ def test_round_trip_property(transfers: list) -> None:
         sub = p.take(np.arange(p.n)[::-1])
         assert sub.source.tolist() == p.source.tolist()[::-1]
         assert Phase.concat(3, [p.take(np.arange(p.n))]).equals(p)
+
+
+alloc_value = st.one_of(st.integers(0, 40), st.integers(-3, 2**70), st.booleans(), st.floats(0, 9), st.none(),
+                        st.text(max_size=2))
+allocation = st.one_of(
+    st.fixed_dictionaries({"tile": st.integers(0, 9), "start": st.integers(0, 99), "end": st.integers(0, 99),
+                           "first": st.integers(0, 9), "last": st.integers(0, 9)},
+                          optional={"name": st.one_of(st.text(max_size=3), st.integers())}),
+    st.dictionaries(st.sampled_from(["tile", "start", "end", "first", "last", "name"]), alloc_value),
+    st.lists(st.integers(), max_size=2), st.none(), st.text(max_size=2),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(raw=st.lists(allocation, max_size=6))
+def test_allocations_column_wise_as_the_loop(raw: list) -> None:
+    """The column-wise reading of the allocations gives the loop's result, or declines and the loop names the
+    error."""
+    from placer.capture import io
+
+    def outcome(fast: bool) -> Allocations | str:
+        saved = io._allocations_fast
+        if not fast:
+            io._allocations_fast = lambda raw, tiles: None
+        try:
+            return io._allocations(raw, 8, "c.json")
+        except InputError as exc:
+            return str(exc)
+        finally:
+            io._allocations_fast = saved
+
+    fast, loop = outcome(True), outcome(False)
+    if isinstance(loop, str):
+        assert fast == loop
+    else:
+        assert isinstance(fast, Allocations) and fast.equals(loop)
+        assert [getattr(fast, k).dtype for k in ("tile", "start", "end", "first", "last")] == \
+            [getattr(loop, k).dtype for k in ("tile", "start", "end", "first", "last")]

@@ -1,26 +1,50 @@
-"""The numpy capture reader must agree exactly with the orjson path, or decline (return None)."""
+"""The fast capture readers -- compiled (placer.capture.scan) and numpy (placer.capture.fastjson) -- must agree
+exactly with the orjson path, or decline (return None) so that the orjson path names the error."""
 
 from __future__ import annotations
 
+import gzip
+import itertools
 import json
 import random
+import subprocess
+import sys
 import tempfile
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from placer.capture import read_capture
+from placer.capture import read_capture, scan
 from placer.capture.fastjson import fast_split
-from placer.capture.io import _read_fast, capture_from_json
+from placer.capture.io import _SCAN_LIMITS, _read_fast, capture_from_json
 from placer.capture.model import Capture
 from placer.errors import InputError
-from placer.fileio import read_json
+from placer.fileio import read_bytes, read_json
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "captures"
+NATIVE = scan._scan is not None  # the compiled scanner is built (setup.py, optional)
+PATHS_BUILT = ("numpy", "native") if NATIVE else ("numpy",)
+# every fast path of this install; each one is compared with the orjson path
+PATHS = ["numpy", pytest.param("native", marks=pytest.mark.skipif(not NATIVE, reason="_scan not built"))]
+COLUMNS = ("source", "words", "width", "src_ptr", "src_addr", "dst_ptr", "dst_tile", "dst_addr")
+
+
+@contextmanager
+def reader(path: str) -> Iterator[None]:
+    """Read captures through one fast path: ``native`` (the compiled scanner) or ``numpy`` (fastjson)."""
+    before = scan.set_native(path == "native")
+    try:
+        yield
+    finally:
+        scan.set_native(before)
 
 label_text = st.lists(st.sampled_from([*'ab{}[]",:\\ \n', "é", '"transfers":[1]', "\\u0022", "transfers"]),
                       max_size=8).map("".join)
@@ -74,25 +98,34 @@ def _dump(doc: dict[str, Any], style: int) -> bytes:
     return orjson.dumps(doc, option=orjson.OPT_INDENT_2).replace(b"\n", b"\r\n")
 
 
+def _same_columns(fast: Capture, slow: Capture) -> None:
+    assert fast.equals(slow)
+    for a, b in zip(fast.phases, slow.phases, strict=True):
+        for name in COLUMNS:
+            col, ref = getattr(a, name), getattr(b, name)
+            assert col.dtype == ref.dtype and col.flags.c_contiguous and col.flags.writeable, name
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(phases=st.lists(phase_st, max_size=4), labels=st.booleans(), seed=st.integers(0, 2**16),
        style=st.integers(0, 4))
-def test_fast_path_matches_orjson_path(phases: list, labels: bool, seed: int, style: int) -> None:
+def test_fast_paths_match_orjson_path(phases: list, labels: bool, seed: int, style: int) -> None:
     doc = _doc(phases, labels, seed)
     raw = _dump(doc, style)
     slow = capture_from_json(orjson.loads(raw))
-    assert fast_split(raw) is not None  # every valid layout here is one the fast path understands
-    fast = _read_fast(raw, "<capture>")
-    assert fast is not None
-    assert fast.equals(slow)
-    for a, b in zip(fast.phases, slow.phases, strict=True):
-        for name in ("source", "words", "width", "src_ptr", "src_addr", "dst_ptr", "dst_tile", "dst_addr"):
-            assert getattr(a, name).dtype == getattr(b, name).dtype
+    assert fast_split(raw) is not None  # every valid layout here is one the fast paths understand
+    if NATIVE:
+        assert scan.scan_bytes(raw, _SCAN_LIMITS) is not None
+    for path in PATHS_BUILT:
+        with reader(path):
+            fast = _read_fast(raw, "<capture>")
+        assert fast is not None
+        _same_columns(fast, slow)
 
 
-def _outcome(path: Path, reader: Any) -> Capture | str:
+def _outcome(path: Path, read: Any) -> Capture | str:
     try:
-        return reader(path)
+        return read(path)
     except InputError as exc:
         return str(exc)
 
@@ -105,9 +138,29 @@ def _same(a: Capture | str, b: Capture | str) -> bool:
     return a == b if isinstance(a, str) or isinstance(b, str) else a.equals(b)
 
 
+def _reads_as_before(path: Path, *, accepted: bool = False) -> None:
+    """read_capture through every fast path gives what the orjson path gives: the same capture or message.
+    With ``accepted``, a valid capture must also be one every fast path reads itself (declining it would be
+    correct but slow, and invisible in the outcome)."""
+    slow = _outcome(path, _slow_read)
+    for fast in PATHS_BUILT:
+        with reader(fast):
+            got = _outcome(path, read_capture)
+            if accepted and not isinstance(slow, str):
+                assert _read_fast(read_bytes(path), str(path)) is not None, fast
+        assert _same(got, slow), (fast, got if isinstance(got, str) else "a capture", slow)
+
+
 @pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.json")), ids=lambda p: p.name)
 def test_fixtures_read_as_before(path: Path) -> None:
-    assert _same(_outcome(path, read_capture), _outcome(path, _slow_read))
+    _reads_as_before(path, accepted=True)
+
+
+@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.json")), ids=lambda p: p.name)
+def test_gzipped_fixtures_read_as_before(path: Path, tmp_path: Path) -> None:
+    gz = tmp_path / (path.name + ".gz")
+    gz.write_bytes(gzip.compress(path.read_bytes()))
+    _reads_as_before(gz, accepted=True)
 
 
 # corruptions the fast path must never accept differently from the orjson path
@@ -122,6 +175,8 @@ MUTATIONS = [
     (b'"source":0', b'"source":123456789012345678901'), (b'"source":0', b'"source":9'),
     (b'"transfers":[', b'"transfers":[,'), (b'"transfers":[', b'"transfers":{'), (b"[{", b"[[{"),
     (b'"phase":0', b'"phase":0.5'), (b'"phase":0', b'"phase":0,"transfers":[]'),
+    # whitespace inside a width: fastjson once stripped it and read Word32
+    (b'"Word32"', b'"Word32 "'), (b'"Paired64"', b'"Paired64\t"'), (b'"Word32"', b'"Word 32"'),
 ]
 
 
@@ -131,7 +186,7 @@ def test_corruptions_read_as_before(old: bytes, new: bytes, tmp_path: Path) -> N
     assert old in raw
     path = tmp_path / "capture.json"
     path.write_bytes(raw.replace(old, new, 1))
-    assert _same(_outcome(path, read_capture), _outcome(path, _slow_read))
+    _reads_as_before(path)  # some are valid but outside the fast subset (an unknown key): the orjson path reads them
 
 
 @settings(max_examples=150, deadline=None)
@@ -144,7 +199,7 @@ def test_byte_fuzz_reads_as_before(pos: int, byte: int, delete: bool, indent: bo
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "capture.json"
         path.write_bytes(raw)
-        assert _same(_outcome(path, read_capture), _outcome(path, _slow_read))
+        _reads_as_before(path)
 
 
 def test_large_phase_spans_several_chunks() -> None:
@@ -158,5 +213,158 @@ def test_large_phase_spans_several_chunks() -> None:
     doc = {"schema_version": 1, "tile_count": 64, "phases": [{"phase": 0, "transfers": ts},
                                                             {"phase": 1, "transfers": ts[:3]}]}
     raw = orjson.dumps(doc)
-    fast = _read_fast(raw, "<capture>")
-    assert fast is not None and fast.equals(capture_from_json(doc))
+    for path in PATHS_BUILT:
+        with reader(path):
+            fast = _read_fast(raw, "<capture>")
+        assert fast is not None and fast.equals(capture_from_json(doc))
+
+
+# --- the compiled scanner: pieces, gzip streams, range checks, malformed captures --------------------------------
+
+needs_native = pytest.mark.skipif(not NATIVE, reason="_scan not built")
+
+
+def _same_split(a: scan.NativeSplit | None, b: scan.NativeSplit | None) -> None:
+    assert a is not None and b is not None
+    assert a.doc == b.doc and (a.max_tile, a.bad) == (b.max_tile, b.bad)
+    for ca, cb in zip(a.columns, b.columns, strict=True):
+        for x, y in zip(ca, cb, strict=True):
+            assert x.dtype == y.dtype and np.array_equal(x, y)
+
+
+def _pieces(raw: bytes, cuts: list[int]) -> list[bytes]:
+    at = sorted({c % (len(raw) + 1) for c in cuts})
+    return [raw[a:b] for a, b in itertools.pairwise([0, *at, len(raw)])]
+
+
+@needs_native
+@pytest.mark.parametrize("indent", [False, True])
+def test_every_piece_boundary_scans_alike(indent: bool) -> None:
+    """A chunk may end anywhere: in a key, a number, whitespace, between two arrays or inside "transfers"."""
+    raw = orjson.dumps(read_json(FIXTURES / "tiny.json"), option=orjson.OPT_INDENT_2 if indent else 0)
+    whole = scan.scan_bytes(raw, _SCAN_LIMITS)
+    for i in range(len(raw) + 1):
+        _same_split(scan._scan_pieces(iter([raw[:i], raw[i:]]), _SCAN_LIMITS), whole)
+    _same_split(scan._scan_pieces(iter([raw[i : i + 1] for i in range(len(raw))]), _SCAN_LIMITS), whole)
+    _same_split(scan._scan_pieces(iter([b"", raw, b""]), _SCAN_LIMITS), whole)
+
+
+@needs_native
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(phases=st.lists(phase_st, max_size=4), labels=st.booleans(), seed=st.integers(0, 2**16),
+       style=st.integers(0, 4), cuts=st.lists(st.integers(0, 2**20), max_size=40))
+def test_random_pieces_scan_alike(phases: list, labels: bool, seed: int, style: int, cuts: list[int]) -> None:
+    raw = _dump(_doc(phases, labels, seed), style)
+    _same_split(scan._scan_pieces(iter(_pieces(raw, cuts)), _SCAN_LIMITS), scan.scan_bytes(raw, _SCAN_LIMITS))
+
+
+def _gz_variants(raw: bytes) -> dict[str, bytes]:
+    z = gzip.compress(raw)
+    flipped = bytearray(z)
+    flipped[len(z) // 2] ^= 0x10
+    crc = bytearray(z)
+    crc[-8] ^= 1
+    size = bytearray(z)
+    size[-1] ^= 1
+    half = len(raw) // 2
+    return {"plain": z, "level9": gzip.compress(raw, 9), "stored": gzip.compress(raw, 0),
+            "members": gzip.compress(raw[:half]) + gzip.compress(raw[half:]),
+            "zero-padded": z + b"\0" * 7,
+            "padded-members": gzip.compress(raw[:half]) + b"\0\0" + gzip.compress(raw[half:]),
+            "garbage-after": z + b"garbage", "magic-after": z + b"\x1f", "truncated": z[:-20], "no-trailer": z[:-8],
+            "half": z[: len(z) // 2], "bit-flip": bytes(flipped), "bad-crc": bytes(crc), "bad-size": bytes(size),
+            "header-only": z[:10], "empty": b"", "not-gzip": raw, "raw-deflate": zlib.compress(raw)}
+
+
+@pytest.mark.parametrize("variant", list(_gz_variants(b"x")))
+def test_gzip_streams_read_as_before(variant: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The streaming reader inflates on a thread while it scans: every gzip oddity gives what read_bytes gives."""
+    doc = read_json(FIXTURES / "tiny.json")
+    doc["phases"] += [{"phase": k, "transfers": doc["phases"][0]["transfers"] * k} for k in range(1, 16)]
+    raw = orjson.dumps(doc)
+    # tiny pieces: many hand-overs between the two threads, a piece ending at every kind of place
+    monkeypatch.setattr(scan, "_PIECE_IN", 61)
+    monkeypatch.setattr(scan, "_PIECE_OUT", 97)
+    monkeypatch.setattr(scan, "_IN_FLIGHT", 2)
+    data = _gz_variants(raw)[variant]
+    for name in ("c.json.gz", "c.json"):  # gzip by name, or by magic bytes
+        path = tmp_path / name
+        path.write_bytes(data)
+        _reads_as_before(path, accepted=True)
+        if NATIVE and variant in VALID_GZ and data[:2] == b"\x1f\x8b":  # streamed, not declined
+            _same_split(scan.scan_file(path, _SCAN_LIMITS), scan.scan_bytes(raw, _SCAN_LIMITS))
+
+
+VALID_GZ = ("plain", "level9", "stored", "members", "zero-padded", "padded-members")
+
+
+# values around every limit the reader enforces (tile count 8): the compiled scanner checks them itself
+edge_tile = st.sampled_from([0, 1, 6, 7, 8, 9, 2**20, 2**31, 2**32 + 1, 10**17])
+edge_words = st.sampled_from([0, 1, 2, 4147, 4148, 4149, 2**31, 2**32 + 1])
+edge_address = st.sampled_from([0, 2, 4, 393216, 2**32 - 4, 2**32 - 8, 2**32 - 4 * 4148, 2**32 - 4 * 4148 + 4,
+                                2**32, 2**32 + 4, 2**40, 10**18 - 1])
+edge_transfer = st.fixed_dictionaries({
+    "source": st.one_of(st.integers(0, 7), edge_tile),
+    "source_addresses": st.lists(st.one_of(address, edge_address), min_size=1, max_size=3),
+    "destinations": st.lists(st.fixed_dictionaries({"tile": st.one_of(st.integers(0, 7), edge_tile),
+                                                    "address": st.one_of(address, edge_address)}),
+                             min_size=1, max_size=4),
+    "words": st.one_of(st.integers(1, 4148), edge_words),
+    "width": st.sampled_from(["Word32", "Paired64"]),
+})
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(phases=st.lists(st.lists(edge_transfer, max_size=4), min_size=1, max_size=3), indent=st.booleans())
+def test_range_limits_read_as_before(phases: list, indent: bool) -> None:
+    """A value at or past any limit (tile count, words, 2^32, alignment, address + bytes, own source, a tile
+    twice): every fast path declines or agrees, and the message is the orjson path's."""
+    doc = {"schema_version": 1, "tile_count": 8,
+           "phases": [{"phase": k, "transfers": ts} for k, ts in enumerate(phases)]}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "capture.json"
+        path.write_bytes(json.dumps(doc, indent=1 if indent else None).encode())
+        _reads_as_before(path, accepted=True)
+
+
+def test_values_at_the_limits_are_read_fast(tmp_path: Path) -> None:
+    """The last valid value of every range: no fast path declines it."""
+    top = 2**32
+    ts = [{"source": 7, "source_addresses": [top - 4 * 4148, 0],
+           "destinations": [{"tile": 0, "address": top - 4 * 4148}, {"tile": 6, "address": 0}],
+           "words": 4148, "width": "Paired64"},
+          {"source": 0, "source_addresses": [top - 4], "destinations": [{"tile": 7, "address": top - 4}], "words": 1,
+           "width": "Word32"}]
+    path = tmp_path / "capture.json"
+    path.write_bytes(orjson.dumps({"schema_version": 1, "tile_count": 8, "phases": [{"phase": 0, "transfers": ts}]}))
+    _reads_as_before(path, accepted=True)
+
+
+def _malformed_capture_cases() -> list[Any]:
+    from malformed.cases import CASES  # tests/ is on sys.path (pytest's rootdir insertion)
+
+    return [c for c in CASES if c.argv == "inspect {f}"]
+
+
+@pytest.mark.parametrize("case", _malformed_capture_cases(), ids=lambda c: c.id)
+def test_malformed_cases_read_as_before(case: Any, tmp_path: Path) -> None:
+    """The malformed capture cases of tests/malformed, in-process through every fast path."""
+    demo = Path(__file__).parents[1] / "examples" / "relay-demo.json"
+    path = tmp_path / case.name
+    if case.text is not None:
+        path.write_text(case.text)
+    elif isinstance(case.data, bytes):
+        path.write_bytes(case.data)
+    elif getattr(case.data, "capture", False):
+        path.write_bytes(json.dumps(case.data(read_json(demo))).encode())  # json: integers beyond 64 bits
+    else:
+        path.write_bytes(case.data(demo.read_bytes()))
+    _reads_as_before(path)
+
+
+def test_environment_turns_the_compiled_scanner_off() -> None:
+    code = "from placer.capture import scan; print(scan.native_available())"
+    for value, expect in (("numpy", "False"), ("native", str(NATIVE))):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                             env={"PLACER_CAPTURE_SCAN": value, "PATH": ""}).stdout.strip()
+        assert out == expect
