@@ -341,15 +341,15 @@ def test_values_at_the_limits_are_read_fast(tmp_path: Path) -> None:
 
 
 def _malformed_capture_cases() -> list[Any]:
-    from malformed.cases import CASES  # tests/ is on sys.path (pytest's rootdir insertion)
+    from tests.cli.malformed.cases import CASES
 
     return [c for c in CASES if c.argv == "inspect {f}"]
 
 
 @pytest.mark.parametrize("case", _malformed_capture_cases(), ids=lambda c: c.id)
 def test_malformed_cases_read_as_before(case: Any, tmp_path: Path) -> None:
-    """The malformed capture cases of tests/malformed, in-process through every fast path."""
-    demo = Path(__file__).parents[1] / "examples" / "relay-demo.json"
+    """The malformed capture cases of tests/cli/malformed, in-process through every fast path."""
+    demo = Path(__file__).parents[2] / "examples" / "relay-demo.json"
     path = tmp_path / case.name
     if case.text is not None:
         path.write_text(case.text)
