@@ -33,7 +33,7 @@ from placer.ordering.greedy import greedy_starts, retime
 from placer.ordering.justify import forward_backward
 from placer.ordering.streams import Chunks, Timing, build_chunks, continues_previous
 from placer.progress import SolverCallback, both, task
-from placer.solver import SolveResult, SolverParams, Status
+from placer.solver import RunConfig, SolveResult, SolverParams, Status
 from placer.units import ceil_div
 
 Mode = ScheduleMode  # how a phase is ordered (placer.modes)
@@ -228,7 +228,7 @@ def schedule_phase(
     tiles: int | None = None,
     progress: SolverCallback | None = None,
 ) -> PhaseSchedule:
-    params = params or SolverParams(time_limit=10.0, workers=2)
+    params = params or RunConfig.load().ordering  # the run configuration's [ordering] (10 s, 2 workers)
     ordering = ordering or OrderingParams()
     clock = time.perf_counter()
     chunks = build_chunks(phase, machine, wave_words=ordering.wave_words, tiles=tiles, timing=ordering.timing)

@@ -17,7 +17,7 @@ import orjson
 
 from placer.capture.model import Capture
 from placer.machine import Machine
-from placer.sweep.spec import RunConfig, Workload
+from placer.sweep.spec import JobConfig, Workload
 
 PLAN_FILE = "plan.json.gz"  # a program-sized plan is ~10 MB of JSON; gzip level 1 makes it ~10x smaller, fast
 
@@ -47,7 +47,7 @@ def load_workload(workload: Workload, machine: Machine) -> Capture:
                     seed=workload.seed)
 
 
-def execute_job(job: Any, capture: Capture, machine: Machine, config: RunConfig) -> JobOutput:
+def execute_job(job: Any, capture: Capture, machine: Machine, config: JobConfig) -> JobOutput:
     """Run ``job`` (a :class:`placer.sweep.spec.Job`); any exception becomes a failed :class:`JobOutput`."""
     start = time.perf_counter()
     try:
@@ -66,7 +66,7 @@ def failure_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
-def _solve_and_check(job: Any, capture: Capture, machine: Machine, config: RunConfig) -> JobOutput:
+def _solve_and_check(job: Any, capture: Capture, machine: Machine, config: JobConfig) -> JobOutput:
     from placer.report.selection import outcome_json
     from placer.selection.select import select
     from placer.solver import SolverParams

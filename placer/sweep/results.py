@@ -24,7 +24,7 @@ import orjson
 from placer.errors import InputError
 from placer.fileio import atomic_write_bytes, atomic_write_text
 from placer.sweep.jobs import PLAN_FILE, JobOutput
-from placer.sweep.spec import Job, RunConfig, SweepSpec, Workload
+from placer.sweep.spec import Job, JobConfig, SweepSpec, Workload
 
 COLUMNS = ("job", "workload", "budget", "mode", "objective", "seed", "state", "fits", "table", "cycles", "fragments",
            "scratch", "relays", "excess", "greedy_fits", "greedy_table", "greedy_cycles", "solver_status",
@@ -57,7 +57,7 @@ def record(out: Path, job: Job, workload: Workload, result: JobOutput) -> None:
     (d / "error.json").unlink(missing_ok=True)
 
 
-def finished(out: Path, job: Job, workload: Workload, config: RunConfig) -> bool:
+def finished(out: Path, job: Job, workload: Workload, config: JobConfig) -> bool:
     """True when ``job`` has a summary written by a run with the same job, workload and configuration."""
     summary = _read(job_dir(out, job) / "summary.json")
     return summary is not None and summary.get("job") == job.to_json() and \

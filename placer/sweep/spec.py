@@ -75,7 +75,7 @@ class Workload:
 
 
 @dataclass(frozen=True)
-class RunConfig:
+class JobConfig:
     """What every job of the sweep shares: machine, fragment limit, CP-SAT settings other than the seed."""
 
     machine: str = "ipu21"  # bundled name or an absolute path
@@ -126,7 +126,7 @@ class SweepSpec:
     modes: tuple[str, ...]
     objectives: tuple[tuple[str, ...], ...]
     seeds: tuple[int, ...]
-    config: RunConfig
+    config: JobConfig
 
     def jobs(self) -> list[Job]:
         """Every job, in the sweep's fixed order: workload, budget, mode, objective, seed (as the file lists them)."""
@@ -186,7 +186,7 @@ def _budgets(data: dict[str, Any], where: str, at: str, *, required: bool) -> tu
     return values
 
 
-def _config(data: dict[str, Any], where: str, base: Path) -> RunConfig:
+def _config(data: dict[str, Any], where: str, base: Path) -> JobConfig:
     solver = data.get("solver", {})
     if not isinstance(solver, dict):
         raise InputError(f"must be a table, got {solver!r}", path=where, where="solver")
@@ -203,7 +203,7 @@ def _config(data: dict[str, Any], where: str, base: Path) -> RunConfig:
     deterministic = solver.get("deterministic", True)
     if not isinstance(deterministic, bool):
         raise InputError(f"must be true or false, got {deterministic!r}", path=where, where="solver.deterministic")
-    return RunConfig(
+    return JobConfig(
         machine=machine,
         fragments=None if fragments is None else _int(fragments, where, "fragments", lo=1),
         local_pack=local_pack,
