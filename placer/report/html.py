@@ -11,9 +11,7 @@ import html
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from placer.fileio import atomic_output
+from placer.fileio import atomic_output, json_bytes
 from placer.report.figures import Figure
 from placer.units import format_size
 
@@ -158,7 +156,7 @@ SCRIPT = r"""
 
 def _json_script(obj: Any) -> str:
     # inside <script>, "</" would end the element early
-    return orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY).decode().replace("</", "<\\/")
+    return json_bytes(obj).decode().replace("</", "<\\/")
 
 
 def _plotly_js() -> str:
@@ -186,7 +184,7 @@ def render_page(title: str, header: list[str], figures: list[Figure], heatmap: d
                                 f'{html.escape(n)}</option>' for i, n in enumerate(plan_names))
                 controls += f'after <select id="plan-select">{popts}</select>'
             controls += "</div>"
-        marks = html.escape(orjson.dumps(fig.marks).decode())
+        marks = html.escape(json_bytes(fig.marks).decode())
         body.append(f'<section id="{key}"><h2>{html.escape(name)}</h2>{controls}'
                     f'<div class="placer-figure" id="fig-{key}" data-marks="{marks}"></div>'
                     f'<p class="note">{notes.get(key, "")}</p>{tables.get(key, "")}</section>')

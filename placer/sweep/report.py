@@ -11,6 +11,7 @@ import html
 from pathlib import Path
 from typing import Any
 
+from placer.fileio import json_bytes
 from placer.sweep.spec import SweepSpec
 
 _TABLE_COLUMNS = ("workload", "budget", "mode", "objective", "seed", "state", "fits", "table", "cycles", "relays",
@@ -38,7 +39,6 @@ def comparison_entries(rows: list[dict[str, Any]]) -> dict[tuple[str, str, int],
 
 def write_report(spec: SweepSpec, rows: list[dict[str, Any]], path: Path) -> int:
     """Write the page atomically; returns its size in bytes."""
-    import orjson
     from plotly.offline import get_plotlyjs
 
     from placer.report.figures import compare_figure
@@ -65,7 +65,7 @@ def write_report(spec: SweepSpec, rows: list[dict[str, Any]], path: Path) -> int
               "for (const [k, f] of Object.entries(d.figures)) "
               "Plotly.newPlot('fig-' + k, f.data, f.layout, {responsive: true, displaylogo: false});")
     # inside <script>, "</" would end the element early
-    data = orjson.dumps({"figures": figures}, option=orjson.OPT_SERIALIZE_NUMPY).decode().replace("</", "<\\/")
+    data = json_bytes({"figures": figures}).decode().replace("</", "<\\/")
     page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>placer sweep: {html.escape(Path(spec.path).name)}</title><style>{STYLE}</style>"
             f"<script>{get_plotlyjs()}</script></head><body><header><h1>placer sweep: "

@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from placer.errors import InputError
-from placer.fileio import atomic_write_bytes, atomic_write_text
+from placer.fileio import atomic_write_bytes, atomic_write_text, json_bytes
 from placer.sweep.jobs import PLAN_FILE, JobOutput
 from placer.sweep.spec import Job, JobConfig, SweepSpec, Workload
 
@@ -37,7 +37,7 @@ def job_dir(out: Path, job: Job) -> Path:
 
 
 def _dump(obj: Any) -> bytes:
-    return orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY) + b"\n"
+    return json_bytes(obj, indent=True) + b"\n"
 
 
 def record(out: Path, job: Job, workload: Workload, result: JobOutput) -> None:
