@@ -32,8 +32,9 @@ def params() -> Any:
                         "placer/params/default.toml).")
 
 
-def time_limit(what: str) -> Any:
-    return typer.Option(None, "--time-limit", help=f"{what} (default: the run configuration's).")
+def time_limit(what: str, stage: str) -> Any:
+    default = getattr(RunConfig.load(), stage).time_limit  # the help says what the bundled configuration holds
+    return typer.Option(None, "--time-limit", help=f"{what} (default {default:g}, from the run configuration).")
 
 
 def workers() -> Any:

@@ -31,7 +31,7 @@ def place(
                                              "(one line or JSON object per file)."),
     capacity: str | None = typer.Option(None, "--capacity", help="MiniMalloc capacity (default: from the file "
                                         "name, e.g. A.1048576.csv); bytes or KiB/MiB."),
-    time_limit: float | None = options.time_limit("Seconds for the exact engines (60)"),
+    time_limit: float | None = options.time_limit("Seconds for the exact engines", "placement"),
     workers: int | None = options.workers(),
     seed: int | None = options.seed(),
     params: Path | None = options.params(),

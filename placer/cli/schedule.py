@@ -22,7 +22,7 @@ def schedule(
     phase: int | None = typer.Option(None, "--phase", help="Only this phase id (default: every phase)."),
     mode: ScheduleMode = typer.Option(ScheduleMode.GREEDY, "--mode",
                                       help="greedy: the production B1024 rule; cpsat: improve it with CP-SAT."),
-    time_limit: float | None = options.time_limit("CP-SAT seconds per phase, cpsat mode (10)"),
+    time_limit: float | None = options.time_limit("CP-SAT seconds per phase, cpsat mode", "ordering"),
     workers: int | None = options.workers(),
     seed: int | None = options.seed("Random seed (CP-SAT and neighbourhood choice; default 0)."),
     params: Path | None = options.params(),

@@ -54,7 +54,7 @@ def solve(
                                        "capture (the plan's delta applied)."),
     objective: str = typer.Option(None, help="Lexicographic order, e.g. table,cycles (default "
                                              "cycles,table,scratch,relays)."),
-    time_limit: float = options.time_limit("Wall seconds for the whole command, loading included (30)"),
+    time_limit: float = options.time_limit("Wall seconds for the whole command, loading included", "selection"),
     workers: int = options.workers(),
     seed: int = options.seed(),
     params: Path = options.params(),
@@ -159,7 +159,7 @@ def compare(
     budget: str = options.budget("One budget or a comma-separated sweep, e.g. 64KiB,72KiB,80KiB,96KiB."),
     fragments: int = options.fragments(),
     objective: str = typer.Option(None, help="Lexicographic order (default cycles,table,scratch,relays)."),
-    time_limit: float = options.time_limit("Wall seconds for the whole sweep, loading included (30)"),
+    time_limit: float = options.time_limit("Wall seconds for the whole sweep, loading included", "selection"),
     workers: int = options.workers(),
     seed: int = options.seed(),
     params: Path = options.params(),
