@@ -112,15 +112,18 @@ def solve(solver: cp_model.CpSolver, call: Callable[[], Any]) -> Any:
             box["error"] = exc
 
     thread = threading.Thread(target=work, name="cp-sat", daemon=True)
-    thread.start()
     try:
+        # started inside the try: a signal right after start() must still stop and join the search (a CP-SAT
+        # thread left running when the interpreter exits aborts it: "terminate called without an active exception")
+        thread.start()
         while thread.is_alive():
             thread.join(0.05)  # signals are delivered between joins
             if _state["signum"] is not None:
                 solver.stop_search()  # repeated: a stop sent before the search had started is lost
     except BaseException:
         solver.stop_search()
-        thread.join()
+        if thread.ident is not None:  # it started
+            thread.join()
         raise
     finally:
         with _lock:
