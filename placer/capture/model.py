@@ -189,6 +189,14 @@ class Phase:
 _SET_IDS: weakref.WeakKeyDictionary[Phase, np.ndarray] = weakref.WeakKeyDictionary()
 
 
+def tile_order(tile: np.ndarray) -> np.ndarray:
+    """Indices that sort entries by tile, keeping listed order within a tile (a stable sort): on 16-bit keys numpy
+    sorts by radix, seven times faster than on 32-bit ones, and every machine here has fewer than 2^15 tiles."""
+    if tile.size and int(tile.min()) >= 0 and int(tile.max()) < 2**15:
+        return np.argsort(tile.astype(np.int16), kind="stable")
+    return np.argsort(tile, kind="stable")
+
+
 def _ptr(counts: np.ndarray) -> np.ndarray:
     ptr = np.zeros(len(counts) + 1, np.int64)
     np.cumsum(counts, out=ptr[1:])

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from placer.capture.model import PAIRED64, WORD_BYTES, Capture, Phase
+from placer.capture.model import PAIRED64, WORD_BYTES, Capture, Phase, tile_order
 from placer.cost.sharing import Sharing, share_tables
 from placer.errors import InputError
 from placer.machine import Machine
@@ -57,7 +57,7 @@ class PhaseCost:
 
 def receive_resets(dst_tile: np.ndarray, dst_addr: np.ndarray, dst_bytes: np.ndarray) -> np.ndarray:
     """For each receive entry (listed order), 1 if it starts a new pointer run on its tile, else 0."""
-    order = np.argsort(dst_tile, kind="stable")
+    order = tile_order(dst_tile)
     t = dst_tile[order]
     a = dst_addr[order]
     end = a + dst_bytes[order]

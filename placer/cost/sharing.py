@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from placer.capture.model import Phase, csr_gather
+from placer.capture.model import Phase, csr_gather, tile_order
 from placer.machine import Machine
 from placer.units import round_up
 
@@ -65,7 +65,7 @@ def varies_per_iteration(phase: Phase) -> bool:
 
 def _per_tile(tile: np.ndarray, value: np.ndarray, tiles: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Order-sensitive hash of each tile's entries (listed order), entry order by tile, and entry counts."""
-    order = np.argsort(tile, kind="stable")
+    order = tile_order(tile)
     t = tile[order]
     counts = np.bincount(t, minlength=tiles)[:tiles]
     first = np.zeros(tiles + 1, np.int64)
@@ -113,7 +113,7 @@ def _row_signatures(phase: Phase, resets: np.ndarray, tiles: int) -> RowSignatur
     reset_entries = r_order[resets[r_order] == 1]
     a_tile = np.concatenate([src[s_order], phase.dst_tile[reset_entries].astype(np.int64)])
     a_val = np.concatenate([phase.first_src_addr()[s_order], phase.dst_addr[reset_entries]])
-    order = np.argsort(a_tile, kind="stable")  # stable: sends (already by tile) keep listed order, then resets
+    order = tile_order(a_tile)  # stable: sends (already by tile) keep listed order, then resets
     ptr = np.zeros(tiles + 1, np.int64)
     np.cumsum(np.bincount(a_tile, minlength=tiles)[:tiles], out=ptr[1:])
     return RowSignatures(sig, ptr, a_val[order])

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from placer.capture.model import PAIRED64, Phase, csr_gather
+from placer.capture.model import PAIRED64, Phase, csr_gather, tile_order
 from placer.cost.model import tile_counters
 from placer.machine import Machine
 
@@ -49,7 +49,7 @@ class PhaseState:
         self.appended: list[Phase] = []
         # every tile's receive entries in listed order, as a CSR over tiles
         self._dst_transfer = phase.dst_transfer()
-        order = np.argsort(phase.dst_tile, kind="stable")
+        order = tile_order(phase.dst_tile)
         self._entries = order
         self._entry_ptr = np.searchsorted(phase.dst_tile[order], np.arange(tiles + 2))
         self._dst_bytes = phase.nbytes[self._dst_transfer]

@@ -465,7 +465,14 @@ def lower_bounds(problem: SelectionProblem) -> dict[str, int]:
 
 def model_slack(problem: SelectionProblem) -> dict[int, int]:
     """Per tile, the most the model can overstate its table: per group touching it a pointer reset at a seam and a
-    phase entry, per phase the rounding."""
+    phase entry, per phase the rounding (once per prepared problem: it does not depend on the budget)."""
+    cached = problem.shared.get("model_slack")
+    if cached is None:
+        cached = problem.shared["model_slack"] = _model_slack(problem)
+    return dict(cached)
+
+
+def _model_slack(problem: SelectionProblem) -> dict[int, int]:
     c = problem.machine.cost
     slack: dict[int, int] = {}
     for pd in problem.phases:
@@ -480,6 +487,14 @@ def model_slack(problem: SelectionProblem) -> dict[int, int]:
 
 
 def _best_tables(problem: SelectionProblem) -> np.ndarray:
+    """``_tile_floors``, once per prepared problem (it does not depend on the budget)."""
+    cached = problem.shared.get("best_tables")
+    if cached is None:
+        cached = problem.shared["best_tables"] = _tile_floors(problem)
+    return np.asarray(cached).copy()
+
+
+def _tile_floors(problem: SelectionProblem) -> np.ndarray:
     """Per tile, a lower bound on its program table under any plan: every group touching it at its most favourable
     option, nothing hosted, and every slack the model's deltas leave taken in the tile's favour -- a seam between
     two relayed groups saving a pointer reset, a local-pack replica losing its phase entry, and the rounding of the
