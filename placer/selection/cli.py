@@ -173,7 +173,7 @@ def solve(
         if mode == "greedy":
             report["production_rule"]["scheduled"] = accepted_horizons(cap, outcome, report["schedule"], mach)
     if output is not None:
-        write_json(output, outcome.plan.to_json(cap, report["summary"]))
+        write_json(output, outcome.plan.to_json(cap, report["summary"], rendered=True))
     if write_capture is not None:
         save_capture(outcome.plan.rewritten(cap), write_capture)
     deadline.mark("output", t)

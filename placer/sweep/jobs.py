@@ -80,7 +80,8 @@ def _solve_and_check(job: Any, capture: Capture, machine: Machine, config: RunCo
     outcome = select(capture, machine, job.budget, fragments, mode=job.mode, params=params,
                      order=job.objective or OBJECTIVES, local_pack=config.local_pack)
     report = outcome_json(capture, outcome)
-    plan = orjson.dumps(outcome.plan.to_json(capture, report["summary"]), option=orjson.OPT_SERIALIZE_NUMPY)
+    plan = orjson.dumps(outcome.plan.to_json(capture, report["summary"], rendered=True),
+                        option=orjson.OPT_SERIALIZE_NUMPY)
     # the validator reads the very bytes the driver will write, as `placer validate` would read the file
     name = f"{job.id}/{PLAN_FILE}"
     parsed = parse_plan(orjson.loads(plan), name)
