@@ -214,8 +214,12 @@ class Search {
     memos_.clear();
     for (size_t h = 0; h < heuristics.size(); ++h) memos_.emplace_back(memo_entries_ / heuristics.size());
     i64 limit = std::max(n_, 1);
-    while (true) {
+    const u64 base_seed = seed_;
+    for (u64 round = 0;; ++round) {
       limit *= 2;
+      // a random preorder (X) draws new ties every round: restarts then explore different early choices (their
+      // failed states are keyed by the seed too, since the canonical constraint refers to the preorder)
+      seed_ = base_seed + round * 0x9e3779b9ULL;
       for (size_t h = 0; h < heuristics.size(); ++h) {
         Status st = run(heuristics[h], &memos_[h], limit);
         if (st == ABORTED) continue;
@@ -297,6 +301,7 @@ class Search {
     stamp_.assign(S_, 0);
     hidx_ = 0;
     for (char c : h) hidx_ = hidx_ * 131 + u64(c);
+    if (h.find('X') != std::string::npos) hidx_ = mix64(hidx_ ^ seed_);
     std::vector<int> all(n_);
     for (int i = 0; i < n_; ++i) all[i] = i;
     return solve_partitions(all, 0, S_);

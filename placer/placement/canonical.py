@@ -53,10 +53,10 @@ def _numpy() -> None:
 # random; earlier letters dominate). MiniMalloc's three plus RZ/R/L: with the blocked-level rule those two sweep each
 # level right to left (left to right), which places the perfect packings with holes (pph) in about n nodes where
 # the size-first orders stall. The round robin gives each the same doubling node limit.
-HEURISTICS = ("TWA", "TAW", "RZ", "WAT", "L", "R")
+HEURISTICS = ("TWA", "TAW", "RZ", "LZ", "WAT", "R", "L")
 PORTFOLIO = {  # preorders per worker thread (the first definite answer wins)
-    2: (("TWA", "RZ", "WAT"), ("TAW", "R", "L")),
-    3: (("TWA", "WAT"), ("TAW", "L"), ("RZ", "R")),
+    2: (("TWA", "RZ", "WAT", "L"), ("TAW", "LZ", "R", "RX")),
+    3: (("TWA", "WAT", "L"), ("TAW", "LZ", "RX"), ("RZ", "R", "LX")),
 }
 
 # Tiles with regions and several free ranges: size first (Z) fills a fragmented tile's small ranges with its small
