@@ -233,6 +233,7 @@ class Search {
   std::vector<i64> sol_;
   i64 nodes_ = 0;
   std::atomic<i64> published_nodes_{0};  // nodes_, as the calling thread may read it
+  std::function<bool()>* tick_ = nullptr;  // set on the search the calling thread runs itself
   size_t memo_entries_ = kMemoMaxEntries;
   u64 seed_ = 0;
 
@@ -412,6 +413,7 @@ class Search {
   bool out_of_time() {
     published_nodes_.store(nodes_, std::memory_order_relaxed);
     if (stop_ != nullptr && stop_->load(std::memory_order_relaxed)) return true;
+    if (tick_ != nullptr && !(*tick_)()) return true;  // the calling thread's chores (see py_search)
     return Clock::now() > deadline_;
   }
 
@@ -908,8 +910,6 @@ PyObject* py_search(PyObject*, PyObject* args) {
   }
   std::atomic<bool> stop{false};
   std::mutex mu;
-  std::condition_variable cv;
-  size_t done = 0;
   int winner = -1;
   std::vector<Status> results(K, TIMEOUT);
   std::vector<std::string> answered(K);
@@ -917,7 +917,6 @@ PyObject* py_search(PyObject*, PyObject* args) {
   auto next_report = start + std::chrono::milliseconds(500);
   std::deque<Worker> threads;  // a deque: a Worker's address is its thread's argument
   bool failed = false;
-  PyThreadState* ts = PyEval_SaveThread();
   auto launch = [&](size_t k) {
     const double left =
         time_limit - std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -929,47 +928,45 @@ PyObject* py_search(PyObject*, PyObject* args) {
         winner = int(k);
         stop = true;
       }
-      ++done;
-      cv.notify_all();
     });
   };
-  // The other workers start only if the first has no answer after kStagger: most instances end sooner, and a
-  // second thread then only costs its start-up and a core the machine may need.
+  // The first share runs on this thread, holding the GIL as a single search always did: no thread start-up or
+  // wake-up latency on the many instances that end in milliseconds. Every 1024 nodes it checks for Ctrl-C,
+  // reports progress about twice a second, and, once it has run kStaggerMs without an answer, starts the other
+  // shares' threads (which never touch Python).
   const auto stagger = start + std::chrono::milliseconds(kStaggerMs);
-  launch(0);
-  while (true) {
-    {
-      std::unique_lock<std::mutex> lock(mu);
-      const auto until = threads.size() < K ? std::min(stagger, std::chrono::steady_clock::now() +
-                                                                   std::chrono::milliseconds(50))
-                                            : std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
-      cv.wait_until(lock, until, [&] { return done == threads.size() || winner >= 0; });
-      if (winner >= 0 || (done == threads.size() && threads.size() == K)) break;
-      if (done == threads.size() && threads.size() < K && results[0] != ABORTED) {
-        // the first worker ended without an answer (time limit): the others would too
-        if (std::chrono::steady_clock::now() >= start + std::chrono::duration<double>(time_limit)) break;
-      }
-    }
-    if (threads.size() < K && std::chrono::steady_clock::now() >= stagger)
-      for (size_t k = threads.size(); k < K; ++k) launch(k);
-    PyEval_RestoreThread(ts);
-    if (PyErr_CheckSignals() < 0) failed = true;  // Ctrl-C: the KeyboardInterrupt propagates to the caller
+  bool launched = K == 1;  // shares 1.. run on threads; share 0 on this one
+  std::function<bool()> tick = [&]() {
+    if (PyErr_CheckSignals() < 0) return !(failed = true);  // Ctrl-C: KeyboardInterrupt, after stopping all
     const auto now = std::chrono::steady_clock::now();
-    if (!failed && progress != Py_None && now >= next_report) {
+    if (!launched && now >= stagger) {
+      launched = true;
+      for (size_t k = 1; k < K; ++k) launch(k);
+    }
+    if (progress != Py_None && now >= next_report) {
       next_report = now + std::chrono::milliseconds(500);
       long long nodes = 0;
       for (const auto& sp : searches) nodes += sp->published_nodes_.load(std::memory_order_relaxed);
       const double elapsed = std::chrono::duration<double>(now - start).count();
       PyObject* r = PyObject_CallFunction(progress, "dL", elapsed, nodes);
-      if (r == nullptr) failed = true;  // the exception propagates to the caller
-      Py_XDECREF(r);
+      if (r == nullptr) return !(failed = true);  // the exception propagates to the caller
+      Py_DECREF(r);
     }
-    ts = PyEval_SaveThread();
-    if (failed) break;
+    return true;
+  };
+  searches[0]->tick_ = &tick;
+  const Status first = searches[0]->solve(shares[0], time_limit, &stop, &answered[0]);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    results[0] = first;
+    if ((first == FOUND || first == NOTFOUND) && winner < 0) winner = 0;
+    stop = true;  // an answer, the time limit, or Ctrl-C: the other shares stop too
   }
-  stop = true;
-  for (auto& t : threads) t.join();
-  PyEval_RestoreThread(ts);
+  if (!threads.empty()) {
+    PyThreadState* ts = PyEval_SaveThread();
+    for (auto& t : threads) t.join();
+    PyEval_RestoreThread(ts);
+  }
   if (failed) return nullptr;
   long long nodes = 0;
   for (const auto& sp : searches) nodes += sp->nodes_;
