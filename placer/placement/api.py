@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Literal
 
-from placer.placement.bounds import infeasibility_proof, peak_live_bytes
+from placer.placement.bounds import flat_overflow_proof, infeasibility_proof, peak_live_bytes
 from placer.placement.canonical import solve_flat, solve_general
 from placer.placement.checker import check_placement
 from placer.placement.edges import edge_search
@@ -122,7 +122,7 @@ def solve_placement(
     bound = _bound(problem) if flat else None
     if flat and bound is not None and bound > problem.ranges[0][1]:
         # live bytes over capacity: the sweep proves it faster than the mirror would fail (MiniMalloc's class)
-        proof = infeasibility_proof(problem)
+        proof = flat_overflow_proof(problem)
         if proof is not None:
             return PlacementResult(Status.INFEASIBLE, None, "bound", time.perf_counter() - t0, reason=proof,
                                    bound=bound, greedy="not run: live bytes exceed the capacity")

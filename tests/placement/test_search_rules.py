@@ -147,3 +147,12 @@ def test_checker_sweep_agrees_with_the_pairwise_loop(rows):
     problem = PlacementProblem(ranges=((0, 64),), requests=reqs, region_boundary=None, host_scratch=None)
     spans = [_span(problem, i, a) for i, (_f, _l, a, _s) in enumerate(rows)]
     assert _any_overlap(problem, spans) == bool(_overlaps(problem, spans))
+
+
+@SETTINGS
+@given(tight_flat())
+def test_flat_overflow_proof_is_the_general_proof(problem):
+    from placer.placement.bounds import flat_overflow_proof, infeasibility_proof
+
+    if problem.is_flat:
+        assert flat_overflow_proof(problem) == infeasibility_proof(problem)
