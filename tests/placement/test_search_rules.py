@@ -151,8 +151,11 @@ def test_checker_sweep_agrees_with_the_pairwise_loop(rows):
 
 @SETTINGS
 @given(tight_flat())
-def test_flat_overflow_proof_is_the_general_proof(problem):
-    from placer.placement.bounds import flat_overflow_proof, infeasibility_proof
+def test_flat_overflow_proof_is_sound_and_found_whenever_live_bytes_overflow(problem):
+    from placer.placement.bounds import flat_overflow_proof, peak_live_bytes
 
     if problem.is_flat:
-        assert flat_overflow_proof(problem) == infeasibility_proof(problem)
+        proof = flat_overflow_proof(problem)
+        assert (proof is not None) == (peak_live_bytes(problem) > problem.capacity)
+        if proof is not None:
+            assert not brute_force(problem)
