@@ -1,7 +1,10 @@
-"""Exact placement for flat problems: a canonical-order depth-first search in the style of MiniMalloc.
+"""Exact placement: a canonical-order depth-first search in the style of MiniMalloc.
 
-Applies to :attr:`PlacementProblem.is_flat` problems (one address interval for every request, no regions, conflicts
-or fixed allocations): the MiniMalloc instances, and tiles whose free memory is one hole.
+:func:`solve_flat` applies to :attr:`PlacementProblem.is_flat` problems (one address interval for every request, no
+regions, conflicts or fixed allocations): the MiniMalloc instances, and tiles whose free memory is one hole.
+:func:`solve_general` runs the compiled search on tiles with regions, several free ranges, live allocations and
+conflicts (legal start windows per request, element-rounded conflicts, per-section free memory; see
+``_canonical.cpp``), everything but region-1 sequences.
 
 The search (Moffitt, ASPLOS 2023) places buffers in non-decreasing (offset, preorder index) order, each at its
 lowest feasible offset, so only "canonical" solutions are enumerated; any solution can be compacted into one, so
@@ -18,8 +21,11 @@ exhausting the search is a proof of infeasibility. Pruning, all sound:
   again under an equal or stricter constraint. Different stacking orders of the same buffers reach the same
   skyline often in tight instances.
 
-Static preorders are tried round-robin with doubling node limits (MiniMalloc's "WAT", "TAW", "TWA"): T = largest
-section total, A = area, W = lifetime width, Z = size.
+Static preorders are tried round-robin with doubling node limits: T = largest section total, A = area, W = lifetime
+width, Z = size, L = earliest start, R = latest end, X = seeded random (see :data:`HEURISTICS`). The compiled search
+(``_canonical.cpp``, whose header lists every rule) adds blocked levels and forced placements, keys its failed-state
+table by incremental fingerprints, and runs portfolios of preorders on threads; this module's Python search is the
+fallback where the extension is not built, and a reference for the tests.
 """
 
 from __future__ import annotations
