@@ -24,22 +24,21 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from placer import interrupt
-from placer.capture import io as _capture_io
-from placer.capture import writer as _capture_writer
-from placer.capture.model import Capture
 from placer.clock import command_start
 from placer.errors import ExitCode, InputError
 from placer.fileio import read_json, write_json
-from placer.machine import Machine
-from placer.machine import load_machine as _load_machine
 from placer.modes import PlacementMode, ScheduleMode, SelectionMode
 from placer.solver import Deadline, RunConfig, SolveResult, SolverParams, Status
 from placer.units import parse_size
 
+# Every stage (and numpy with it) is imported by the function that needs it: ``placer place`` on a MiniMalloc-class
+# instance imports neither numpy nor ortools, and ``import placer`` stays cheap.
 if TYPE_CHECKING:
+    from placer.capture.model import Capture
+    from placer.machine import Machine
     from placer.ordering.schedule import PhaseSchedule
     from placer.placement import PlacementProblem, PlacementResult
     from placer.selection.greedy import Decision
@@ -50,8 +49,8 @@ if TYPE_CHECKING:
 OBJECTIVES = ("cycles", "table", "scratch", "relays")  # the selection's default lexicographic order
 WRITE_SECONDS_PER_TRANSFER = 6e-6  # writing a capture (numpy writer, gzip level 1), measured on SigLIP b2
 
-CaptureLike = Capture | str | Path
-MachineLike = Machine | str | Path | None
+CaptureLike: TypeAlias = "Capture | str | Path"  # a capture, or a capture file
+MachineLike: TypeAlias = "Machine | str | Path | None"  # a machine, its bundled name or its file (None: ipu21)
 
 
 # --- captures and machines --------------------------------------------------------------------------------------
@@ -75,7 +74,9 @@ def read_capture(path: str | Path) -> Capture:
     InputError
         The file is unreadable or malformed; the message names the file, the phase, the transfer and the field.
     """
-    return _capture_io.read_capture(path)
+    from placer.capture.io import read_capture as _read
+
+    return _read(path)
 
 
 def write_capture(capture: Capture, path: str | Path) -> None:
@@ -88,7 +89,9 @@ def write_capture(capture: Capture, path: str | Path) -> None:
     path
         Where to write it.
     """
-    _capture_writer.write_capture(capture, path)
+    from placer.capture.writer import write_capture as _write
+
+    _write(capture, path)
 
 
 def load_machine(spec: str | Path | None = None) -> Machine:
@@ -109,7 +112,9 @@ def load_machine(spec: str | Path | None = None) -> Machine:
     InputError
         No such machine, or a field is missing or out of range.
     """
-    return _load_machine(spec)
+    from placer.machine import load_machine as _load
+
+    return _load(spec)
 
 
 def generate(model: str | Path, *, batch: int = 2, layers: int | None = None, machine: MachineLike = None,
@@ -140,11 +145,16 @@ def generate(model: str | Path, *, batch: int = 2, layers: int | None = None, ma
 
 
 def _machine(machine: MachineLike) -> Machine:
-    return machine if isinstance(machine, Machine) else _load_machine(machine)
+    from placer.machine import Machine, load_machine
+
+    return machine if isinstance(machine, Machine) else load_machine(machine)
 
 
 def _capture(capture: CaptureLike) -> Capture:
-    return capture if isinstance(capture, Capture) else _capture_io.read_capture(capture)
+    from placer.capture.io import read_capture as _read
+    from placer.capture.model import Capture
+
+    return capture if isinstance(capture, Capture) else _read(capture)
 
 
 def _size(value: int | str, name: str) -> int:
@@ -220,7 +230,7 @@ def inspect(capture: CaptureLike, machine: MachineLike = None, *, budget: int | 
 
     table = _size(budget, "budget") if budget is not None else None
     cap = _capture(capture)
-    return InspectResult(inspect_summary(cap, _machine(machine) if not isinstance(machine, str) else machine, table))
+    return InspectResult(inspect_summary(cap, machine if isinstance(machine, str) else _machine(machine), table))
 
 
 # --- relay selection ----------------------------------------------------------------------------------------------
@@ -325,13 +335,15 @@ class SelectionResult:
         """The program with the plan's relays applied."""
         return self.plan.rewritten(self.capture)
 
-    def plan_json(self) -> dict[str, Any]:
-        """The plan file (docs/plan.md): the delta, the relays, the capture's and machine's digests."""
-        return self.plan.to_json(self.capture, self._summary())
+    def plan_json(self, *, rendered: bool = False) -> dict[str, Any]:
+        """The plan file (docs/plan.md): the delta, the relays, the capture's and machine's digests. ``rendered``
+        gives the transfer lists as pre-rendered JSON (the same bytes once serialised, faster to write); without
+        it they are lists, as an in-memory reader (the validator) wants them."""
+        return self.plan.to_json(self.capture, self._summary(), rendered=rendered)
 
     def write_plan(self, path: str | Path) -> None:
-        """Write :meth:`plan_json` to ``path`` (gzipped when the name ends in ``.gz``), atomically."""
-        write_json(path, self.plan_json())
+        """Write the plan file to ``path`` (gzipped when the name ends in ``.gz``), atomically."""
+        write_json(path, self.plan_json(rendered=True))
 
     def _summary(self) -> dict[str, Any]:
         if self.summary is None:
@@ -364,9 +376,12 @@ def _deadline(params: SolverParams, deadline: Deadline | None) -> Deadline:
 
 def _load_timed(capture: CaptureLike, deadline: Deadline) -> Capture:
     """The capture; reading it counts as "load" from the start of the clock (when nothing was marked yet)."""
+    from placer.capture.io import read_capture as _read
+    from placer.capture.model import Capture
+
     if isinstance(capture, Capture):
         return capture
-    cap = _capture_io.read_capture(capture)
+    cap = _read(capture)
     deadline.mark("load", deadline.start if not deadline.marks else time.perf_counter())
     return cap
 
@@ -634,7 +649,9 @@ def check_provenance(doc: Any, capture: Capture, capture_path: str | Path, machi
     notes = []
     rec = doc.get("capture") if isinstance(doc, dict) else None
     if isinstance(rec, dict) and "sha256" in rec:
-        digest = _capture_io.capture_digest(capture)
+        from placer.capture.io import capture_digest
+
+        digest = capture_digest(capture)
         if rec["sha256"] != digest:
             raise InputError(f"the plan was made for another capture (sha256 {str(rec['sha256'])[:16]}…, "
                              f"{rec.get('transfers', '?')} transfers); {capture_path} has sha256 {digest[:16]}… "
@@ -688,7 +705,7 @@ def validate(capture: CaptureLike, plan: str | Path | dict[str, Any] | Selection
     table = _size(budget, "budget") if budget is not None else mach.budget.table_bytes
     frag = fragments if fragments is not None else mach.budget.fragments
     cap = _capture(capture)
-    capture_name = str(capture) if not isinstance(capture, Capture) else "the capture"
+    capture_name = str(capture) if isinstance(capture, str | Path) else "the capture"
     if isinstance(plan, SelectionResult):
         doc, plan_name = plan.plan_json(), "<plan>"
     elif isinstance(plan, dict):
@@ -880,7 +897,7 @@ def schedule(capture: CaptureLike, machine: MachineLike = None, *, phases: Seque
     params = _params(params, "ordering")
     mach = _machine(machine)
     cap = _capture(capture)
-    name = str(capture) if not isinstance(capture, Capture) else "<capture>"
+    name = str(capture) if isinstance(capture, str | Path) else "<capture>"
     ids = list(phases) if phases is not None else cap.phase_ids()
     for pid in ids:
         if pid not in cap.phase_ids():

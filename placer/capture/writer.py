@@ -52,6 +52,13 @@ def _digits(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return dig, length
 
 
+def render_transfers(p: Phase) -> bytes:
+    """The JSON text of a phase's ``transfers`` list alone (``[...]``), as ``phase_to_json`` would give it."""
+    text = render_phase(Phase(p.phase, p.source, p.words, p.width, p.src_ptr, p.src_addr, p.dst_ptr, p.dst_tile,
+                              p.dst_addr, {}))
+    return text[text.index(b'"transfers":') + len(b'"transfers":'): -1]
+
+
 def render_phase(p: Phase) -> bytes:
     """The JSON text of one phase (``{"phase": id, "transfers": [...]}`` plus any extra keys)."""
     n = p.n

@@ -68,8 +68,13 @@ def place(
             typer.echo(f"peak address: {result.objective:#x} ({result.objective:,}); verified by the checker")
         if result.reason:
             typer.echo(f"reason: {result.reason}")
-        if result.greedy:
-            typer.echo(f"production allocator: {result.greedy}")
+        greedy = result.greedy
+        if greedy is None and mode == PlacementMode.EXACT and problem.n:  # large flat problems skip the mirror
+            from placer.placement.greedy import greedy_place
+
+            greedy = greedy_place(problem).describe()
+        if greedy:
+            typer.echo(f"production allocator: {greedy}")
         if output is not None and result.placed:
             typer.echo(f"wrote {output}")
         elif output is not None:

@@ -97,7 +97,7 @@ def solve(
         _interrupted(stopped, result.capture, mach, result.outcome, output)
     t = time.perf_counter()
     if output is not None:
-        write_json(output, result.plan_json())
+        result.write_plan(output)
     if write_capture is not None:
         save_capture(result.rewritten(), write_capture)
     deadline.mark("output", t)

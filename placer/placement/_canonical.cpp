@@ -1,83 +1,230 @@
-// The canonical search of placer.placement.canonical, compiled (see canonical.py for the algorithm and why each
-// pruning rule is sound). The Python module builds the sections; this file only searches.
+// The canonical search of placer.placement.canonical, compiled. canonical.py builds the sections (and, for tiles
+// with regions, the legal start windows, conflicts and per-section free memory); this file only searches.
 //
-//   search(sizes, slo, shi, aligns, capacity, sections, heuristics, time_limit, progress)
+//   search(sizes, lifetimes, slo, shi, aligns, capacity, sections, heuristics, time_limit, progress[, general])
 //     -> (status, offsets | None, nodes, heuristic)
 //
 // status: 0 placed, 1 infeasible (the search was exhausted: a proof), 2 unknown (time limit or progress raised).
-// Offsets are relative to the interval's base. Everything is deterministic: same input, same nodes, same answer.
+// Offsets are relative to the interval's base (flat problems) or absolute (``general``). Everything is
+// deterministic: same input, same nodes, same answer.
+//
+// The algorithm is MiniMalloc's (Moffitt, ASPLOS 2023): buffers are placed in non-decreasing (offset, preorder
+// index) order, each at the lowest legal offset the placed buffers leave it ("minoff"); any placement can be
+// compacted into such a canonical one, so exhausting the search proves infeasibility. Pruning rules, all sound:
+//
+//  * section inference: the unplaced buffers of every section must fit in the section's free memory above the
+//    lowest minoff among them ("unallocated floor") and above the current offset ("monotonic floor");
+//  * dominance: never place at or above the lowest top an unplaced buffer could reach (it would fit underneath);
+//  * hatless pruning: a buffer that shares no section (or conflict) with an unplaced buffer ends the branching;
+//  * dynamic decomposition: where no unplaced buffer spans a section boundary, the two sides are independent;
+//  * offset cut-off (ours): no offset above the lowest "room" of a section with unplaced buffers;
+//  * blocked levels (ours): after a placement at (o, p), a buffer whose (minoff, preorder index) is below (o, p)
+//    can never be placed at its minoff: every later placement is at offset >= o and ends above o, so it must wait
+//    for one to raise it above o. A section whose low buffers are all blocked therefore has its floor above o;
+//    with zero slack that kills the branch at once, where MiniMalloc first enumerates every subset of the other
+//    buffers at level o;
+//  * a failed-state table (ours): the subtree below a node depends only on (part, unplaced buffers, their
+//    minoffs), so a failed state is not searched again under an equal or stricter canonical constraint. States are
+//    keyed by two independent 64-bit fingerprints maintained incrementally (a false match needs both to collide:
+//    about 2^-100 per lookup at the table's size), so a lookup costs O(1) instead of hashing the whole state.
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <functional>
+#include <pthread.h>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <limits>
-#include <map>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 namespace {
 
 using i64 = int64_t;
+using u64 = uint64_t;
 constexpr i64 kInf = std::numeric_limits<i64>::max() / 4;
-// A failed-state table larger than this is dropped and rebuilt: it only saves work, it never decides an answer.
-constexpr size_t kMemoBytes = size_t(384) << 20;
+// The failed-state table never grows beyond this many entries (32 bytes each): it only saves work, so once full
+// it is emptied and refilled.
+constexpr size_t kMemoMaxEntries = size_t(1) << 23;
+constexpr int kStaggerMs = 5;  // a portfolio's second worker starts after this (see py_search)
 
 enum Status { FOUND, NOTFOUND, ABORTED, TIMEOUT };
 
-struct Proof {
-  i64 min_offset;
-  i64 min_pidx;
+inline u64 mix64(u64 x) {  // splitmix64's finaliser: a bijection with good avalanche
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+inline i64 round_up(i64 v, i64 a) { return (v + a - 1) / a * a; }
+
+// Open-addressing table of failed states: key (k1, k2) -> the weakest canonical constraint (offset, preorder
+// index) under which the state was proved to fail.
+class Memo {
+ public:
+  struct Entry {
+    u64 k1 = 0, k2 = 0;  // k1 == 0 marks an empty slot (keys are forced odd)
+    i64 offset = 0, pidx = 0;
+  };
+
+  explicit Memo(size_t max_entries) : max_(std::max(max_entries, size_t(1) << 14)) {
+    table_.resize(size_t(1) << 14);
+  }
+
+  const Entry* find(u64 k1, u64 k2) const {
+    const size_t mask = table_.size() - 1;
+    for (size_t i = k2 & mask;; i = (i + 1) & mask) {
+      const Entry& e = table_[i];
+      if (e.k1 == 0) return nullptr;
+      if (e.k1 == k1 && e.k2 == k2) return &e;
+    }
+  }
+
+  void remember(u64 k1, u64 k2, i64 offset, i64 pidx) {
+    if ((used_ + 1) * 10 > table_.size() * 7) {
+      if (table_.size() * 2 > max_) {
+        std::fill(table_.begin(), table_.end(), Entry{});
+        used_ = 0;
+      } else {
+        grow();
+      }
+    }
+    const size_t mask = table_.size() - 1;
+    for (size_t i = k2 & mask;; i = (i + 1) & mask) {
+      Entry& e = table_[i];
+      if (e.k1 == 0) {
+        e = Entry{k1, k2, offset, pidx};
+        ++used_;
+        return;
+      }
+      if (e.k1 == k1 && e.k2 == k2) {
+        if (std::make_pair(offset, pidx) < std::make_pair(e.offset, e.pidx)) {
+          e.offset = offset;
+          e.pidx = pidx;
+        }
+        return;
+      }
+    }
+  }
+
+ private:
+  void grow() {
+    std::vector<Entry> old(table_.size() * 2);
+    old.swap(table_);
+    used_ = 0;
+    const size_t mask = table_.size() - 1;
+    for (const Entry& e : old) {
+      if (e.k1 == 0) continue;
+      size_t i = e.k2 & mask;
+      while (table_[i].k1 != 0) i = (i + 1) & mask;
+      table_[i] = e;
+      ++used_;
+    }
+  }
+
+  std::vector<Entry> table_;
+  size_t used_ = 0;
+  size_t max_;
+};
+
+// The optional data of tiles with regions, several free ranges or fixed allocations (absolute addresses).
+struct General {
+  std::vector<std::vector<std::pair<i64, i64>>> windows;  // per buffer: legal start intervals [first, last]
+  std::vector<std::vector<int>> conflicts;                // per buffer: buffers that may not share an element
+  i64 boundary = kInf, element0 = 1, element1 = 1;        // element geometry for the conflict rule
+  std::vector<std::vector<std::pair<i64, i64>>> profiles; // per section: free [start, end) address intervals
+  bool enabled = false;
 };
 
 class Search {
  public:
   Search(std::vector<i64> size, std::vector<int> slo, std::vector<int> shi, std::vector<i64> align, i64 capacity,
-         int sections)
+         int sections, std::vector<i64> lifetimes, General general)
       : n_(int(size.size())), S_(sections), cap_(capacity), size_(std::move(size)), slo_(std::move(slo)),
-        shi_(std::move(shi)), align_(std::move(align)) {
-    members_.resize(S_);
+        shi_(std::move(shi)), align_(std::move(align)), lifetimes_(std::move(lifetimes)), g_(std::move(general)) {
+    // sections -> members, with one minoff slot per (section, member) so that a section's lowest minoff is a
+    // scan over contiguous memory
+    std::vector<int> count(S_, 0);
+    for (int i = 0; i < n_; ++i)
+      for (int s = slo_[i]; s < shi_[i]; ++s) ++count[s];
+    sec_off_.assign(S_ + 1, 0);
+    for (int s = 0; s < S_; ++s) sec_off_[s + 1] = sec_off_[s] + count[s];
+    sec_mem_.assign(sec_off_[S_], 0);
+    bslot_off_.assign(n_ + 1, 0);
+    for (int i = 0; i < n_; ++i) bslot_off_[i + 1] = bslot_off_[i] + (shi_[i] - slo_[i]);
+    bslot_.assign(bslot_off_[n_], 0);
+    std::vector<int> fill(sec_off_.begin(), sec_off_.end() - 1);
+    for (int i = 0; i < n_; ++i)
+      for (int s = slo_[i]; s < shi_[i]; ++s) {
+        bslot_[bslot_off_[i] + (s - slo_[i])] = fill[s];
+        sec_mem_[fill[s]++] = i;
+      }
+    sec_amax_.assign(S_, 1);
+    for (int s = 0; s < S_; ++s)
+      for (int k = sec_off_[s]; k < sec_off_[s + 1]; ++k) sec_amax_[s] = std::max(sec_amax_[s], align_[sec_mem_[k]]);
     total0_.assign(S_, 0);
     cuts0_.assign(S_ > 0 ? S_ - 1 : 0, 0);
     for (int i = 0; i < n_; ++i) {
-      for (int s = slo_[i]; s < shi_[i]; ++s) {
-        members_[s].push_back(i);
-        total0_[s] += size_[i];
-      }
+      for (int s = slo_[i]; s < shi_[i]; ++s) total0_[s] += size_[i];
       for (int s = slo_[i]; s + 1 < shi_[i]; ++s) ++cuts0_[s];
     }
+    // time overlaps (sorted by start so that the loop is cache friendly), plus conflict partners flagged
     overlaps_.resize(n_);
+    std::vector<int> by_start(n_);
+    for (int i = 0; i < n_; ++i) by_start[i] = i;
+    std::sort(by_start.begin(), by_start.end(), [&](int a, int b) { return slo_[a] < slo_[b]; });
     for (int i = 0; i < n_; ++i)
-      for (int j = 0; j < n_; ++j)
-        if (i != j && slo_[i] < shi_[j] && slo_[j] < shi_[i]) overlaps_[i].push_back(j);
-    words_ = (n_ + 63) / 64;
-    stamp_.assign(S_, 0);
+      for (int j : by_start)
+        if (j != i && slo_[i] < shi_[j] && slo_[j] < shi_[i]) overlaps_[i].push_back({j, false});
+    has_conflicts_ = false;
+    if (g_.enabled) {
+      for (int i = 0; i < n_; ++i)
+        for (int j : g_.conflicts[i]) {
+          has_conflicts_ = true;
+          bool found = false;
+          for (auto& e : overlaps_[i])
+            if (e.j == j) e.conflict = found = true;
+          if (!found) overlaps_[i].push_back({j, true});
+        }
+    }
+    zob1_.resize(n_);
+    zob2_.resize(n_);
+    for (int i = 0; i < n_; ++i) {
+      zob1_[i] = mix64(u64(i) * 2 + 1);
+      zob2_[i] = mix64(u64(i) * 2 + 0x5851f42d4c957f2dULL);
+    }
   }
 
   // Round robin over the preorders with doubling node limits (MiniMalloc's driver); the failed-state table of a
   // preorder survives its restarts, since a proved failure does not depend on the node limit.
-  Status solve(const std::vector<std::string>& heuristics, double time_limit, PyObject* progress,
+  Status solve(const std::vector<std::string>& heuristics, double time_limit, std::atomic<bool>* stop,
                std::string* answered) {
     start_ = Clock::now();
     deadline_ = start_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(time_limit));
-    next_report_ = start_ + std::chrono::milliseconds(500);
-    progress_ = progress;
+    stop_ = stop;
+    memos_.clear();
+    for (size_t h = 0; h < heuristics.size(); ++h) memos_.emplace_back(memo_entries_ / heuristics.size());
     i64 limit = std::max(n_, 1);
-    while (true) {
+    const u64 base_seed = seed_;
+    for (u64 round = 0;; ++round) {
       limit *= 2;
-      for (const std::string& h : heuristics) {
-        reset(h);
-        budget_ = limit;
-        std::vector<int> all(n_);
-        for (int i = 0; i < n_; ++i) all[i] = i;
-        Status st = solve_partitions(all, 0, S_);
+      // a random preorder (X) draws new ties every round: restarts then explore different early choices (their
+      // failed states are keyed by the seed too, since the canonical constraint refers to the preorder)
+      seed_ = base_seed + round * 0x9e3779b9ULL;
+      for (size_t h = 0; h < heuristics.size(); ++h) {
+        Status st = run(heuristics[h], &memos_[h], limit);
         if (st == ABORTED) continue;
-        *answered = h;
+        *answered = heuristics[h];
         return st;
       }
     }
@@ -85,25 +232,92 @@ class Search {
 
   std::vector<i64> sol_;
   i64 nodes_ = 0;
+  std::atomic<i64> published_nodes_{0};  // nodes_, as the calling thread may read it
+  std::function<bool()>* tick_ = nullptr;  // set on the search the calling thread runs itself
+  size_t memo_entries_ = kMemoMaxEntries;
+  u64 seed_ = 0;
 
  private:
   using Clock = std::chrono::steady_clock;
 
-  void reset(const std::string& h) {
+  struct Edge {
+    int j;
+    bool conflict;  // j may not share a memory element with this buffer (else: j is live at the same time)
+  };
+
+  // The lowest legal start at or above m.
+  i64 next_legal(int i, i64 m) const {
+    if (!g_.enabled) return round_up(m, align_[i]);
+    for (const auto& [first, last] : g_.windows[i]) {
+      if (m > last) continue;
+      const i64 p = m <= first ? first : round_up(m, align_[i]);
+      if (p <= last) return p;
+    }
+    return kInf;
+  }
+
+  // The end of the last memory element [o, top) touches (conflicting buffers must start at or above it).
+  i64 element_end(i64 o, i64 top) const {
+    const i64 e = o >= g_.boundary ? g_.element1 : g_.element0;
+    return round_up(top, e);
+  }
+
+  // The highest floor at which a section's unplaced buffers (``total`` bytes) still fit in its free memory.
+  i64 room(int s, i64 total) const {
+    if (!g_.enabled) return cap_ - total;
+    const auto& free = g_.profiles[s];
+    if (free.empty()) return total == 0 ? kInf : -kInf;
+    if (total == 0) return free.back().second;
+    i64 acc = 0;
+    for (auto it = free.rbegin(); it != free.rend(); ++it) {
+      const i64 len = it->second - it->first;
+      if (acc + len >= total) return it->second - (total - acc);
+      acc += len;
+    }
+    return -kInf;
+  }
+
+  Status run(const std::string& h, Memo* memo, i64 limit) {
     heuristic_ = h;
+    memo_ = memo;
+    budget_ = limit;
     total_ = total0_;
-    top_.assign(S_, 0);
-    floor_.assign(S_, 0);
+    R_.resize(S_);
+    for (int s = 0; s < S_; ++s) R_[s] = room(s, total_[s]);
     minoff_.assign(n_, 0);
     off_.assign(n_, -1);
     sol_.assign(n_, -1);
     cuts_ = cuts0_;
-    memo_ = &memos_[h];
+    pidx_.assign(n_, 0);
+    trail_.clear();
+    slot_.assign(sec_mem_.size(), 0);
+    for (int i = 0; i < n_; ++i) {
+      minoff_[i] = next_legal(i, 0);
+      if (minoff_[i] >= kInf) return NOTFOUND;
+      for (int k = bslot_off_[i]; k < bslot_off_[i + 1]; ++k) slot_[bslot_[k]] = minoff_[i];
+    }
+    L_.assign(S_, kInf);
+    for (int s = 0; s < S_; ++s) L_[s] = section_min(s);
+    for (int s = 0; s < S_; ++s)
+      if (L_[s] < kInf && L_[s] > R_[s]) return NOTFOUND;
+    stamp_.assign(S_, 0);
+    hidx_ = 0;
+    for (char c : h) hidx_ = hidx_ * 131 + u64(c);
+    if (h.find('X') != std::string::npos) hidx_ = mix64(hidx_ ^ seed_);
+    std::vector<int> all(n_);
+    for (int i = 0; i < n_; ++i) all[i] = i;
+    return solve_partitions(all, 0, S_);
+  }
+
+  i64 section_min(int s) const {
+    i64 m = kInf;
+    for (int k = sec_off_[s]; k < sec_off_[s + 1]; ++k) m = std::min(m, slot_[k]);
+    return m;
   }
 
   std::vector<int> preorder(const std::vector<int>& part) const {
     struct Key {
-      std::vector<i64> values;
+      i64 v[4];
       int index;
     };
     std::vector<Key> keys;
@@ -111,22 +325,29 @@ class Search {
     for (int i : part) {
       i64 t = 0;
       for (int s = slo_[i]; s < shi_[i]; ++s) t = std::max(t, total_[s]);
-      Key k{{}, i};
-      for (char c : heuristic_) {
-        const i64 width = shi_[i] > slo_[i] ? i64(shi_[i] - slo_[i]) : 0;
-        switch (c) {
-          case 'T': k.values.push_back(t); break;
-          case 'A': k.values.push_back(size_[i] * lifetime(i)); break;
-          case 'W': k.values.push_back(lifetime(i)); break;
-          case 'Z': k.values.push_back(size_[i]); break;
-          case 'C': k.values.push_back(width); break;
-          default: break;
+      Key k{{0, 0, 0, 0}, i};
+      int c = 0;
+      for (char ch : heuristic_) {
+        if (c == 4) break;
+        i64 v = 0;
+        switch (ch) {
+          case 'T': v = t; break;
+          case 'A': v = size_[i] * lifetimes_[i]; break;
+          case 'W': v = lifetimes_[i]; break;
+          case 'Z': v = size_[i]; break;
+          case 'C': v = shi_[i] - slo_[i]; break;
+          case 'L': v = -slo_[i]; break;  // earliest start first: a left-to-right sweep along each level
+          case 'R': v = shi_[i]; break;   // latest end first: right to left
+          case 'X': v = i64(mix64(seed_ * 0x2545f4914f6cdd1dULL + u64(i)) >> 2); break;  // seeded random
+          default: continue;
         }
+        k.v[c++] = v;
       }
-      keys.push_back(std::move(k));
+      keys.push_back(k);
     }
     std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
-      if (a.values != b.values) return a.values > b.values;  // larger first
+      for (int c = 0; c < 4; ++c)
+        if (a.v[c] != b.v[c]) return a.v[c] > b.v[c];  // larger first
       return a.index < b.index;
     });
     std::vector<int> out;
@@ -135,197 +356,335 @@ class Search {
     return out;
   }
 
- public:
-  std::vector<i64> lifetimes_;  // in time units, for the A and W preorders (section counts would distort them)
-
- private:
-  i64 lifetime(int i) const { return lifetimes_[i]; }
+  // Context of the part being searched (parts nest through dynamic decomposition).
+  struct Part {
+    const std::vector<int>* buffers;
+    const std::vector<int>* pre;
+    int plo, phi;
+    u64 base1, base2;  // fingerprint of (heuristic, section range, part)
+  };
 
   // Solve ``part`` over sections [plo, phi), splitting first wherever no unplaced buffer crosses a cut.
   Status solve_partitions(const std::vector<int>& part, int plo, int phi) {
     std::vector<int> cutpoints{plo};
-    for (int s = plo; s < phi - 1; ++s)
-      if (cuts_[s] == 0) cutpoints.push_back(s + 1);
+    if (!has_conflicts_)  // conflicts couple buffers whatever their lifetimes: no split is independent then
+      for (int s = plo; s < phi - 1; ++s)
+        if (cuts_[s] == 0) cutpoints.push_back(s + 1);
     cutpoints.push_back(phi);
-    for (size_t c = 1; c < cutpoints.size(); ++c) {
+    const Part saved = part_;
+    const u64 sh1 = h1_, sh2 = h2_;
+    Status result = FOUND;
+    for (size_t c = 1; c < cutpoints.size() && result == FOUND; ++c) {
       const int lo = cutpoints[c - 1], hi = cutpoints[c];
       std::vector<int> sub;
       for (int i : part)
         if (off_[i] < 0 && slo_[i] < hi && lo < shi_[i]) sub.push_back(i);
       if (sub.empty()) continue;
-      Status st = search(sub, lo, hi, preorder(sub), 0, 0);
-      if (st != FOUND) return st;
+      const std::vector<int> pre = preorder(sub);
+      for (size_t k = 0; k < pre.size(); ++k) pidx_[pre[k]] = int(k);
+      u64 b1 = mix64(hidx_ ^ (u64(lo) << 32) ^ u64(hi)), b2 = mix64(b1 ^ 0x632be59bd9b4e019ULL);
+      h1_ = h2_ = 0;
+      for (int i : sub) {
+        b1 ^= zob1_[i];
+        b2 ^= mix64(zob2_[i]);
+        h1_ ^= term1(i, minoff_[i]);
+        h2_ ^= term2(i, minoff_[i]);
+      }
+      part_ = Part{&sub, &pre, lo, hi, b1, b2};
+      std::vector<std::pair<i64, int>> order;
+      order.reserve(pre.size());
+      for (size_t k = 0; k < pre.size(); ++k) order.emplace_back(minoff_[pre[k]], int(k));
+      std::sort(order.begin(), order.end());
+      result = search(order, 0, 0);
     }
-    return FOUND;
+    part_ = saved;
+    h1_ = sh1;
+    h2_ = sh2;
+    if (saved.pre != nullptr)
+      for (size_t k = 0; k < saved.pre->size(); ++k) pidx_[(*saved.pre)[k]] = int(k);
+    return result;
   }
 
-  // The subtree below a node depends only on (sections, part, unplaced buffers, their minimum offsets): every
-  // rule below reads the placed buffers only through the minimum offsets of the unplaced ones (a section's floor
-  // is the lowest minimum offset of its unplaced buffers, each of which is at least the section's highest placed
-  // top), and the part fixes the preorder that the canonical constraint refers to. Skylines that differ only
-  // where no unplaced buffer lives, or below an unplaced buffer's minimum offset, share one entry.
-  void state_key(const std::vector<int>& part, int plo, int phi, std::string* key) {
-    key->clear();
-    auto put = [key](const void* data, size_t bytes) { key->append(static_cast<const char*>(data), bytes); };
-    put(&plo, sizeof(int));
-    put(&phi, sizeof(int));
-    bits_.assign(2 * words_, 0);
-    for (int i : part) {
-      bits_[i >> 6] |= uint64_t(1) << (i & 63);
-      if (off_[i] < 0) bits_[words_ + (i >> 6)] |= uint64_t(1) << (i & 63);
-    }
-    put(bits_.data(), sizeof(uint64_t) * bits_.size());
-    for (int i : part)
-      if (off_[i] < 0) put(&minoff_[i], sizeof(i64));
-  }
+  u64 term1(int i, i64 m) const { return mix64(zob1_[i] ^ u64(m)); }
+  u64 term2(int i, i64 m) const { return mix64(zob2_[i] + u64(m) * 0x9e3779b97f4a7c15ULL); }
 
+  // Called every 1024 nodes, from a worker thread: no Python here (the calling thread reports progress and
+  // handles Ctrl-C, and raises the stop flag).
   bool out_of_time() {
-    const auto now = Clock::now();
-    if (now > deadline_) return true;
-    if (PyErr_CheckSignals() < 0) return true;  // Ctrl-C: the KeyboardInterrupt propagates to the caller
-    if (progress_ != nullptr && now >= next_report_) {
-      next_report_ = now + std::chrono::milliseconds(500);
-      const double elapsed = std::chrono::duration<double>(now - start_).count();
-      PyObject* r = PyObject_CallFunction(progress_, "dL", elapsed, (long long)nodes_);
-      if (r == nullptr) return true;  // the exception propagates to the caller
-      Py_DECREF(r);
+    published_nodes_.store(nodes_, std::memory_order_relaxed);
+    if (stop_ != nullptr && stop_->load(std::memory_order_relaxed)) return true;
+    if (tick_ != nullptr && !(*tick_)()) return true;  // the calling thread's chores (see py_search)
+    return Clock::now() > deadline_;
+  }
+
+  // Undo records: what a placement changed, restored in reverse order.
+  enum Kind : int { kMinoff, kLow, kRoom, kPlaced, kCut };
+  struct Change {
+    Kind kind;
+    int index;
+    i64 old;
+  };
+
+  void undo_to(size_t mark) {
+    while (trail_.size() > mark) {
+      const Change c = trail_.back();
+      trail_.pop_back();
+      switch (c.kind) {
+        case kMinoff:
+          h1_ ^= term1(c.index, minoff_[c.index]) ^ term1(c.index, c.old);
+          h2_ ^= term2(c.index, minoff_[c.index]) ^ term2(c.index, c.old);
+          minoff_[c.index] = c.old;
+          for (int k = bslot_off_[c.index]; k < bslot_off_[c.index + 1]; ++k) slot_[bslot_[k]] = c.old;
+          break;
+        case kLow: L_[c.index] = c.old; break;
+        case kRoom: R_[c.index] = c.old; break;
+        case kPlaced: {  // c.index was placed: back to unplaced, at its (already restored) minoff
+          const int b = c.index;
+          for (int t = slo_[b]; t < shi_[b]; ++t) total_[t] += size_[b];
+          for (int k = bslot_off_[b]; k < bslot_off_[b + 1]; ++k) slot_[bslot_[k]] = minoff_[b];
+          h1_ ^= term1(b, minoff_[b]);
+          h2_ ^= term2(b, minoff_[b]);
+          off_[b] = -1;
+          break;
+        }
+        case kCut:
+          for (int t = slo_[c.index]; t + 1 < shi_[c.index]; ++t) ++cuts_[t];
+          break;
+      }
     }
-    return false;
+  }
+
+  // Place b at o and propagate; false when a section's unplaced buffers no longer fit (the caller undoes either
+  // way). *hatless: b shares no section or conflict with an unplaced buffer.
+  bool place(int b, i64 o, bool* hatless) {
+    const i64 height = o + size_[b];
+    trail_.push_back({kPlaced, b, 0});
+    off_[b] = o;
+    h1_ ^= term1(b, minoff_[b]);
+    h2_ ^= term2(b, minoff_[b]);
+    for (int k = bslot_off_[b]; k < bslot_off_[b + 1]; ++k) slot_[bslot_[k]] = kInf;
+    for (int s = slo_[b]; s < shi_[b]; ++s) {
+      total_[s] -= size_[b];
+      trail_.push_back({kRoom, s, R_[s]});
+      R_[s] = room(s, total_[s]);
+    }
+    *hatless = true;
+    ++epoch_;
+    affected_.clear();
+    const i64 conflict_floor = has_conflicts_ ? element_end(o, height) : height;
+    for (const Edge& e : overlaps_[b]) {
+      const int j = e.j;
+      if (off_[j] >= 0) continue;
+      *hatless = false;
+      const i64 raised = e.conflict ? conflict_floor : height;
+      if (minoff_[j] >= raised) continue;
+      const i64 m = next_legal(j, raised);
+      if (m >= kInf) return false;  // j has no legal start left
+      trail_.push_back({kMinoff, j, minoff_[j]});
+      h1_ ^= term1(j, minoff_[j]) ^ term1(j, m);
+      h2_ ^= term2(j, minoff_[j]) ^ term2(j, m);
+      minoff_[j] = m;
+      for (int k = bslot_off_[j]; k < bslot_off_[j + 1]; ++k) slot_[bslot_[k]] = m;
+      for (int s = slo_[j]; s < shi_[j]; ++s)
+        if (stamp_[s] != epoch_) {
+          stamp_[s] = epoch_;
+          affected_.push_back(s);
+        }
+    }
+    // the unplaced buffers of each changed section must still stack in its free memory
+    for (int s = slo_[b]; s < shi_[b]; ++s) {
+      if (stamp_[s] == epoch_) continue;  // done below
+      if (!stacks(s)) return false;
+    }
+    for (int s : affected_)
+      if (!stacks(s)) return false;
+    return true;
+  }
+
+  // Section inference: the lowest minoff of a section's unplaced buffers must leave room for all of them
+  // (MiniMalloc's unallocated floor). Also refreshes the section's lowest minoff. (Checking every threshold -- the
+  // buffers whose minoffs are at least h must fit above h -- is sound too, but on the challenge and perfect-packing
+  // sets it removed under 1 % of the nodes for three to five times the time per node.)
+  bool stacks(int s) {
+    const i64 m = section_min(s);
+    if (m != L_[s]) {
+      trail_.push_back({kLow, s, L_[s]});
+      L_[s] = m;
+    }
+    return m == kInf || m <= R_[s];
+  }
+
+  // Blocked levels (see the header): after a placement at (o, p), every section with an unplaced buffer at level
+  // <= o needs one that can still start low enough: at o and not earlier in the preorder than p, or above o.
+  bool blocked_levels_fit(i64 o, i64 p) const {
+    for (int s = part_.plo; s < part_.phi; ++s) {
+      if (L_[s] > o) continue;  // every unplaced buffer of s is above o: unaffected
+      if (R_[s] >= o + sec_amax_[s]) continue;  // room for any buffer at the next aligned offset above o
+      bool fits = false;
+      for (int k = sec_off_[s]; k < sec_off_[s + 1] && !fits; ++k) {
+        const int j = sec_mem_[k];
+        if (off_[j] >= 0) continue;
+        const i64 m = minoff_[j];
+        if (m > o) fits = m <= R_[s];
+        else if (m == o && pidx_[j] >= p) fits = true;
+        else fits = next_legal(j, o + 1) <= R_[s];
+      }
+      if (!fits) return false;
+    }
+    return true;
   }
 
   // Per-depth scratch space, so that a node allocates nothing once the search has warmed up.
   struct Frame {
-    std::vector<std::pair<i64, i64>> order;  // (minimum offset, preorder index) of the unplaced buffers
-    std::vector<std::pair<int, i64>> saved_min, saved_floor;
-    std::vector<int> affected;
-    std::vector<i64> old_top;
-    std::string key;
+    std::vector<std::pair<i64, int>> order;  // (minoff, preorder index) of the unplaced buffers, sorted
   };
 
-  Status search(const std::vector<int>& part, int plo, int phi, const std::vector<int>& pre, i64 min_offset,
-                i64 min_pidx) {
+  Status search(const std::vector<std::pair<i64, int>>& parent_order, i64 min_offset, i64 min_pidx) {
     ++nodes_;
     if (--budget_ < 0) return ABORTED;
     if ((nodes_ & 1023) == 0 && out_of_time()) return TIMEOUT;
     if (depth_ == frames_.size()) frames_.emplace_back();
+    Frame& f = frames_[depth_];
     ++depth_;
-    const Status st = search_node(frames_[depth_ - 1], part, plo, phi, pre, min_offset, min_pidx);
+    const Status st = search_node(f, parent_order, min_offset, min_pidx);
     --depth_;
     return st;
   }
 
-  Status search_node(Frame& f, const std::vector<int>& part, int plo, int phi, const std::vector<int>& pre,
-                     i64 min_offset, i64 min_pidx) {
-    const i64 N = i64(pre.size());
+  Status search_node(Frame& f, const std::vector<std::pair<i64, int>>& parent_order, i64 min_offset,
+                     i64 min_pidx) {
+    const std::vector<int>& pre = *part_.pre;
+    // the parent's order minus the placed buffers, re-keyed and re-sorted (nearly sorted: insertion sort)
     auto& order = f.order;
     order.clear();
-    for (i64 p = 0; p < N; ++p)
-      if (off_[pre[p]] < 0) order.emplace_back(minoff_[pre[p]], p);
+    for (const auto& [m, q] : parent_order) {
+      const int i = pre[q];
+      if (off_[i] >= 0) continue;
+      std::pair<i64, int> item{minoff_[i], q};
+      size_t k = order.size();
+      order.push_back(item);
+      while (k > 0 && item < order[k - 1]) {
+        order[k] = order[k - 1];
+        --k;
+      }
+      order[k] = item;
+    }
     if (order.empty()) {
-      for (int i : part) sol_[i] = off_[i];
+      for (int i : *part_.buffers) sol_[i] = off_[i];
       return FOUND;
     }
-    std::string& key = f.key;
-    state_key(part, plo, phi, &key);
-    auto hit = memo_->find(key);
-    if (hit != memo_->end() && std::make_pair(hit->second.min_offset, hit->second.min_pidx) <=
-                                   std::make_pair(min_offset, min_pidx))
+    const u64 k1 = (part_.base1 ^ h1_) | 1, k2 = part_.base2 ^ h2_;
+    const Memo::Entry* hit = memo_->find(k1, k2);
+    if (hit != nullptr && std::make_pair(hit->offset, hit->pidx) <= std::make_pair(min_offset, min_pidx))
       return NOTFOUND;
-    std::sort(order.begin(), order.end());
-    i64 min_height = kInf;
-    for (const auto& [o, p] : order) min_height = std::min(min_height, o + size_[pre[p]]);
-    i64 max_total = 0;
-    for (int s = plo; s < phi; ++s) max_total = std::max(max_total, total_[s]);
+    const size_t node_mark = trail_.size();
+    Status st = branch(f, pre, min_offset, min_pidx);
+    undo_to(node_mark);
+    if (st == NOTFOUND) memo_->remember(k1, k2, min_offset, min_pidx);
+    return st;
+  }
+
+  // Forced placements: a section whose only possible lowest buffer is one unblocked buffer at the current level
+  // (its room leaves no space for anything to start above the level instead) must get that buffer there, in every
+  // placement below this node. Placing it now, without advancing the canonical constraint, keeps the search
+  // complete and unique (the buffer sits at the same place in every solution of the subtree) and propagates its
+  // consequences before any branching: with zero slack such chains of forced placements are long.
+  // Returns -1 when a section has no possible lowest buffer, 1 when it placed something, 0 otherwise.
+  int force_one(i64 o, i64 p, i64 min_height) {
+    for (int s = part_.plo; s < part_.phi; ++s) {
+      if (L_[s] > o) continue;  // every unplaced buffer of s is above o (and the lowest fits: checked)
+      if (R_[s] >= o + sec_amax_[s]) continue;  // room for something to start above o
+      int level = -1, count = 0;
+      bool other = false;
+      for (int k = sec_off_[s]; k < sec_off_[s + 1] && !other && count < 2; ++k) {
+        const int j = sec_mem_[k];
+        if (off_[j] >= 0) continue;
+        const i64 m = minoff_[j];
+        if (m > o) other = m <= R_[s];
+        else if (m == o && pidx_[j] >= p) level = j, ++count;
+        else other = next_legal(j, o + 1) <= R_[s];
+      }
+      if (other || count >= 2) continue;
+      if (count == 0) return -1;
+      if (o >= min_height) return -1;  // the forced placement is dominated: no compacted placement has it
+      bool hatless;
+      if (!place(level, o, &hatless)) return -1;
+      trail_.push_back({kCut, level, 0});
+      for (int t = slo_[level]; t + 1 < shi_[level]; ++t) --cuts_[t];
+      sol_[level] = o;
+      return 1;
+    }
+    return 0;
+  }
+
+  Status branch(Frame& f, const std::vector<int>& pre, i64 min_offset, i64 min_pidx) {
+    auto& order = f.order;
+    auto heights = [&]() {
+      i64 min_height = kInf;
+      for (const auto& [m, q] : order) {
+        const int i = pre[q];
+        if (off_[i] >= 0) continue;
+        i64 top = minoff_[i] + size_[i];
+        if (has_conflicts_ && !g_.conflicts[i].empty()) top = element_end(minoff_[i], top);
+        min_height = std::min(min_height, top);
+      }
+      return min_height;
+    };
+    i64 min_height = heights();
+    if (!order.empty()) {
+      bool forced = false;
+      while (true) {
+        const int r = force_one(min_offset, min_pidx, min_height);
+        if (r < 0) return NOTFOUND;
+        if (r == 0) break;
+        forced = true;
+        min_height = heights();
+      }
+      if (forced) {  // re-key the order: forced buffers are gone, others were raised
+        size_t w = 0;
+        for (size_t k = 0; k < order.size(); ++k) {
+          const int i = pre[order[k].second];
+          if (off_[i] < 0) order[w++] = {minoff_[i], order[k].second};
+        }
+        order.resize(w);
+        std::sort(order.begin(), order.end());
+        if (order.empty()) {
+          for (int i : *part_.buffers) sol_[i] = off_[i];
+          return FOUND;
+        }
+      }
+    }
     // every unplaced buffer of a section stacks at or above the next offset, so offsets above this cannot work
-    const i64 o_max = cap_ - max_total;
-    auto& saved_min = f.saved_min;
-    auto& saved_floor = f.saved_floor;
-    auto& affected = f.affected;
+    i64 o_max = kInf;
+    for (int s = part_.plo; s < part_.phi; ++s)
+      if (L_[s] < kInf) o_max = std::min(o_max, R_[s]);
     for (const auto& [o, p] : order) {
       if (o < min_offset || (o == min_offset && p < min_pidx)) continue;  // canonical order
       if (o >= min_height || o > o_max) break;  // dominance, and the stacking cut-off
       const int b = pre[p];
-      const i64 height = o + size_[b];
-      off_[b] = o;
-      saved_min.clear();
-      saved_floor.clear();
-      affected.clear();
-      ++epoch_;
+      const size_t mark = trail_.size();
       bool hatless = true;
-      for (int j : overlaps_[b]) {
-        if (off_[j] >= 0) continue;
-        hatless = false;
-        if (minoff_[j] >= height) continue;
-        saved_min.emplace_back(j, minoff_[j]);
-        const i64 a = align_[j];
-        minoff_[j] = (height + a - 1) / a * a;
-        for (int s = slo_[j]; s < shi_[j]; ++s)
-          if (stamp_[s] != epoch_) {
-            stamp_[s] = epoch_;
-            affected.push_back(s);
-          }
-      }
-      const int lo = slo_[b], hi = shi_[b];
-      for (int s = lo; s < hi; ++s) {
-        saved_floor.emplace_back(s, floor_[s]);
-        floor_[s] = height;
-        total_[s] -= size_[b];
-      }
-      f.old_top.assign(top_.begin() + lo, top_.begin() + hi);
-      for (int s = lo; s < hi; ++s) top_[s] = height;
-      // the unplaced buffers of a section cannot start below the lowest of their minimum offsets
-      for (int s : affected) {
-        i64 m = kInf;
-        for (int j : members_[s])
-          if (off_[j] < 0) m = std::min(m, minoff_[j]);
-        if (m < kInf && floor_[s] < m) {
-          saved_floor.emplace_back(s, floor_[s]);
-          floor_[s] = m;
-        }
-      }
-      // Section inference: every section's unplaced buffers must stack above max(o, its floor). Offset o is at
-      // most o_max, which covers "o + total" everywhere; "floor + total" changed only in b's sections and the
-      // affected ones (every other section passed this test at an ancestor and is unchanged since).
-      bool ok = true;
-      for (int s = lo; s < hi && ok; ++s) ok = floor_[s] + total_[s] <= cap_;
-      for (size_t k = 0; k < affected.size() && ok; ++k) ok = floor_[affected[k]] + total_[affected[k]] <= cap_;
-      Status st = ok ? place_rest(part, plo, phi, pre, o, p, b) : NOTFOUND;
-      for (auto it = saved_floor.rbegin(); it != saved_floor.rend(); ++it) floor_[it->first] = it->second;
-      for (int s = lo; s < hi; ++s) total_[s] += size_[b];
-      std::copy(f.old_top.begin(), f.old_top.end(), top_.begin() + lo);
-      for (auto it = saved_min.rbegin(); it != saved_min.rend(); ++it) minoff_[it->first] = it->second;
-      off_[b] = -1;
+      Status st = NOTFOUND;
+      if (place(b, o, &hatless) && blocked_levels_fit(o, p)) st = place_rest(o, p, b);
+      undo_to(mark);
       if (st != NOTFOUND) return st;
       if (hatless) break;  // nothing overlaps b any more: any other first choice leads to the same subtrees
     }
-    remember(key, min_offset, min_pidx);
     return NOTFOUND;
   }
 
-  void remember(const std::string& key, i64 min_offset, i64 min_pidx) {
-    auto it = memo_->find(key);
-    if (it != memo_->end()) {
-      if (std::make_pair(min_offset, min_pidx) < std::make_pair(it->second.min_offset, it->second.min_pidx))
-        it->second = {min_offset, min_pidx};
-      return;
-    }
-    memo_bytes_ += key.size() + 64;
-    if (memo_bytes_ > kMemoBytes) {
-      for (auto& [h, m] : memos_) m.clear();
-      memo_bytes_ = key.size() + 64;
-    }
-    memo_->emplace(key, Proof{min_offset, min_pidx});
-  }
-
-  Status place_rest(const std::vector<int>& part, int plo, int phi, const std::vector<int>& pre, i64 o, i64 p,
-                    int b) {
+  Status place_rest(i64 o, i64 p, int b) {
     sol_[b] = off_[b];
     bool split = false;
     const int lo = slo_[b], hi = shi_[b];
-    for (int s = lo; s < hi - 1; ++s) {
-      if (--cuts_[s] == 0 && plo <= s && s < phi - 1) split = true;
+    for (int s = lo; s < hi - 1; ++s)
+      if (--cuts_[s] == 0 && part_.plo <= s && s < part_.phi - 1) split = true;
+    Status st;
+    if (split && !has_conflicts_) {
+      st = solve_partitions(*part_.buffers, part_.plo, part_.phi);
+    } else {
+      st = search(frames_[depth_ - 1].order, o, p);
     }
-    Status st = split ? solve_partitions(part, plo, phi) : search(part, plo, phi, pre, o, p);
     for (int s = lo; s < hi - 1; ++s) ++cuts_[s];
     return st;
   }
@@ -335,25 +694,32 @@ class Search {
   std::vector<i64> size_;
   std::vector<int> slo_, shi_;
   std::vector<i64> align_;
-  std::vector<std::vector<int>> members_, overlaps_;
+  std::vector<i64> lifetimes_;  // in time units, for the A and W preorders (section counts would distort them)
+  General g_;
+  bool has_conflicts_ = false;
+  std::vector<int> sec_off_, sec_mem_, bslot_off_, bslot_;
+  std::vector<i64> sec_amax_;
+  std::vector<std::vector<Edge>> overlaps_;
   std::vector<i64> total0_;
   std::vector<int> cuts0_;
-  int words_ = 1;
-  std::vector<uint64_t> stamp_;
-  uint64_t epoch_ = 0;
-  std::vector<uint64_t> bits_;
-  std::deque<Frame> frames_;  // a deque: growing it keeps references to the shallower frames valid
-  size_t depth_ = 0;
+  std::vector<u64> zob1_, zob2_;
 
   std::string heuristic_;
-  std::vector<i64> total_, top_, floor_, minoff_, off_;
-  std::vector<int> cuts_;
+  u64 hidx_ = 0;
+  std::vector<i64> total_, R_, L_, minoff_, off_, slot_;
+  std::vector<int> cuts_, pidx_, affected_;
+  std::vector<u64> stamp_;
+  u64 epoch_ = 0;
+  std::vector<Change> trail_;
+  Part part_{nullptr, nullptr, 0, 0, 0, 0};
+  u64 h1_ = 0, h2_ = 0;
+  std::deque<Frame> frames_;  // a deque: growing it keeps references to the shallower frames valid
+  size_t depth_ = 0;
   i64 budget_ = 0;
-  std::map<std::string, std::unordered_map<std::string, Proof>> memos_;
-  std::unordered_map<std::string, Proof>* memo_ = nullptr;
-  size_t memo_bytes_ = 0;
-  Clock::time_point start_, deadline_, next_report_;
-  PyObject* progress_ = nullptr;
+  std::deque<Memo> memos_;
+  Memo* memo_ = nullptr;
+  Clock::time_point start_, deadline_;
+  std::atomic<bool>* stop_ = nullptr;
 };
 
 bool read_ints(PyObject* seq, std::vector<i64>* out, const char* what) {
@@ -372,13 +738,125 @@ bool read_ints(PyObject* seq, std::vector<i64>* out, const char* what) {
   return true;
 }
 
+// A sequence of flat integer sequences (e.g. per buffer [first0, last0, first1, last1, ...]).
+bool read_nested(PyObject* seq, size_t n, std::vector<std::vector<i64>>* out, const char* what) {
+  PyObject* fast = PySequence_Fast(seq, what);
+  if (fast == nullptr) return false;
+  if (size_t(PySequence_Fast_GET_SIZE(fast)) != n) {
+    Py_DECREF(fast);
+    PyErr_Format(PyExc_ValueError, "search: %s has the wrong length", what);
+    return false;
+  }
+  out->resize(n);
+  for (size_t k = 0; k < n; ++k) {
+    if (!read_ints(PySequence_Fast_GET_ITEM(fast, k), &(*out)[k], what)) {
+      Py_DECREF(fast);
+      return false;
+    }
+  }
+  Py_DECREF(fast);
+  return true;
+}
+
+bool read_general(PyObject* obj, size_t n, int sections, General* g) {
+  // (windows, conflicts, (boundary, element0, element1), profiles)
+  PyObject *windows, *conflicts, *geometry, *profiles;
+  if (!PyArg_ParseTuple(obj, "OOOO", &windows, &conflicts, &geometry, &profiles)) return false;
+  std::vector<std::vector<i64>> w, c, p;
+  std::vector<i64> geo;
+  if (!read_nested(windows, n, &w, "windows") || !read_nested(conflicts, n, &c, "conflicts") ||
+      !read_ints(geometry, &geo, "geometry") || !read_nested(profiles, size_t(sections), &p, "profiles"))
+    return false;
+  if (geo.size() != 3 || geo[1] <= 0 || geo[2] <= 0) {
+    PyErr_SetString(PyExc_ValueError, "search: geometry is (boundary, element0, element1)");
+    return false;
+  }
+  g->enabled = true;
+  g->boundary = geo[0] < 0 ? kInf : geo[0];
+  g->element0 = geo[1];
+  g->element1 = geo[2];
+  g->windows.resize(n);
+  g->conflicts.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (w[i].size() % 2) {
+      PyErr_SetString(PyExc_ValueError, "search: windows are [first, last] pairs");
+      return false;
+    }
+    for (size_t k = 0; k < w[i].size(); k += 2) g->windows[i].push_back({w[i][k], w[i][k + 1]});
+    for (i64 j : c[i]) {
+      if (j < 0 || size_t(j) >= n || size_t(j) == i) {
+        PyErr_SetString(PyExc_ValueError, "search: bad conflict index");
+        return false;
+      }
+      g->conflicts[i].push_back(int(j));
+    }
+  }
+  g->profiles.resize(sections);
+  for (int s = 0; s < sections; ++s) {
+    if (p[s].size() % 2) {
+      PyErr_SetString(PyExc_ValueError, "search: profiles are [start, end) pairs");
+      return false;
+    }
+    for (size_t k = 0; k < p[s].size(); k += 2) g->profiles[s].push_back({p[s][k], p[s][k + 1]});
+  }
+  return true;
+}
+
+// A worker thread with a large stack: the search recurses a few frames per placed buffer, and a default 8 MiB
+// stack would overflow on tens of thousands of buffers (the memory is only reserved, not committed).
+class Worker {
+ public:
+  explicit Worker(std::function<void()> body) : body_(std::move(body)) {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, size_t(512) << 20);
+    started_ = pthread_create(&id_, &attr, &Worker::run, this) == 0;
+    pthread_attr_destroy(&attr);
+    if (!started_) body_();  // no thread to be had: run it here
+  }
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+  void join() {
+    if (started_) pthread_join(id_, nullptr);
+    started_ = false;
+  }
+
+ private:
+  static void* run(void* self) {
+    static_cast<Worker*>(self)->body_();
+    return nullptr;
+  }
+  std::function<void()> body_;
+  pthread_t id_{};
+  bool started_ = false;
+};
+
+bool read_strings(PyObject* seq, std::vector<std::string>* out, const char* what) {
+  PyObject* fast = PySequence_Fast(seq, what);
+  if (fast == nullptr) return false;
+  for (Py_ssize_t k = 0; k < PySequence_Fast_GET_SIZE(fast); ++k) {
+    const char* h = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(fast, k));
+    if (h == nullptr) {
+      Py_DECREF(fast);
+      return false;
+    }
+    out->emplace_back(h);
+  }
+  Py_DECREF(fast);
+  return true;
+}
+
+// search(sizes, lifetimes, slo, shi, aligns, capacity, sections, shares, time_limit, progress[, general, seed])
+// ``shares``: a list of preorder names (one worker), or a list of such lists (one thread per list: a portfolio
+// whose first definite answer wins). The calling thread waits without the GIL, reports progress about twice a
+// second and turns Ctrl-C into a KeyboardInterrupt after stopping the workers.
 PyObject* py_search(PyObject*, PyObject* args) {
-  PyObject *sizes, *lifetimes, *slo, *shi, *aligns, *heuristics, *progress;
-  long long capacity;
+  PyObject *sizes, *lifetimes, *slo, *shi, *aligns, *shares_obj, *progress, *general = Py_None;
+  long long capacity, seed = 0;
   int sections;
   double time_limit;
-  if (!PyArg_ParseTuple(args, "OOOOOLiOdO", &sizes, &lifetimes, &slo, &shi, &aligns, &capacity, &sections,
-                        &heuristics, &time_limit, &progress))
+  if (!PyArg_ParseTuple(args, "OOOOOLiOdO|OL", &sizes, &lifetimes, &slo, &shi, &aligns, &capacity, &sections,
+                        &shares_obj, &time_limit, &progress, &general, &seed))
     return nullptr;
   std::vector<i64> size, life, lo64, hi64, align;
   if (!read_ints(sizes, &size, "sizes") || !read_ints(lifetimes, &life, "lifetimes") ||
@@ -390,40 +868,115 @@ PyObject* py_search(PyObject*, PyObject* args) {
     return nullptr;
   }
   for (size_t i = 0; i < n; ++i) {
-    if (size[i] <= 0 || align[i] <= 0 || lo64[i] < 0 || hi64[i] > sections || lo64[i] > hi64[i]) {
+    if (size[i] <= 0 || align[i] <= 0 || lo64[i] < 0 || hi64[i] > sections || lo64[i] >= hi64[i]) {
       PyErr_SetString(PyExc_ValueError, "search: bad buffer data");
       return nullptr;
     }
   }
-  std::vector<std::string> hs;
-  PyObject* fast = PySequence_Fast(heuristics, "heuristics");
+  std::vector<std::vector<std::string>> shares;
+  PyObject* fast = PySequence_Fast(shares_obj, "shares");
   if (fast == nullptr) return nullptr;
-  for (Py_ssize_t k = 0; k < PySequence_Fast_GET_SIZE(fast); ++k) {
-    const char* h = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(fast, k));
-    if (h == nullptr) {
+  const Py_ssize_t count = PySequence_Fast_GET_SIZE(fast);
+  const bool single = count > 0 && PyUnicode_Check(PySequence_Fast_GET_ITEM(fast, 0));
+  if (single) {
+    shares.emplace_back();
+    if (!read_strings(fast, &shares.back(), "shares")) {
       Py_DECREF(fast);
       return nullptr;
     }
-    hs.emplace_back(h);
+  } else {
+    for (Py_ssize_t k = 0; k < count; ++k) {
+      shares.emplace_back();
+      if (!read_strings(PySequence_Fast_GET_ITEM(fast, k), &shares.back(), "shares")) {
+        Py_DECREF(fast);
+        return nullptr;
+      }
+    }
   }
   Py_DECREF(fast);
-  if (hs.empty()) {
+  if (shares.empty() || std::any_of(shares.begin(), shares.end(), [](const auto& h) { return h.empty(); })) {
     PyErr_SetString(PyExc_ValueError, "search: no heuristics");
     return nullptr;
   }
+  General g;
+  if (general != Py_None && !read_general(general, n, sections, &g)) return nullptr;
   std::vector<int> lo(lo64.begin(), lo64.end()), hi(hi64.begin(), hi64.end());
-  Search search(size, lo, hi, align, capacity, sections);
-  search.lifetimes_ = life;
-  std::string answered;
-  const Status st = search.solve(hs, time_limit, progress == Py_None ? nullptr : progress, &answered);
-  if (PyErr_Occurred()) return nullptr;
-  if (st == FOUND) {
-    PyObject* offsets = PyTuple_New(Py_ssize_t(n));
-    for (size_t i = 0; i < n; ++i) PyTuple_SET_ITEM(offsets, i, PyLong_FromLongLong(search.sol_[i]));
-    return Py_BuildValue("iNLs", 0, offsets, (long long)search.nodes_, answered.c_str());
+  const size_t K = shares.size();
+  std::vector<std::unique_ptr<Search>> searches;
+  for (size_t k = 0; k < K; ++k) {
+    searches.push_back(std::make_unique<Search>(size, lo, hi, align, capacity, sections, life, g));
+    searches.back()->seed_ = u64(seed) + k;
+    searches.back()->memo_entries_ = kMemoMaxEntries / K;
   }
-  if (st == NOTFOUND) return Py_BuildValue("iOLs", 1, Py_None, (long long)search.nodes_, answered.c_str());
-  return Py_BuildValue("iOLO", 2, Py_None, (long long)search.nodes_, Py_None);
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  int winner = -1;
+  std::vector<Status> results(K, TIMEOUT);
+  std::vector<std::string> answered(K);
+  const auto start = std::chrono::steady_clock::now();
+  auto next_report = start + std::chrono::milliseconds(500);
+  std::deque<Worker> threads;  // a deque: a Worker's address is its thread's argument
+  bool failed = false;
+  auto launch = [&](size_t k) {
+    const double left =
+        time_limit - std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    threads.emplace_back([&, k, left]() {
+      const Status st = searches[k]->solve(shares[k], std::max(left, 0.0), &stop, &answered[k]);
+      std::lock_guard<std::mutex> lock(mu);
+      results[k] = st;
+      if ((st == FOUND || st == NOTFOUND) && winner < 0) {
+        winner = int(k);
+        stop = true;
+      }
+    });
+  };
+  // The first share runs on this thread, holding the GIL as a single search always did: no thread start-up or
+  // wake-up latency on the many instances that end in milliseconds. Every 1024 nodes it checks for Ctrl-C,
+  // reports progress about twice a second, and, once it has run kStaggerMs without an answer, starts the other
+  // shares' threads (which never touch Python).
+  const auto stagger = start + std::chrono::milliseconds(kStaggerMs);
+  bool launched = K == 1;  // shares 1.. run on threads; share 0 on this one
+  std::function<bool()> tick = [&]() {
+    if (PyErr_CheckSignals() < 0) return !(failed = true);  // Ctrl-C: KeyboardInterrupt, after stopping all
+    const auto now = std::chrono::steady_clock::now();
+    if (!launched && now >= stagger) {
+      launched = true;
+      for (size_t k = 1; k < K; ++k) launch(k);
+    }
+    if (progress != Py_None && now >= next_report) {
+      next_report = now + std::chrono::milliseconds(500);
+      long long nodes = 0;
+      for (const auto& sp : searches) nodes += sp->published_nodes_.load(std::memory_order_relaxed);
+      const double elapsed = std::chrono::duration<double>(now - start).count();
+      PyObject* r = PyObject_CallFunction(progress, "dL", elapsed, nodes);
+      if (r == nullptr) return !(failed = true);  // the exception propagates to the caller
+      Py_DECREF(r);
+    }
+    return true;
+  };
+  searches[0]->tick_ = &tick;
+  const Status first = searches[0]->solve(shares[0], time_limit, &stop, &answered[0]);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    results[0] = first;
+    if ((first == FOUND || first == NOTFOUND) && winner < 0) winner = 0;
+    stop = true;  // an answer, the time limit, or Ctrl-C: the other shares stop too
+  }
+  if (!threads.empty()) {
+    PyThreadState* ts = PyEval_SaveThread();
+    for (auto& t : threads) t.join();
+    PyEval_RestoreThread(ts);
+  }
+  if (failed) return nullptr;
+  long long nodes = 0;
+  for (const auto& sp : searches) nodes += sp->nodes_;
+  if (winner >= 0 && results[winner] == FOUND) {
+    PyObject* offsets = PyTuple_New(Py_ssize_t(n));
+    for (size_t i = 0; i < n; ++i) PyTuple_SET_ITEM(offsets, i, PyLong_FromLongLong(searches[winner]->sol_[i]));
+    return Py_BuildValue("iNLs", 0, offsets, nodes, answered[winner].c_str());
+  }
+  if (winner >= 0) return Py_BuildValue("iOLs", 1, Py_None, nodes, answered[winner].c_str());
+  return Py_BuildValue("iOLO", 2, Py_None, nodes, Py_None);
 }
 
 PyMethodDef kMethods[] = {

@@ -106,6 +106,22 @@ def _sweep(problem: PlacementProblem) -> Iterator[tuple[int, list[tuple[int, int
         yield t, changes
 
 
+def flat_overflow_proof(problem: PlacementProblem) -> str | None:
+    """Live bytes over the capacity, for a flat problem (one range, every request fits in it, nothing fixed): one
+    sweep instead of :func:`infeasibility_proof`'s per-request domain analysis (a third of a millisecond instead of
+    three on 300 requests). Sound, and found whenever the peak live bytes exceed the capacity; the general proof
+    may name a smaller address set where alignments restrict the starts."""
+    free = problem.capacity
+    live = count = 0
+    for t, changes in _sweep(problem):
+        live += sum(sign * problem.requests[i].bytes for i, sign in changes)
+        count += sum(sign for _i, sign in changes)
+        if live > free:
+            return (f"at step {t}, {count} live requests that must lie in the free memory need {live:,} bytes but "
+                    f"only {free:,} are free ({live - free:,} over)")
+    return None
+
+
 def peak_live_bytes(problem: PlacementProblem) -> int:
     """The largest sum of request bytes live at one step (a lower bound on the span any placement needs)."""
     peak = live = 0

@@ -1,7 +1,10 @@
-"""Exact placement for flat problems: a canonical-order depth-first search in the style of MiniMalloc.
+"""Exact placement: a canonical-order depth-first search in the style of MiniMalloc.
 
-Applies to :attr:`PlacementProblem.is_flat` problems (one address interval for every request, no regions, conflicts
-or fixed allocations): the MiniMalloc instances, and tiles whose free memory is one hole.
+:func:`solve_flat` applies to :attr:`PlacementProblem.is_flat` problems (one address interval for every request, no
+regions, conflicts or fixed allocations): the MiniMalloc instances, and tiles whose free memory is one hole.
+:func:`solve_general` runs the compiled search on tiles with regions, several free ranges, live allocations and
+conflicts (legal start windows per request, element-rounded conflicts, per-section free memory; see
+``_canonical.cpp``), everything but region-1 sequences.
 
 The search (Moffitt, ASPLOS 2023) places buffers in non-decreasing (offset, preorder index) order, each at its
 lowest feasible offset, so only "canonical" solutions are enumerated; any solution can be compacted into one, so
@@ -18,18 +21,19 @@ exhausting the search is a proof of infeasibility. Pruning, all sound:
   again under an equal or stricter constraint. Different stacking orders of the same buffers reach the same
   skyline often in tight instances.
 
-Static preorders are tried round-robin with doubling node limits (MiniMalloc's "WAT", "TAW", "TWA"): T = largest
-section total, A = area, W = lifetime width, Z = size.
+Static preorders are tried round-robin with doubling node limits: T = largest section total, A = area, W = lifetime
+width, Z = size, L = earliest start, R = latest end, X = seeded random (see :data:`HEURISTICS`). The compiled search
+(``_canonical.cpp``, whose header lists every rule) adds blocked levels and forced placements, keys its failed-state
+table by incremental fingerprints, and runs portfolios of preorders on threads; this module's Python search is the
+fallback where the extension is not built, and a reference for the tests.
 """
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from queue import Empty
 from typing import Any
 
 from placer.placement.model import PlacementProblem
@@ -51,13 +55,22 @@ def _numpy() -> None:
         np = numpy
         _INF = numpy.int64(1) << numpy.int64(60)
 
-# MiniMalloc's three preorders; TAW first and WAT last measured best with the failed-state table (fewest nodes
-# summed over the challenge set A-F, 1 worker), where MiniMalloc's own round robin starts with WAT
-HEURISTICS = ("TAW", "TWA", "WAT")
-FIRST_SLICE = 0.05  # seconds searched in-process before a portfolio forks: most instances end within it
-PORTFOLIO = {  # preorders per worker process
-    2: (("TAW",), ("TWA", "WAT")),
-    3: (("TWA",), ("TAW",), ("WAT",)),
+# Preorders (letters: T largest section total, A area, W lifetime, Z size, L earliest start, R latest end, X seeded
+# random; earlier letters dominate). MiniMalloc's three plus RZ/R/L: with the blocked-level rule those two sweep each
+# level right to left (left to right), which places the perfect packings with holes (pph) in about n nodes where
+# the size-first orders stall. The round robin gives each the same doubling node limit.
+HEURISTICS = ("TWA", "TAW", "RZ", "LZ", "WAT", "R", "L")
+PORTFOLIO = {  # preorders per worker thread (the first definite answer wins)
+    2: (("TWA", "RZ", "WAT", "L"), ("TAW", "LZ", "R", "RX")),
+    3: (("TWA", "WAT", "L"), ("TAW", "LZ", "RX"), ("RZ", "R", "LX")),
+}
+
+# Tiles with regions and several free ranges: size first (Z) fills a fragmented tile's small ranges with its small
+# buffers, where the other orders stall (fragmented.json: 238 nodes with Z, none of the others in 1 s).
+GENERAL_HEURISTICS = ("TAW", "Z", "RZ", "LZ", "WAT", "TWA")
+GENERAL_PORTFOLIO = {
+    2: (("TAW", "Z", "WAT"), ("RZ", "LZ", "TWA")),
+    3: (("TAW", "WAT"), ("Z", "TWA"), ("RZ", "LZ")),
 }
 
 CanonicalProgress = Callable[[float, int], None]
@@ -145,7 +158,7 @@ class CanonicalSearch:
         if native is None:
             native = _native is not None
         if native:
-            return self._solve_native(time_limit, progress, heuristics)
+            return self.solve_shares((heuristics,), time_limit, progress)
         self._prepare()
         start = time.perf_counter()
         cpu0 = time.process_time()
@@ -177,15 +190,16 @@ class CanonicalSearch:
         finally:
             sys.setrecursionlimit(old_limit)
 
-    def _solve_native(self, time_limit: float, progress: CanonicalProgress | None,
-                      heuristics: tuple[str, ...]) -> CanonicalOutcome:
+    def solve_shares(self, shares: tuple[tuple[str, ...], ...], time_limit: float,
+                     progress: CanonicalProgress | None = None, seed: int = 0) -> CanonicalOutcome:
+        """The compiled search, one thread per share of preorders; the first definite answer wins."""
         if _native is None:
             raise RuntimeError("the compiled canonical search is not built (pip install -e . builds it)")
         start = time.perf_counter()
         cpu0 = time.process_time()
         code, offsets, nodes, heuristic = _native.search(
-            self.size, self.lifetimes, self.slo, self.shi, self.align, self.capacity, self.S, list(heuristics),
-            time_limit, progress)
+            self.size, self.lifetimes, self.slo, self.shi, self.align, self.capacity, self.S,
+            [list(share) for share in shares], time_limit, progress, None, seed)
         self.nodes = nodes
         status = ("placed", "infeasible", "unknown")[code]
         return CanonicalOutcome(status, offsets, nodes, time.perf_counter() - start, heuristic,
@@ -211,8 +225,9 @@ class CanonicalSearch:
         keys = []
         for i in part:
             t = int(total[self.slo[i]:self.shi[i]].max()) if self.shi[i] > self.slo[i] else 0
-            value = {"T": t, "A": self.area[i], "W": self.width[i], "Z": self.size[i]}
-            keys.append((tuple(-value[c] for c in self.heuristic), i))
+            value = {"T": t, "A": self.area[i], "W": self.width[i], "Z": self.size[i], "L": -self.slo[i],
+                     "R": self.shi[i], "C": self.shi[i] - self.slo[i]}
+            keys.append((tuple(-value[c] for c in self.heuristic if c in value), i))
         keys.sort()
         return np.array([i for _, i in keys], dtype=np.int64)
 
@@ -341,84 +356,130 @@ def _build(problem: PlacementProblem) -> CanonicalSearch:
     )
 
 
-def _child(problem: PlacementProblem, time_limit: float, heuristics: tuple[str, ...], queue: Any) -> None:
-    out = _build(problem).solve(time_limit, None, heuristics)
-    queue.put(out)
-
-
-def _portfolio(problem: PlacementProblem, time_limit: float, workers: int,
-               progress: CanonicalProgress | None) -> CanonicalOutcome | None:
-    """Run the preorders on ``workers`` forked processes (each round-robins over its share); the first definite
-    answer wins. Returns None where fork is unavailable, and the caller searches in-process."""
-    try:
-        ctx = mp.get_context("fork")
-    except ValueError:
-        return None
-    start = time.perf_counter()
-    queue = ctx.Queue()
-    shares = PORTFOLIO[workers]
-    procs = [ctx.Process(target=_child, args=(problem, time_limit, share, queue), daemon=True) for share in shares]
-    try:
-        for proc in procs:
-            proc.start()
-    except (AssertionError, OSError):  # e.g. called from a daemonic pool worker, which may not fork children
-        for proc in procs:
-            if proc.is_alive():
-                proc.terminate()
-        return None
-    nodes = 0
-    pending = len(procs)
-    answer: CanonicalOutcome | None = None
-    try:
-        while pending and answer is None:
-            remaining = start + time_limit + 1.0 - time.perf_counter()
-            if remaining <= 0:
-                break
-            try:
-                out = queue.get(timeout=min(0.5, remaining))
-            except Empty:
-                if progress is not None:
-                    progress(time.perf_counter() - start, nodes)
-                continue
-            pending -= 1
-            nodes += out.nodes
-            if out.status != "unknown":
-                answer = out
-    finally:
-        for proc in procs:
-            if proc.is_alive():
-                proc.terminate()
-        for proc in procs:
-            proc.join(timeout=1.0)
-    runtime = time.perf_counter() - start
-    if answer is None:
-        return CanonicalOutcome("unknown", None, nodes, runtime)
-    return CanonicalOutcome(answer.status, answer.offsets, answer.nodes, runtime, answer.heuristic, answer.cpu)
+def _shares(workers: int, n: int, general: bool = False) -> tuple[tuple[str, ...], ...]:
+    """The preorders each worker thread round-robins over (tiny problems end before a second thread pays off)."""
+    if workers <= 1 or n <= 24:
+        return (GENERAL_HEURISTICS if general else HEURISTICS,)
+    table = GENERAL_PORTFOLIO if general else PORTFOLIO
+    return table[min(workers, max(table))]
 
 
 def solve_flat(problem: PlacementProblem, time_limit: float, progress: CanonicalProgress | None = None,
-               workers: int = 1) -> CanonicalOutcome:
+               workers: int = 1, seed: int = 0) -> CanonicalOutcome:
     """Run the canonical search on a flat problem; offsets in the outcome are absolute addresses.
 
-    With ``workers > 1`` the preorders run in parallel processes (a portfolio): which preorder solves an instance
-    fast varies, and running two at once removes most of the round-robin's waste on a two-core machine."""
+    With ``workers > 1`` the compiled search runs a portfolio: one thread per share of :data:`PORTFOLIO`, the
+    first definite answer wins (which preorder solves an instance fast varies a lot, and two at once remove most of
+    the round robin's waste on a two-core machine). The Python fallback ignores ``workers``."""
     if not problem.is_flat:
         raise ValueError("the canonical search needs a flat problem (one interval, no regions or conflicts)")
     base = problem.ranges[0][0]
-    out = None
-    if workers > 1 and problem.n > 24:  # tiny problems finish before a process could start
-        t0, cpu0 = time.perf_counter(), time.process_time()
-        if _native is not None:  # the compiled search ends most instances before forking would pay off
-            out = _build(problem).solve(min(FIRST_SLICE, time_limit), progress)
-        if out is None or out.status == "unknown":
-            remaining = max(time_limit - (time.perf_counter() - t0), 0.001)
-            out = _portfolio(problem, remaining, min(workers, 3), progress)
-            if out is not None:
-                out = CanonicalOutcome(out.status, out.offsets, out.nodes, time.perf_counter() - t0, out.heuristic,
-                                       out.cpu + time.process_time() - cpu0)
-    if out is None:
-        out = _build(problem).solve(time_limit, progress)
+    search = _build(problem)
+    if _native is None:
+        out = search.solve(time_limit, progress, native=False)
+    else:
+        out = search.solve_shares(_shares(workers, problem.n), time_limit, progress, seed=seed)
     if out.offsets is not None:
         out = CanonicalOutcome(out.status, tuple(base + o for o in out.offsets), out.nodes, out.runtime,
                                out.heuristic, out.cpu)
     return out
+
+
+# ------------------------------------------------------------------------------------------ tiles with regions
+def general_inputs(problem: PlacementProblem) -> tuple[list, ...] | None:
+    """The compiled search's inputs for a tile with regions, several free ranges, fixed allocations or conflicts
+    (absolute addresses): per request its legal start windows (its domains minus the starts that would overlap a
+    fixed allocation live with it, or share an element with a fixed allocation it conflicts with), the conflict
+    lists, the element geometry, and per section the free memory. None where the search does not apply: region-1
+    sequences (their span depends on the region) or no request at all."""
+    reqs = problem.requests
+    if not reqs or any(r.region1_stride is not None for r in reqs):
+        return None
+    times = sorted({t for r in reqs for t in (r.first, r.last + 1)} | {t for f in problem.fixed for t in
+                                                                         (f.first, f.last + 1)})
+    index = {t: k for k, t in enumerate(times)}
+    sections = len(times) - 1
+    boundary = problem.region_boundary
+    windows = []
+    for i, r in enumerate(reqs):
+        forbidden = [(f.start - r.bytes + 1, f.end - 1) for f in problem.fixed
+                     if r.first <= f.last and f.first <= r.last]
+        if boundary is not None:
+            for _i, k in (pair for pair in problem.fixed_conflicts if pair[0] == i):
+                forbidden += [(a - r.bytes + 1, b - 1) for a, b in _element_ranges(problem, problem.fixed[k])]
+        spans = [(d.first, d.last) for d in problem.all_domains[i]]
+        for lo, hi in forbidden:
+            spans = [piece for first, last in spans for piece in _cut(first, last, lo, hi, r.alignment)]
+        flat: list[int] = []
+        for first, last in sorted(spans):
+            flat += [first, last]
+        windows.append(flat)
+    conflicts: list[list[int]] = [[] for _ in reqs]
+    if boundary is not None:
+        for i, j in problem.conflict_pairs:
+            conflicts[i].append(j)
+            conflicts[j].append(i)
+    geometry = [boundary if boundary is not None else -1, problem.region0_element, problem.region1_element]
+    profiles = []
+    for k in range(sections):
+        lo_t, hi_t = times[k], times[k + 1]
+        taken = sorted((f.start, f.end) for f in problem.fixed if f.first < hi_t and lo_t <= f.last)
+        free: list[int] = []
+        for a, b in problem.ranges:
+            for fa, fb in taken:
+                if fb <= a or b <= fa:
+                    continue
+                if fa > a:
+                    free += [a, fa]
+                a = max(a, fb)
+            if a < b:
+                free += [a, b]
+        profiles.append(free)
+    return ([r.bytes for r in reqs], [r.last + 1 - r.first for r in reqs], [index[r.first] for r in reqs],
+            [index[r.last + 1] for r in reqs], [r.alignment for r in reqs],
+            max(b for _, b in problem.ranges), sections, (windows, conflicts, geometry, profiles))
+
+
+def _cut(first: int, last: int, lo: int, hi: int, alignment: int) -> list[tuple[int, int]]:
+    """The aligned starts of [first, last] outside [lo, hi] (all inclusive; first and last are aligned)."""
+    if hi < first or last < lo:
+        return [(first, last)]
+    out = []
+    below = (lo - 1) // alignment * alignment
+    if below >= first:
+        out.append((first, min(below, last)))
+    above = -(-(hi + 1) // alignment) * alignment
+    if above <= last:
+        out.append((max(above, first), last))
+    return out
+
+
+def _element_ranges(problem: PlacementProblem, f: Any) -> list[tuple[int, int]]:
+    """The address ranges of the memory elements a fixed allocation touches (as the checker counts them)."""
+    b = problem.region_boundary
+    assert b is not None
+    out = []
+    if f.start < b:
+        e = problem.region0_element
+        out.append((f.start // e * e, -(-min(f.end, b) // e) * e))
+    if f.end > b:
+        e = problem.region1_element
+        out.append((max(f.start, b) // e * e, -(-f.end // e) * e))
+    return out
+
+
+def solve_general(problem: PlacementProblem, time_limit: float, progress: CanonicalProgress | None = None,
+                  workers: int = 1, seed: int = 0) -> CanonicalOutcome | None:
+    """The compiled canonical search on a tile with regions, ranges, fixed allocations and conflicts: placed,
+    infeasible (exhaustive: a proof) or unknown. None where it does not apply (see :func:`general_inputs`) or the
+    extension is not built."""
+    inputs = general_inputs(problem) if _native is not None else None
+    if inputs is None:
+        return None
+    sizes, lifetimes, slo, shi, aligns, capacity, sections, general = inputs
+    start, cpu0 = time.perf_counter(), time.process_time()
+    code, offsets, nodes, heuristic = _native.search(sizes, lifetimes, slo, shi, aligns, capacity, sections,
+                                                     [list(s) for s in _shares(workers, problem.n, True)], time_limit,
+                                                     progress, general, seed)
+    return CanonicalOutcome(("placed", "infeasible", "unknown")[code], offsets, nodes, time.perf_counter() - start,
+                            heuristic, time.process_time() - cpu0)

@@ -2,11 +2,13 @@
 
 It deliberately re-derives every rule from the problem's raw fields (ranges, regions, element sizes, host scratch)
 instead of calling the helpers the solvers use (:meth:`PlacementProblem.domains`), so a bug in the shared domain
-logic cannot hide itself. It is quadratic and simple on purpose.
+logic cannot hide itself. It is simple on purpose: an event sweep finds whether any two spans collide, and the
+quadratic loop then names every collision.
 """
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 
 from placer.placement.model import END_OF_PROGRAM, MemoryClass, PlacementProblem
@@ -37,6 +39,41 @@ def _elements(problem: PlacementProblem, start: int, end: int) -> set[tuple[int,
     return out
 
 
+def _any_overlap(problem: PlacementProblem, spans: list[tuple[int, int]]) -> bool:
+    """Whether two requests live together overlap, or one overlaps a fixed allocation while it is live: a sweep
+    over time keeping the live spans sorted by address, where a new span can only collide with its neighbours
+    (the live spans are disjoint as long as nothing collided). O(n log n + n * live) instead of all pairs."""
+    items = [(r.first, r.last, spans[i][0], spans[i][1]) for i, r in enumerate(problem.requests)]
+    items += [(f.first, f.last, f.start, f.end) for f in problem.fixed]
+    items.sort()
+    live: list[tuple[int, int, int]] = []  # (start, end, last), sorted by start
+    for first, last, start, end in items:
+        if any(x[2] < first for x in live):
+            live = [x for x in live if x[2] >= first]
+        k = bisect.bisect_left(live, (start, end, last))
+        if k > 0 and live[k - 1][1] > start:
+            return True
+        if k < len(live) and live[k][0] < end:
+            return True
+        live.insert(k, (start, end, last))
+    return False
+
+
+def _overlaps(problem: PlacementProblem, spans: list[tuple[int, int]]) -> list[str]:
+    errors = []
+    for i in range(problem.n):
+        ri, (si, ei) = problem.requests[i], spans[i]
+        for j in range(i + 1, problem.n):
+            rj, (sj, ej) = problem.requests[j], spans[j]
+            if ri.first <= rj.last and rj.first <= ri.last and si < ej and sj < ei:
+                errors.append(f"requests {i} and {j} are live together and overlap at [{max(si, sj):#x}, "
+                              f"{min(ei, ej):#x})")
+        for k, f in enumerate(problem.fixed):
+            if ri.first <= f.last and f.first <= ri.last and si < f.end and f.start < ei:
+                errors.append(f"request {i} overlaps fixed allocation {k} [{f.start:#x}, {f.end:#x}) while it is live")
+    return errors
+
+
 def check_placement(problem: PlacementProblem, addresses: Sequence[int] | None) -> list[str]:
     """Return every rule the placement breaks (empty list: valid). Messages name request indices and addresses."""
     if addresses is None:
@@ -65,16 +102,8 @@ def check_placement(problem: PlacementProblem, addresses: Sequence[int] | None) 
                 errors.append(f"{label}: crosses the region boundary {b:#x}")
             if r.klass is MemoryClass.INTERLEAVED and start < b + problem.interleaved_offset:
                 errors.append(f"{label}: interleaved request below {b + problem.interleaved_offset:#x}")
-    for i in range(problem.n):
-        ri, (si, ei) = problem.requests[i], spans[i]
-        for j in range(i + 1, problem.n):
-            rj, (sj, ej) = problem.requests[j], spans[j]
-            if ri.first <= rj.last and rj.first <= ri.last and si < ej and sj < ei:
-                errors.append(f"requests {i} and {j} are live together and overlap at [{max(si, sj):#x}, "
-                              f"{min(ei, ej):#x})")
-        for k, f in enumerate(problem.fixed):
-            if ri.first <= f.last and f.first <= ri.last and si < f.end and f.start < ei:
-                errors.append(f"request {i} overlaps fixed allocation {k} [{f.start:#x}, {f.end:#x}) while it is live")
+    if _any_overlap(problem, spans):  # the sweep finds whether there is one; the pairwise loop names them all
+        errors += _overlaps(problem, spans)
     roots = {root: i for i, r in enumerate(problem.requests) for root, _ in r.aliases}
     fixed_roots = {f.root: k for k, f in enumerate(problem.fixed) if f.root is not None}
     for i, r in enumerate(problem.requests):

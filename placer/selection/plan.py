@@ -87,7 +87,22 @@ class Plan:
             out.repeat = Repeat(tuple(ph.phase for ph in phases if ph.phase in body), capture.repeat.iterations)
         return out
 
-    def to_json(self, capture: Capture, summary: dict[str, Any] | None = None) -> dict[str, Any]:
+    def to_json(self, capture: Capture, summary: dict[str, Any] | None = None, *,
+                rendered: bool = False) -> dict[str, Any]:
+        """The plan file's document. ``rendered`` gives the transfer lists as pre-rendered JSON (``orjson.Fragment``,
+        the numpy writer's text): the same bytes once serialised, a few times faster for a writer; in-memory
+        readers (the validator) want the lists."""
+        if rendered:
+            import orjson
+
+            from placer.capture.writer import render_transfers
+
+            def transfers(ph: Phase) -> Any:
+                return orjson.Fragment(render_transfers(ph))
+        else:
+            def transfers(ph: Phase) -> Any:
+                return phase_to_json(ph)["transfers"]
+
         by_phase: dict[int, list[RelayChoice]] = {}
         for r in self.relays:
             by_phase.setdefault(r.group.phase, []).append(r)
@@ -105,7 +120,7 @@ class Plan:
             delta.append({
                 "phase": p.phase,
                 "remove": remove.tolist(),
-                "append": phase_to_json(Phase.concat(p.phase, appended, extra={}))["transfers"],
+                "append": transfers(Phase.concat(p.phase, appended, extra={})),
             })
             packs = [r for r in chosen if r.variant == "local-pack"]
             if packs:
@@ -114,8 +129,8 @@ class Plan:
                     "after": p.phase,
                     "phase": extra_id,
                     "label": f"local-pack multicast of phase {p.phase}",
-                    "transfers": phase_to_json(Phase.concat(extra_id or 0, [r.rewrite.forwards for r in packs],
-                                                             extra={}))["transfers"],
+                    "transfers": transfers(Phase.concat(extra_id or 0, [r.rewrite.forwards for r in packs],
+                                                        extra={})),
                 })
                 for r in packs:
                     by_tile: dict[int, list[list[int]]] = {}

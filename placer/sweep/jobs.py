@@ -81,7 +81,7 @@ def _solve_and_check(job: Any, capture: Capture, machine: Machine, config: JobCo
     outcome = select(capture, machine, job.budget, fragments, mode=job.mode, params=params,
                      order=job.objective or OBJECTIVES, local_pack=config.local_pack)
     report = outcome_json(capture, outcome)
-    plan = json_bytes(outcome.plan.to_json(capture, report["summary"]))
+    plan = json_bytes(outcome.plan.to_json(capture, report["summary"], rendered=True))
     # the validator reads the very bytes the driver will write, as `placer validate` would read the file
     name = f"{job.id}/{PLAN_FILE}"
     parsed = parse_plan(orjson.loads(plan), name)

@@ -274,3 +274,14 @@ def test_large_program_at_the_cycles_bound(seed: int, monkeypatch: pytest.Monkey
     assert stages["cycles"].status is Status.OPTIMAL
     for name, res in out.staged.stages:
         assert res.bound is not None and res.objective is not None and res.bound <= res.objective, name
+
+
+def test_rendered_plan_file_is_the_same_bytes() -> None:
+    """The plan writer's pre-rendered transfer lists serialise to exactly the plain document's bytes."""
+    import orjson
+
+    cap = relay_capture(groups=3, fragments=24, replicas=3, phases=2, seed=3)
+    out = select(cap, M, 420, 16384, params=FAST)
+    assert out.plan.relays
+    plain = orjson.dumps(out.plan.to_json(cap, {"x": 1}))
+    assert orjson.dumps(out.plan.to_json(cap, {"x": 1}, rendered=True)) == plain
