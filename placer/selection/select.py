@@ -579,8 +579,15 @@ def _at_cycles_bound(capture: Capture, problem: SelectionProblem, params: Solver
         return None
     slack = model_slack(problem)
     notes = []
-    table_bound = bounds["table"]
-    lp = capacity_lp_bound(problem, slack, caps, clock.wall_left())
+    # A bound on the table at the cycles bound holds for every budget the best plan fits: the budget only cuts
+    # off plans above it, and the optimum is below it. So a sweep's budgets share their bounds (and the LP).
+    shared = problem.shared
+    table_bound = max(bounds["table"], shared.get("table_bound_at_cycles", 0))
+    lp = shared.get("capacity_lp")
+    if lp is None:
+        lp = capacity_lp_bound(problem, slack, caps, clock.wall_left())
+        if lp is not None:
+            shared["capacity_lp"] = lp
     if lp is not None:
         table_bound = max(table_bound, lp)
     result = None
@@ -598,6 +605,7 @@ def _at_cycles_bound(capture: Capture, problem: SelectionProblem, params: Solver
                 best_plan, best_obj, source = found, f_obj, "cp-sat"
             notes.append(f"capacity model {result.table.status.value}, objective "
                          f"{result.table.objective:,.0f}, realised {f_obj.table:,} B")
+    shared["table_bound_at_cycles"] = table_bound
     runtime = time.perf_counter() - start
     stages = [("cycles", SolveResult(Status.OPTIMAL, float(best_obj.cycles), float(bounds["cycles"]), runtime,
                                      solver="lower bound")),
