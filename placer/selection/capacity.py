@@ -440,18 +440,21 @@ class _State:
             after = int((self.table[op.tiles[keep]] + op.delta.raw[keep]).max(initial=0))
             if after < current:
                 tried.append((after, op.count, oi))
-        for _after, _count, oi in sorted(tried):
-            op = pd.options[gi][oi]
-            hosts = _hosts_for(op, self.hosting[pi], self.table, ceiling, self.tiles)
-            if hosts is None:
-                continue
-            buffers = [pd.memory.first_fit(t, int(op.buffer_bytes[s])) for s, t in enumerate(hosts)]
-            if any(b is None for b in buffers):
-                continue
-            self._apply(pi, gi, oi, hosts, +1)
-            self.chosen[(pi, gi)] = (oi, hosts, [int(b) for b in buffers if b is not None])
-            return True
-        return False
+        return any(self.relay_as(pi, gi, oi, ceiling) for _after, _count, oi in sorted(tried))
+
+    def relay_as(self, pi: int, gi: int, oi: int, ceiling: int) -> bool:
+        """Relay the group with option ``oi`` if every segment finds a host now (none raised above ``ceiling``)."""
+        pd = self.problem.phases[pi]
+        op = pd.options[gi][oi]
+        hosts = _hosts_for(op, self.hosting[pi], self.table, ceiling, self.tiles)
+        if hosts is None:
+            return False
+        buffers = [pd.memory.first_fit(t, int(op.buffer_bytes[s])) for s, t in enumerate(hosts)]
+        if any(b is None for b in buffers):
+            return False
+        self._apply(pi, gi, oi, hosts, +1)
+        self.chosen[(pi, gi)] = (oi, hosts, [int(b) for b in buffers if b is not None])
+        return True
 
     def undo(self, pi: int, gi: int) -> None:
         oi, hosts, _ = self.chosen.pop((pi, gi))
@@ -510,17 +513,79 @@ def relay_greedy(problem: SelectionProblem, caps: list[PhaseCaps], mode: str = "
         for gi in sorted(groups, key=lambda g: (-heaviest[g], g)):
             st.try_relay(pi, gi, int(st.table.max(initial=0)))
     _weighted(st, limited)
-    # which group each tile is a replica of, per phase
+    _improve(st, _members(st), order, rounds)
+    _relieve_hosts(st, rounds)
+    return st.plan(mode)
+
+
+def relieve_hosts(problem: SelectionProblem, caps: list[PhaseCaps], plan: Plan, mode: str = "cpsat",
+                  rounds: int = SWAP_ROUNDS) -> Plan:
+    """A plan at the cycles bound with its worst tiles relieved of hosting (``_relieve_hosts``); the plan itself
+    if nothing moved or it is not one at the cycles bound (a local-pack relay, or a segmentation the caps do not
+    offer). The tables it works on are the model's (no sharing, no seams): the caller re-costs the plan."""
+    st = _State(problem, caps)
+    where = {(pd.options[gi][0].group.phase, pd.options[gi][0].group.index): (pi, gi)
+             for pi, pd in enumerate(problem.phases) for gi in range(len(pd.options))}
+    for r in plan.relays:
+        pi, gi = where[(r.group.phase, r.group.index)]
+        pd = problem.phases[pi]
+        oi = next((oi for oi in caps[pi].options[gi][1:] if pd.options[gi][oi].count == r.segmentation.count), None)
+        if r.variant != "direct-receive" or oi is None:
+            return plan
+        hosts = [int(t) for t in r.hosts.tolist()]
+        st._apply(pi, gi, oi, hosts, +1)
+        st.chosen[(pi, gi)] = (oi, hosts, [int(b) for b in r.buffers.tolist()])
+    return st.plan(mode) if _relieve_hosts(st, rounds) else plan
+
+
+def _relieve_hosts(st: _State, rounds: int) -> int:
+    """While the worst tile hosts segments, move one of them (its group's segments re-placed, none on that tile,
+    every host staying below the worst) or, failing that, return the group to direct if its replicas stay below
+    the worst. The capacity model charges a host only the phase's smallest segment's rows, so its plans can pile
+    large segments on one spare tile (SigLIP b2: tile 1471 hosts in five phases and is the only tile above
+    52.5 KB). Returns the number of moves."""
+    for done in range(rounds):
+        top = int(st.table.max(initial=0))
+        t = int(np.argmax(st.table))
+        hosted = sorted(((pi, gi) for (pi, gi), (_oi, hosts, _b) in st.chosen.items() if t in hosts),
+                        key=lambda k: (-_host_rows(st, k, t), k))
+        moved = False
+        for pi, gi in hosted:
+            saved = st.chosen[(pi, gi)]
+            st.undo(pi, gi)
+            free = st.hosting[pi].free
+            free[t] = False  # not back on the tile being relieved
+            moved = st.relay_as(pi, gi, saved[0], top - 1)
+            free[t] = True  # nothing of phase pi is on it now (a tile hosts one segment per phase)
+            if not moved and int(st.table[st.replicas(pi, gi)].max(initial=0)) < top:
+                moved = True  # the group stays direct: its replicas stay below the worst tile
+            if moved:
+                break
+            st._apply(pi, gi, saved[0], saved[1], +1)
+            st.chosen[(pi, gi)] = saved
+        if not moved:
+            return done
+    return rounds
+
+
+def _host_rows(st: _State, key: tuple[int, int], t: int) -> int:
+    oi, hosts, _b = st.chosen[key]
+    op = st.problem.phases[key[0]].options[key[1]][oi]
+    assert op.host is not None
+    return int(op.host.raw[hosts.index(t)])
+
+
+def _members(st: _State) -> list[dict[int, int]]:
+    """Per phase: which group each tile is a replica of."""
     member: list[dict[int, int]] = []
-    for pi, pc in enumerate(caps):
+    for pi, pc in enumerate(st.caps):
         m: dict[int, int] = {}
         for gi, idx in enumerate(pc.options):
             if len(idx) > 1:
                 for t in st.replicas(pi, gi).tolist():
                     m[t] = gi
         member.append(m)
-    _improve(st, member, order, rounds)
-    return st.plan(mode)
+    return member
 
 
 def _limited(pd: Any, pc: PhaseCaps) -> bool:

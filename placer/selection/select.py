@@ -599,10 +599,12 @@ def _at_cycles_bound(capture: Capture, problem: SelectionProblem, params: Solver
         if result.table.bound is not None:
             table_bound = max(table_bound, math.ceil(result.table.bound))
         if result.choice is not None:
-            found = capacity.place_segments(problem, result.choice)
-            f_obj = plan_objectives(capture, found)
-            if f_obj.key(order) < best_obj.key(order):
-                best_plan, best_obj, source = found, f_obj, "cp-sat"
+            placed = capacity.place_segments(problem, result.choice)
+            relieved = capacity.relieve_hosts(problem, caps, placed)
+            for found in (placed, relieved) if relieved is not placed else (placed,):
+                f_obj = plan_objectives(capture, found)
+                if f_obj.key(order) < best_obj.key(order):
+                    best_plan, best_obj, source = found, f_obj, "cp-sat"
             notes.append(f"capacity model {result.table.status.value}, objective "
                          f"{result.table.objective:,.0f}, realised {f_obj.table:,} B")
     shared["table_bound_at_cycles"] = table_bound

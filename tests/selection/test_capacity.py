@@ -8,6 +8,7 @@ import itertools
 import json
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -58,6 +59,11 @@ def test_constructive_plans_validate_at_the_cycles_bound(seed: int, groups: int,
         assert validate(cap, found.to_json(cap), M).valid == f_obj.fits
         if res.table.bound is not None and f_obj.fits:
             assert res.table.bound <= f_obj.table
+        # moving segments off the worst tile keeps the plan at the cycles bound and valid
+        relieved = capacity.relieve_hosts(problem, caps, found)  # type: ignore[arg-type]
+        r_obj = plan_objectives(cap, relieved)
+        assert r_obj.cycles == cycles_bound
+        assert validate(cap, relieved.to_json(cap), M).valid == r_obj.fits
 
 
 def _every_plan(cap: Capture, problem: object, machine: object) -> list[tuple[int, int]]:
@@ -107,3 +113,21 @@ def test_capacity_bound_below_the_best_plan_at_the_bound() -> None:
     assert res.table.bound <= min(at_bound)
     greedy = plan_objectives(cap, capacity.relay_greedy(problem, capacity.phase_caps(problem)))  # type: ignore
     assert greedy.cycles == cycles_bound and greedy.table >= min(at_bound)
+
+
+def test_relieving_the_worst_host_lowers_the_worst_tile(monkeypatch: pytest.MonkeyPatch) -> None:
+    # an instance where the constructive search piles segments of several phases on one tile
+    cap = relay_capture(groups=5, fragments=22, replicas=4, phases=3, seed=5)
+    problem, cycles_bound = _at_bound(cap, M, 1923)
+    caps = capacity.phase_caps(problem)  # type: ignore[arg-type]
+    relieved = capacity.relay_greedy(problem, caps)  # type: ignore[arg-type]
+    monkeypatch.setattr(capacity, "_relieve_hosts", lambda st, rounds: 0)
+    piled = capacity.relay_greedy(problem, caps)  # type: ignore[arg-type]
+    r_obj, p_obj = plan_objectives(cap, relieved), plan_objectives(cap, piled)
+    assert r_obj.cycles == p_obj.cycles == cycles_bound
+    assert r_obj.table < p_obj.table  # 296 B against 408 B when this test was written
+    assert validate(cap, relieved.to_json(cap), M).valid == r_obj.fits
+    # relieve_hosts on the piled plan does the same moves
+    monkeypatch.undo()
+    again = capacity.relieve_hosts(problem, caps, piled)  # type: ignore[arg-type]
+    assert plan_objectives(cap, again).table < p_obj.table
