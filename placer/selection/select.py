@@ -600,8 +600,8 @@ def _at_cycles_bound(capture: Capture, problem: SelectionProblem, params: Solver
             table_bound = max(table_bound, math.ceil(result.table.bound))
         if result.choice is not None:
             placed = capacity.place_segments(problem, result.choice)
-            relieved = capacity.relieve_hosts(problem, caps, placed)
-            for found in (placed, relieved) if relieved is not placed else (placed,):
+            relieved = capacity.relieve_hosts(problem, caps, placed)  # ``placed`` itself if nothing moved
+            for found in dict.fromkeys([placed, relieved]):
                 f_obj = plan_objectives(capture, found)
                 if f_obj.key(order) < best_obj.key(order):
                     best_plan, best_obj, source = found, f_obj, "cp-sat"
