@@ -88,13 +88,20 @@ MIRROR_FIRST = 32
 """Flat problems with more requests than this go straight to the canonical search (see solve_placement)."""
 
 
+def _node_report(progress: StageProgress | None) -> Callable[[float, int], None] | None:
+    """The canonical search's progress callback: nodes so far, as a line of the stage's progress."""
+    if progress is None:
+        return None
+
+    def report(elapsed: float, nodes: int) -> None:
+        progress("canonical", elapsed, f"{nodes:,} nodes")
+
+    return report
+
+
 def _flat_exact(problem: PlacementProblem, params: SolverParams, t0: float, deadline: float,
                 progress: StageProgress | None, greedy: str | None, bound: int | None) -> PlacementResult:
-    report = None
-    if progress is not None:
-        def report(elapsed: float, nodes: int) -> None:
-            progress("canonical", elapsed, f"{nodes:,} nodes")
-
+    report = _node_report(progress)
     out = solve_flat(problem, max(deadline - time.perf_counter(), 0.001), report, workers=params.workers,
                      seed=params.seed)
     if out.status == "placed" and out.offsets is not None:
@@ -145,11 +152,7 @@ def solve_placement(
                                bound=bound)
     if flat:
         return _flat_exact(problem, params, t0, deadline, progress, g.describe(), bound)
-    report = None
-    if progress is not None:
-        def report(elapsed: float, nodes: int) -> None:
-            progress("canonical", elapsed, f"{nodes:,} nodes")
-
+    report = _node_report(progress)
     out = solve_general(problem, max(deadline - time.perf_counter(), 0.001), report, workers=params.workers,
                         seed=params.seed)
     if out is not None:  # the compiled search applies (no region-1 sequences): complete, so it decides

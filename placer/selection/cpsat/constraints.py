@@ -137,11 +137,7 @@ def exact_hosts(v: Variables, pi: int, pd: PhaseData, classes: dict[HostClass, l
             at = tc.per_phase[pi]
             if at.gap < key.buffer:
                 continue
-            size = len(tc.tiles)
-            nv = m.new_int_var(0, size, f"n_{pd.phase.phase}_{ci}_{ei}")
-            yv = m.new_bool_var(f"y_{pd.phase.phase}_{ci}_{ei}")
-            m.add(nv <= size * yv)
-            m.add(nv >= yv)
+            nv, yv = _class_count(m, len(tc.tiles), f"{pd.phase.phase}_{ci}_{ei}")
             pn[(key, ei)] = nv
             class_hosts.setdefault(ei, []).append(nv)
             counted.append(nv)
@@ -262,11 +258,7 @@ def coarse_hosts(v: Variables, pi: int, pd: PhaseData, terms: PhaseTerms) -> Non
         at = tc.per_phase[pi]
         if at.gap < smallest:
             continue
-        size = len(tc.tiles)
-        nv = m.new_int_var(0, size, f"n_{ph}_{ei}")
-        yv = m.new_bool_var(f"y_{ph}_{ei}")
-        m.add(nv <= size * yv)
-        m.add(nv >= yv)
+        nv, yv = _class_count(m, len(tc.tiles), f"{ph}_{ei}")
         m.add(load["buffer"] <= at.gap).only_enforce_if(yv)
         pn[(ANY, ei)] = nv
         counted.append(nv)
@@ -412,3 +404,12 @@ def budgets(v: Variables) -> tuple[cp_model.IntVar, dict[int, Expr]]:
            for t in range(problem.tiles)):
         m.add_bool_or([])
     return worst, totals
+
+
+def _class_count(m: cp_model.CpModel, size: int, name: str) -> tuple[cp_model.IntVar, cp_model.IntVar]:
+    """How many of a tile class's ``size`` tiles do something (``n_<name>``), and whether any does (``y_<name>``)."""
+    nv = m.new_int_var(0, size, f"n_{name}")
+    yv = m.new_bool_var(f"y_{name}")
+    m.add(nv <= size * yv)
+    m.add(nv >= yv)
+    return nv, yv
