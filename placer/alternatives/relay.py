@@ -13,6 +13,7 @@ strided-copy kernel packs them into B, and the forwards run in an extra exchange
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -40,8 +41,12 @@ class Intervals:
 
 def forward_intervals(group: ReplicaGroup, seg: Segmentation, max_bytes: int) -> Intervals:
     """Maximal covered intervals of each segment (holes skipped), cut at ``max_bytes``."""
-    seg_of = np.repeat(np.arange(seg.count), np.diff(seg.frag_start))
-    off, nb = group.offsets, group.nbytes
+    return _intervals(np.repeat(np.arange(seg.count), np.diff(seg.frag_start)), group.offsets, group.nbytes,
+                      max_bytes)
+
+
+def _intervals(seg_of: np.ndarray, off: np.ndarray, nb: np.ndarray, max_bytes: int) -> Intervals:
+    """``forward_intervals`` of fragments in offset order within each segment, ``seg_of`` their segment ids."""
     # a new interval starts at a segment start or after a hole
     new = np.ones(len(off), bool)
     new[1:] = (off[1:] != off[:-1] + nb[:-1]) | (seg_of[1:] != seg_of[:-1])
@@ -103,20 +108,52 @@ class RelayRewrite:
 def direct_receive(
     group: ReplicaGroup, seg: Segmentation, hosts: np.ndarray, buffers: np.ndarray, phase: Phase, max_bytes: int
 ) -> RelayRewrite:
-    seg_of = np.repeat(np.arange(seg.count), np.diff(seg.frag_start))
-    tr = group.transfers
+    return direct_receive_all([(group, seg, hosts, buffers)], phase, max_bytes)
+
+
+def direct_receive_all(
+    relays: Sequence[tuple[ReplicaGroup, Segmentation, np.ndarray, np.ndarray]], phase: Phase, max_bytes: int
+) -> RelayRewrite:
+    """Several groups of one phase relayed at once, as one rewrite: the same transfers, in the same order, as the
+    groups' own rewrites one after another (every gather, then every forward) -- without a call per group, which
+    the production rule's candidates of a thousand groups or more cannot afford."""
+    groups = [g for g, _, _, _ in relays]
+    segs = [s for _, s, _, _ in relays]
+    counts = np.array([s.count for s in segs], np.int64)
+    seg_lo = np.concatenate([s.bounds[:-1] for s in segs])
+    seg_hosts = np.concatenate([np.asarray(h, np.int64) for _, _, h, _ in relays])
+    seg_buffers = np.concatenate([np.asarray(b, np.int64) for _, _, _, b in relays])
+    # every fragment's segment, numbered across the groups
+    seg_of = np.repeat(np.arange(int(counts.sum())), np.concatenate([np.diff(s.frag_start) for s in segs]))
+    tr = np.concatenate([g.transfers for g in groups])
+    offsets = np.concatenate([g.offsets for g in groups])
     gathers = Phase.build(
         phase.phase,
-        source=group.sources,
+        source=np.concatenate([g.sources for g in groups]),
         words=phase.words[tr],
         dst_counts=np.ones(len(tr), np.int64),
-        dst_tile=hosts[seg_of],
-        dst_addr=buffers[seg_of] + group.offsets - seg.bounds[seg_of],
+        dst_tile=seg_hosts[seg_of],
+        dst_addr=seg_buffers[seg_of] + offsets - seg_lo[seg_of],
         src_addr=phase.src_addr[csr_gather(phase.src_ptr, tr)],
         src_counts=np.diff(phase.src_ptr)[tr],
         width=np.full(len(tr), WORD32, np.uint8),
     )
-    forwards = _forwards(group, seg, hosts, buffers, forward_intervals(group, seg, max_bytes), phase.phase)
+    iv = _intervals(seg_of, offsets, np.concatenate([g.nbytes for g in groups]), max_bytes)
+    # each interval goes to every replica of its group, at the replica's base plus the offset
+    seg_group = np.repeat(np.arange(len(groups)), counts)
+    replica_ptr = np.zeros(len(groups) + 1, np.int64)
+    np.cumsum([g.replica_count for g in groups], out=replica_ptr[1:])
+    flat = csr_gather(replica_ptr, seg_group[iv.segment])
+    fanout = np.diff(replica_ptr)[seg_group[iv.segment]]
+    forwards = Phase.build(
+        phase.phase,
+        source=seg_hosts[iv.segment],
+        words=iv.nbytes // 4,
+        dst_counts=fanout,
+        dst_tile=np.concatenate([g.replicas for g in groups])[flat],
+        dst_addr=np.concatenate([g.bases for g in groups])[flat] + np.repeat(iv.offset, fanout),
+        src_addr=seg_buffers[iv.segment] + iv.offset - seg_lo[iv.segment],
+    )
     return RelayRewrite(tr, gathers, forwards, [])
 
 

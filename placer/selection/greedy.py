@@ -31,7 +31,7 @@ import numpy as np
 
 from placer.alternatives.groups import GroupScan, ReplicaGroup, panel_index, scan_phase
 from placer.alternatives.memory import PhaseMemory
-from placer.alternatives.relay import RelayRewrite, direct_receive
+from placer.alternatives.relay import RelayRewrite, direct_receive, direct_receive_all
 from placer.alternatives.segments import Segmentation, native
 from placer.capture.model import Capture, Phase
 from placer.cost.model import PhaseCost, ProgramCost, program_cost, program_tiles, tile_counters
@@ -174,7 +174,7 @@ def assign_hosts(groups: list[ReplicaGroup], panels: list[Segmentation], memory:
                  tiles: int) -> tuple[list[tuple[np.ndarray, np.ndarray]] | str, list[int]]:
     """Per group, (hosts, buffer addresses) of its panels, or which panel found no host; and the tiles passed over
     because no free gap of theirs could hold the buffer."""
-    room = memory.largest_gaps(tiles)  # a host is never revisited in its phase, so its reservation never matters
+    room = memory.largest_gaps(tiles).tolist()  # a host is never revisited in its phase: its reservation never matters
     hosting = np.zeros(tiles, bool)
     out = []
     skipped: set[int] = set()
@@ -182,23 +182,24 @@ def assign_hosts(groups: list[ReplicaGroup], panels: list[Segmentation], memory:
         eligible = ~hosting
         eligible[g.replicas[g.replicas < tiles]] = False
         eligible[g.sources[g.sources < tiles]] = False
-        walk = np.flatnonzero(eligible)[::-1]
+        walk = np.flatnonzero(eligible)[::-1].tolist()  # highest-numbered first
         hosts, buffers = [], []
         for s, nbytes in enumerate(seg.segment_bytes().tolist()):
             found = None
-            for t in walk[room[walk] >= nbytes].tolist():
-                addr = memory.first_fit(t, nbytes)
-                if addr is not None:
-                    found = (t, addr)
-                    break
+            for i, t in enumerate(walk):
+                if room[t] >= nbytes:
+                    addr = memory.first_fit(t, nbytes)
+                    if addr is not None:
+                        found = (i, t, addr)
+                        break
             if found is None:
-                skipped.update(walk.tolist())
+                skipped.update(walk)
                 return f"group {g.index} panel {s} ({nbytes:,} B)", sorted(skipped)
-            t, addr = found
-            skipped.update(walk[: np.searchsorted(-walk, -t)].tolist())  # the eligible tiles above t: too full
+            i, t, addr = found
+            skipped.update(walk[:i])  # the eligible tiles above t: too full
+            del walk[i]
             hosting[t] = True
             memory.reserve(t, addr, nbytes)
-            walk = walk[walk != t]
             hosts.append(t)
             buffers.append(addr)
         out.append((np.asarray(hosts, np.int64), np.asarray(buffers, np.int64)))
@@ -233,21 +234,28 @@ def decide_phase(phase: Phase, before: PhaseCost, capture: Capture, machine: Mac
         return [], Decision(phase.phase, NO_HOST, skipped_hosts=len(skipped), detail=f"{placed} found no tile "
                             f"with room ({len(skipped):,} eligible tiles too full)", **base)
     max_bytes = machine.exchange.max_transfer_words * 4
-    choices = [RelayChoice(g, "direct-receive", seg, hosts, buffers,
-                           direct_receive(g, seg, hosts, buffers, phase, max_bytes))
-               for g, seg, (hosts, buffers) in zip(cand.groups, cand.panels, placed, strict=True)]
-    trial = Plan(RULE_NAME, machine, 0, 0, choices)
-    after = tile_counters(trial.phase_rewrite(phase)[0], machine, tiles)
+    relays = [(g, seg, hosts, buffers) for g, seg, (hosts, buffers) in zip(cand.groups, cand.panels, placed,
+                                                                          strict=True)]
+    # the trial rewrites every group at once; a group's own rewrite is built only if the phase is accepted
+    trial = direct_receive_all(relays, phase, max_bytes)
+    kept = np.ones(phase.n, bool)
+    kept[trial.remove] = False
+    after = tile_counters(Phase.concat(phase.phase, [phase.take(np.flatnonzero(kept)), trial.gathers,
+                                                     trial.forwards], extra=phase.extra), machine, tiles)
     scratch = np.zeros(tiles, np.int64)
-    for r in choices:
-        np.add.at(scratch, r.hosts, r.scratch_bytes)
+    for _, seg, hosts, _ in relays:
+        np.add.at(scratch, hosts, seg.segment_bytes())
     rows_after = int((after.table_bytes + scratch).max(initial=0))
     failed = [why for why, bad in ((CYCLES_ROSE, after.cycles > before.cycles),
                                    (ROWS_NOT_LOWER, rows_after >= before.worst_table())) if bad]
     decision = Decision(phase.phase, " and ".join(failed) or ACCEPTED, cycles_after=after.cycles,
                         rows_after=rows_after, table_after=after.worst_table(), scratch=int(scratch.sum()),
                         skipped_hosts=len(skipped), detail=_skipped_note(skipped), **base)
-    return (choices if decision.accepted else []), decision
+    if not decision.accepted:
+        return [], decision
+    return [RelayChoice(g, "direct-receive", seg, hosts, buffers, direct_receive(g, seg, hosts, buffers, phase,
+                                                                                  max_bytes))
+            for g, seg, hosts, buffers in relays], decision
 
 
 def _skipped_note(skipped: list[int]) -> str:
