@@ -78,7 +78,7 @@ def main() -> None:
         prepared, hints = None, []
         if args.sweep:
             began = time.perf_counter()
-            prepared = prepare(cap, machine, min(budgets), machine.budget.fragments)
+            prepared = prepare(cap, machine, min(budgets), machine.budget.fragments, workers=params.workers)
             print(f"{model.split('-')[0]} b{batch}: prepare {time.perf_counter() - began:.1f} s", flush=True)
         for budget in (sorted(budgets) if args.sweep else budgets):
             began = time.perf_counter()

@@ -576,11 +576,11 @@ def compare(capture: CaptureLike, machine: MachineLike = None, *, budgets: Seque
     deadline = _deadline(params, deadline)
     cap = _load_timed(capture, deadline)
     t = time.perf_counter()
-    prepared = prepare(cap, mach, min(sizes), frag, local_pack=local_pack)
+    prepared = prepare(cap, mach, min(sizes), frag, local_pack=local_pack, workers=params.workers)
     t = deadline.mark("options", t)
     # the rule ignores the budget (BRIEF §5): computed before the budgets' shares of the search are set, so the
     # first budget's share is not spent on it
-    prepared.rule = greedy_plan(cap, prepared.full, mach, min(sizes), frag, prepared.problem.direct)
+    prepared.rule = greedy_plan(cap, prepared.full, mach, min(sizes), frag, prepared.problem.direct, params.workers)
     deadline.mark("production rule", t)
     work = params.work_per_second * params.time_limit / len(sizes)
     solved: dict[int, Outcome] = {}

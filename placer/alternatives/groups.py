@@ -16,6 +16,7 @@ import numpy as np
 
 from placer.capture.model import Capture, PanelHint, Phase
 from placer.progress import track
+from placer.threads import ordered_map
 
 
 @dataclass(eq=False)
@@ -289,7 +290,8 @@ def panel_index(capture: Capture) -> dict[tuple[int, tuple[int, ...]], PanelHint
     return {(h.phase, h.tiles): h for h in capture.panels}
 
 
-def scan_capture(capture: Capture, gainful_only: bool = True) -> list[GroupScan]:
+def scan_capture(capture: Capture, gainful_only: bool = True, workers: int = 1) -> list[GroupScan]:
+    """Every phase's scan (phases scanned on ``workers`` threads)."""
     hints = panel_index(capture)
-    return [scan_phase(p, hints, gainful_only=gainful_only)
-            for p in track(capture.phases, "scan replica groups", unit="phases")]
+    scans = ordered_map(lambda p: scan_phase(p, hints, gainful_only=gainful_only), capture.phases, workers)
+    return list(track(scans, "scan replica groups", len(capture.phases), "phases"))

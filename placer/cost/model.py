@@ -28,6 +28,7 @@ from placer.capture.model import PAIRED64, WORD_BYTES, Capture, Phase, tile_orde
 from placer.cost.sharing import Sharing, share_tables
 from placer.errors import InputError
 from placer.machine import Machine
+from placer.threads import ordered_map
 
 
 @dataclass(eq=False)
@@ -201,12 +202,13 @@ def program_tiles(capture: Capture, machine: Machine) -> int:
     return capture.tile_count
 
 
-def program_cost(capture: Capture, machine: Machine) -> ProgramCost:
+def program_cost(capture: Capture, machine: Machine, workers: int = 1) -> ProgramCost:
+    """Every counter of every phase and the program's per-tile totals (phases counted on ``workers`` threads)."""
     tiles = program_tiles(capture, machine)
-    counted = [_phase_counters(p, machine, tiles) for p in capture.phases]
+    counted = list(ordered_map(lambda p: _phase_counters(p, machine, tiles), capture.phases, workers))
     phases = [pc for pc, _ in counted]
     own = np.stack([pc.table_bytes for pc in phases]) if phases else np.zeros((0, tiles), np.int64)
-    sharing = share_tables(capture.phases, own, [r for _, r in counted], machine, tiles)
+    sharing = share_tables(capture.phases, own, [r for _, r in counted], machine, tiles, workers)
     frags = np.zeros(tiles, np.int64)
     for pc in phases:
         frags += pc.fragments

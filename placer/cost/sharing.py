@@ -27,6 +27,7 @@ import numpy as np
 
 from placer.capture.model import Phase, csr_gather, tile_order
 from placer.machine import Machine
+from placer.threads import ordered_map
 from placer.units import round_up
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -145,15 +146,17 @@ class Sharing:
 
 
 def share_tables(phases: list[Phase], own: np.ndarray, resets: list[np.ndarray], machine: Machine,
-                 tiles: int) -> Sharing:
+                 tiles: int, workers: int = 1) -> Sharing:
     """Charge every (phase, tile) row under the sharing rule; ``own`` (P × tiles) holds each row's own rounded
-    bytes and ``resets[p]`` the pointer-reset flag of every receive entry of phase p."""
+    bytes and ``resets[p]`` the pointer-reset flag of every receive entry of phase p (rows signed on ``workers``
+    threads)."""
     c = machine.cost
     charged = own.astype(np.int64, copy=True)
     first_use = np.full(own.shape, -1, np.int64)
     if not c.share_phase_tables or len(phases) < 2:
         return Sharing(charged, first_use)
-    rows = [row_signatures(p, r, tiles) for p, r in zip(phases, resets, strict=True)]
+    rows = list(ordered_map(lambda pr: row_signatures(pr[0], pr[1], tiles), list(zip(phases, resets, strict=True)),
+                            workers))
     sig = np.stack([r.signature for r in rows])  # (P, tiles)
     p_idx, t_idx = np.nonzero(sig)
     if p_idx.size == 0:

@@ -39,6 +39,7 @@ from placer.cost.state import PhaseState, TileCounters
 from placer.machine import Machine
 from placer.progress import track
 from placer.selection.plan import Plan, RelayChoice
+from placer.threads import ordered_map
 
 RULE_NAME = "production-rule"
 MAX_REASONS = 5  # reasons listed per phase for the groups that stay direct
@@ -266,30 +267,33 @@ def _skipped_note(skipped: list[int]) -> str:
 
 
 def production_plan(capture: Capture, machine: Machine, table_budget: int, fragment_limit: int, *,
-                    scans: list[GroupScan] | None = None,
-                    direct: ProgramCost | None = None) -> tuple[Plan, list[Decision]]:
+                    scans: list[GroupScan] | None = None, direct: ProgramCost | None = None,
+                    workers: int = 1) -> tuple[Plan, list[Decision]]:
     """The production rule over the whole program: its plan and one decision per phase, in phase order.
     ``scans`` (every phase's full scan, ``gainful_only=False``) and ``direct`` (the program's cost) save the work
-    when the caller has them."""
+    when the caller has them. A phase's decision does not depend on another's, so phases are decided on
+    ``workers`` threads."""
     tiles = program_tiles(capture, machine)
-    direct = direct if direct is not None else program_cost(capture, machine)
+    direct = direct if direct is not None else program_cost(capture, machine, workers)
     hints = panel_index(capture)
     plan = Plan(RULE_NAME, machine, table_budget, fragment_limit)
     decisions = []
     per_phase = scans if scans is not None else [None] * len(capture.phases)
-    for phase, before, scan in track(zip(capture.phases, direct.phases, per_phase, strict=True), "production rule",
-                                     len(capture.phases), "phases"):
-        choices, decision = decide_phase(phase, before, capture, machine, tiles, hints, scan)
+    work = list(zip(capture.phases, direct.phases, per_phase, strict=True))
+    decided = ordered_map(lambda w: decide_phase(w[0], w[1], capture, machine, tiles, hints, w[2]), work, workers)
+    for choices, decision in track(decided, "production rule", len(work), "phases"):
         plan.relays.extend(choices)
         decisions.append(decision)
     return plan, decisions
 
 
 def greedy_plan(capture: Capture, scans: list[GroupScan] | None, machine: Machine, table_budget: int,
-                fragment_limit: int, direct: ProgramCost | None = None) -> tuple[Plan, list[Decision]]:
+                fragment_limit: int, direct: ProgramCost | None = None,
+                workers: int = 1) -> tuple[Plan, list[Decision]]:
     """The entry point select.py calls: the production rule, on every phase's full scan (``gainful_only=False``:
     the rule keeps groups the optimiser prunes)."""
-    return production_plan(capture, machine, table_budget, fragment_limit, scans=scans, direct=direct)
+    return production_plan(capture, machine, table_budget, fragment_limit, scans=scans, direct=direct,
+                           workers=workers)
 
 
 # -- placer's budget-aware construction ("budget-greedy"): NOT the production rule ----------------------------------

@@ -18,6 +18,7 @@ from placer.cost.state import PhaseState
 from placer.machine import Machine
 from placer.progress import track
 from placer.selection.options import HostClass, Option, group_options
+from placer.threads import ordered_map
 
 
 @dataclass(eq=False)
@@ -117,23 +118,30 @@ def selection_scans(capture: Capture, direct: ProgramCost, full: list[GroupScan]
 
 def build_problem(capture: Capture, machine: Machine, table_budget: int, fragment_limit: int, *,
                   scans: list[GroupScan] | None = None, local_pack: bool = True,
-                  max_counts: int = 4, aggregate: bool = True, direct: ProgramCost | None = None) -> SelectionProblem:
+                  max_counts: int = 4, aggregate: bool = True, direct: ProgramCost | None = None,
+                  workers: int = 1) -> SelectionProblem:
     tiles = program_tiles(capture, machine)
     direct = direct if direct is not None else program_cost(capture, machine)
     scans = scans if scans is not None else selection_scans(capture, direct)
     problem = SelectionProblem(capture, machine, tiles, table_budget, fragment_limit, scans, direct)
     pinned = pinned_tiles(direct)
     next_id = max(capture.phase_ids(), default=0) + 1
-    for pi, (phase, scan) in track(enumerate(zip(capture.phases, scans, strict=True)), "option effects", len(scans),
-                                   "phases"):
-        if not scan.groups:
-            continue
+    work = [(pi, phase, scan) for pi, (phase, scan) in enumerate(zip(capture.phases, scans, strict=True))
+            if scan.groups]
+
+    def effects(w: tuple[int, Phase, GroupScan]) -> tuple[PhaseState, PhaseMemory, list[list[Option]], np.ndarray]:
+        pi, phase, scan = w
         state = PhaseState(phase, machine, tiles)
         memory = PhaseMemory(capture, phase, machine)
         options = [group_options(state, g, machine, local_pack=local_pack and not pinned[pi][g.sources].any(),
                                  max_counts=max_counts) for g in scan.groups]
         gaps = memory.largest_gaps(tiles)
         gaps[pinned[pi][:tiles]] = 0  # a pinned row hosts nothing (see pinned_tiles)
+        return state, memory, options, gaps
+
+    # a phase's options do not depend on another phase's: phases are worked out on ``workers`` threads
+    for (_, phase, _), (state, memory, options, gaps) in zip(
+            work, track(ordered_map(effects, work, workers), "option effects", len(work), "phases"), strict=True):
         problem.phases.append(PhaseData(phase, capture.iterations(phase.phase), state, memory, options,
                                         state.raw_table()[:tiles], gaps, next_id))
         next_id += 1

@@ -152,12 +152,12 @@ class Prepared:
 
 
 def prepare(capture: Capture, machine: Machine, table_budget: int, fragment_limit: int, *,
-            local_pack: bool = True) -> Prepared:
-    direct = program_cost(capture, machine)
-    full = scan_capture(capture, gainful_only=False)
+            local_pack: bool = True, workers: int = 1) -> Prepared:
+    direct = program_cost(capture, machine, workers)
+    full = scan_capture(capture, gainful_only=False, workers=workers)
     scans = selection_scans(capture, direct, full)
     return Prepared(scans, build_problem(capture, machine, table_budget, fragment_limit, scans=scans,
-                                         local_pack=local_pack, direct=direct), full)
+                                         local_pack=local_pack, direct=direct, workers=workers), full)
 
 
 TIGHTER_TARGETS = (0.8, 0.7)  # large programs: the budget-aware construction also aimed at these shares
@@ -198,13 +198,13 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     if prepared is not None:
         direct, full, scans = prepared.problem.direct, prepared.full, prepared.scans
     else:
-        direct = program_cost(capture, machine)
-        full = scan_capture(capture, gainful_only=False)
+        direct = program_cost(capture, machine, params.workers)
+        full = scan_capture(capture, gainful_only=False, workers=params.workers)
         scans = selection_scans(capture, direct, full)
     ruled = prepared.rule if prepared is not None else None
     if ruled is None:
         # the rule does not look at the budget (BRIEF §5): a sweep computes it once, each budget reads it
-        ruled = greedy_plan(capture, full, machine, table_budget, fragment_limit, direct)
+        ruled = greedy_plan(capture, full, machine, table_budget, fragment_limit, direct, params.workers)
         if prepared is not None:
             prepared.rule = ruled
     greedy = Plan(ruled[0].mode, machine, table_budget, fragment_limit, list(ruled[0].relays))
@@ -224,7 +224,7 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
         problem = prepared.for_budget(table_budget)
     else:
         problem = build_problem(capture, machine, table_budget, fragment_limit, scans=scans, local_pack=local_pack,
-                                direct=direct)
+                                direct=direct, workers=params.workers)
     t = deadline.mark("options", t)
 
     # the incumbent: the production rule, placer's budget-aware construction, or a plan of another budget
@@ -333,7 +333,7 @@ def _monolithic(capture: Capture, problem: SelectionProblem, params: SolverParam
         # replica's entry, lazy tightening): re-prove on a relaxation -- every tile named, every such slack given
         # back to the budget -- and claim infeasibility only if that fails too.
         explicit = build_problem(capture, machine, table_budget, fragment_limit, scans=scans,
-                                 local_pack=local_pack, aggregate=False)
+                                 local_pack=local_pack, aggregate=False, workers=params.workers)
         if exact_host_pairs(explicit) <= EXACT_HOST_LIMIT:
             relaxed = {t: -s for t, s in model_slack(explicit).items()}
             proof = solve_staged(explicit, replace(params, time_limit=clock.work), order[:1], tighten=relaxed,
