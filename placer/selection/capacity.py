@@ -422,6 +422,18 @@ class _State:
                                          pc.ctrl_cap - st.controls()[:tiles].astype(np.int64),
                                          np.where(pc.room, pd.largest_gap, 0).astype(np.int64), pc.room.copy()))
         self.chosen: dict[tuple[int, int], tuple[int, list[int], list[int]]] = {}  # (phase, group) -> option, hosts
+        self._effects: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    def effect(self, pi: int, gi: int, oi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The real tiles option ``oi`` of the group changes and its change of their raw table and control
+        words (the searches below ask for these hundreds of thousands of times)."""
+        key = (pi, gi, oi)
+        hit = self._effects.get(key)
+        if hit is None:
+            op = self.problem.phases[pi].options[gi][oi]
+            keep = op.tiles < self.tiles
+            hit = self._effects[key] = (op.tiles[keep], op.delta.raw[keep], op.delta.ctrl[keep])
+        return hit
 
     def replicas(self, pi: int, gi: int) -> np.ndarray:
         return _replicas(self.problem.phases[pi].options[gi][0], self.tiles)
@@ -435,11 +447,10 @@ class _State:
         current = int(self.table[self.replicas(pi, gi)].max(initial=0))
         tried = []
         for oi in pc.options[gi][1:]:
-            op = pd.options[gi][oi]
-            keep = op.tiles < self.tiles
-            after = int((self.table[op.tiles[keep]] + op.delta.raw[keep]).max(initial=0))
+            tiles, raw, _ = self.effect(pi, gi, oi)
+            after = int((self.table[tiles] + raw).max(initial=0))
             if after < current:
-                tried.append((after, op.count, oi))
+                tried.append((after, pd.options[gi][oi].count, oi))
         return any(self.relay_as(pi, gi, oi, ceiling) for _after, _count, oi in sorted(tried))
 
     def relay_as(self, pi: int, gi: int, oi: int, ceiling: int) -> bool:
@@ -463,9 +474,9 @@ class _State:
     def _apply(self, pi: int, gi: int, oi: int, hosts: list[int], sign: int) -> None:
         op = self.problem.phases[pi].options[gi][oi]
         host = self.hosting[pi]
-        keep = op.tiles < self.tiles
-        np.add.at(self.table, op.tiles[keep], sign * op.delta.raw[keep])
-        np.add.at(host.ctrl, op.tiles[keep], -sign * op.delta.ctrl[keep])
+        tiles, raw, ctrl = self.effect(pi, gi, oi)
+        np.add.at(self.table, tiles, sign * raw)
+        np.add.at(host.ctrl, tiles, -sign * ctrl)
         assert op.host is not None  # a relay option
         for s, t in enumerate(hosts):
             self.table[t] += sign * int(op.host.raw[s])
@@ -600,7 +611,7 @@ def _weighted(st: _State, phases: list[int], spread: int = 2048) -> None:
     weight per segment it needs, a replica weighing exp((its table - the worst) / ``spread``) -- so the tiles
     near the top count, and a tile another phase's relay already lowered stops counting (the phases' choices
     cover different tiles). Deterministic: ties go to the lower (phase, group)."""
-    problem, tiles = st.problem, st.tiles
+    problem = st.problem
     todo = {(pi, gi) for pi in phases for gi, idx in enumerate(st.caps[pi].options) if len(idx) > 1}
     while todo:
         top = int(st.table.max(initial=0))
@@ -609,9 +620,8 @@ def _weighted(st: _State, phases: list[int], spread: int = 2048) -> None:
         for pi, gi in sorted(todo):
             pd = problem.phases[pi]
             for oi in st.caps[pi].options[gi][1:]:
-                op = pd.options[gi][oi]
-                keep = op.tiles < tiles
-                gain = float(-(weight[op.tiles[keep]] * op.delta.raw[keep]).sum()) / op.count
+                t, raw, _ = st.effect(pi, gi, oi)
+                gain = float(-(weight[t] * raw).sum()) / pd.options[gi][oi].count
                 if gain > 0 and (best is None or gain > best[0]):
                     best = (gain, pi, gi)
         if best is None:
@@ -628,13 +638,24 @@ def _excess(table: np.ndarray, tiles: np.ndarray, delta: np.ndarray, level: int)
     return int((after - before).sum())
 
 
+def _excesses(table: np.ndarray, effects: list[tuple[np.ndarray, np.ndarray]], level: int) -> list[int]:
+    """``_excess`` of taking each effect (tiles, delta) back (``-delta``), for many effects in one pass."""
+    tiles = np.concatenate([t for t, _ in effects])
+    delta = np.concatenate([d for _, d in effects])
+    which = np.repeat(np.arange(len(effects)), [len(t) for t, _ in effects])
+    change = np.maximum(table[tiles] - delta - level, 0) - np.maximum(table[tiles] - level, 0)
+    out = np.zeros(len(effects), np.int64)
+    np.add.at(out, which, change)
+    return [int(x) for x in out.tolist()]
+
+
 def _improve(st: _State, member: list[dict[int, int]], order: list[int], rounds: int) -> None:
     """Lower the tables above a level just under the worst: for each tile above it (heaviest first), relay a
     group of it that is direct -- making room, if needed, by returning to direct a relayed group of the same phase
     whose replicas add less excess than the relay removes. A move is taken only if the excess over the level
     falls; when no move is left the level goes up by half its distance to the worst (finer moves), and the search
     stops when the level reaches the worst."""
-    problem, tiles = st.problem, st.tiles
+    problem = st.problem
     margin = 4096
     for _ in range(rounds):
         top = int(st.table.max(initial=0))
@@ -649,24 +670,18 @@ def _improve(st: _State, member: list[dict[int, int]], order: list[int], rounds:
                 # what relaying it would remove, with its best option's effect on its replicas
                 best = None
                 for oi in st.caps[pi].options[gi][1:]:
-                    op = problem.phases[pi].options[gi][oi]
-                    keep = op.tiles < tiles
-                    gain = -_excess(st.table, op.tiles[keep], op.delta.raw[keep], level)
+                    gain = -_excess(st.table, *st.effect(pi, gi, oi)[:2], level)
                     best = gain if best is None else max(best, gain)
                 if not best or best <= 0:
                     continue
                 if st.try_relay(pi, gi, top):
                     moved = True
                     break
-                swaps = []
-                for (qi, gj), (oj, _h, _b) in st.chosen.items():
-                    if qi != pi:
-                        continue
-                    op = problem.phases[qi].options[gj][oj]
-                    keep = op.tiles < tiles
-                    loss = _excess(st.table, op.tiles[keep], -op.delta.raw[keep], level)
-                    if loss < best:
-                        swaps.append((loss, gj))
+                # what returning each relayed group of the phase to direct would add over the level, all at once
+                relayed = [(gj, oj) for (qi, gj), (oj, _h, _b) in st.chosen.items() if qi == pi]
+                effects = [st.effect(pi, gj, oj)[:2] for gj, oj in relayed]
+                losses = _excesses(st.table, effects, level) if effects else []
+                swaps = [(loss, gj) for loss, (gj, _oj) in zip(losses, relayed, strict=True) if loss < best]
                 for _loss, gj in sorted(swaps):
                     saved = st.chosen[(pi, gj)]
                     st.undo(pi, gj)
