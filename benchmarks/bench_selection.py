@@ -22,6 +22,7 @@ import argparse
 import os
 import time
 
+from placer.allocator import keep_freed_arrays
 from placer.machine import load_machine
 from placer.selection.select import Outcome, prepare, select
 from placer.solver import Deadline, SolverParams
@@ -61,6 +62,7 @@ def main() -> None:
     ap.add_argument("--no-validate", action="store_true")
     ap.add_argument("--sweep", action="store_true", help="share option effects between budgets, as compare does")
     args = ap.parse_args()
+    keep_freed_arrays()  # as the CLI does
     machine = load_machine()
     budgets = parse_size_list(args.budgets)
     params = SolverParams.from_toml(args.params).with_overrides(time_limit=args.time_limit)

@@ -19,6 +19,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from placer import __version__, clock, interrupt
+from placer.allocator import keep_freed_arrays
 from placer.errors import EXIT_TABLE, ExitCode, InputError
 
 # Command name -> (module, function). A command's module (and with it ortools, networkx, numpy, ...) is imported
@@ -111,31 +112,9 @@ def main() -> None:
     """Run the command line; every way it can end maps to one :class:`placer.errors.ExitCode` (no traceback)."""
     clock.CONSOLE = True  # a console command's clock starts when placer is imported, not when the command runs
     interrupt.install()
-    _keep_freed_memory()
+    keep_freed_arrays()
     sys.exit(run(sys.argv[1:]))
 
-
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
-
-
-def _keep_freed_memory() -> None:
-    """Let glibc reuse freed arrays instead of returning them to the kernel.
-
-    By default glibc gives every freed block above its mmap threshold back to the kernel and the next allocation
-    faults fresh pages in again; the stages allocate and free arrays of millions of entries per phase, and those
-    page faults were a tenth of a solve (SigLIP b2: 4.6 of 40 CPU seconds in the kernel, preparation 1.7 s
-    slower). A command is a short-lived process, so keeping freed memory in the heap costs nothing after exit
-    (peak memory did not grow). Elsewhere than glibc this does nothing."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(_M_MMAP_THRESHOLD, 32 << 20)  # glibc's largest: blocks up to 32 MiB come from the heap
-        libc.mallopt(_M_TRIM_THRESHOLD, 2**31 - 1)  # hand freed heap back only above 2 GiB free (mallopt takes an int)
-    except (OSError, AttributeError):
-        return
 
 
 def run(argv: list[str]) -> int:
