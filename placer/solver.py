@@ -278,7 +278,10 @@ def run(
     solver = cp_model.CpSolver()
     params.apply(solver)
     for key, value in (tuning or {}).items():
-        setattr(solver.parameters, key, value)
+        if isinstance(value, list | tuple):  # a repeated field, empty in a new solver's parameters
+            getattr(solver.parameters, key).extend(value)
+        else:
+            setattr(solver.parameters, key, value)
     start = time.perf_counter()
     callback = None
     if progress is not None:
