@@ -257,7 +257,7 @@ class CapacityResult:
 
 # CP-SAT's "max_lp" worker spends most of its time in root LP work its deterministic clock hardly counts (PE-core
 # b1: one 22 s task of 6.8 deterministic s), so with it the search ends on the wall clock, not on its work
-# allowance; the model's bound comes from its own LP (``table_lp_bound``) anyway.
+# allowance. The bound still comes from the capacity LP and the "max_lp_sym" worker (PE b1 loses 0.4 KB of it).
 CAPACITY_TUNING: dict[str, Any] = {"ignore_subsolvers": ["max_lp"]}
 
 
