@@ -38,6 +38,7 @@ class _Busy:
     gap_ptr: np.ndarray
     gap_start: np.ndarray
     gap_end: np.ndarray
+    largest: np.ndarray | None = None  # each tile's largest aligned gap, filled on first use
 
 
 _BUSY: weakref.WeakKeyDictionary[Phase, dict[tuple[object, Machine, int], _Busy]] = weakref.WeakKeyDictionary()
@@ -157,26 +158,17 @@ class PhaseMemory:
         return int(result.addresses[0]) if result.placed and result.addresses is not None else None
 
     def largest_gaps(self, tiles: int) -> np.ndarray:
-        """Largest aligned free gap of every tile at once (reservations ignored), vectorised."""
-        mem = self.machine.memory
-        lo, hi = mem.base, min(mem.end, mem.loader_limit)
-        t, s, e = self.tile, np.clip(self.start, lo, hi), np.clip(self.end, lo, hi)
-        # running maximum of interval ends within each tile: offset every tile into its own address band
-        band = np.int64(1) << 40
-        cummax = np.maximum.accumulate(e + t * band) - t * band
-        prev_end = np.full(len(t), lo, np.int64)
-        same = np.zeros(len(t), bool)
-        same[1:] = t[1:] == t[:-1]
-        prev_end[1:] = np.where(same[1:], cummax[:-1], lo)
-        align = BUFFER_ALIGNMENT
-        gap = s - round_up(prev_end, align)
-        best = np.full(tiles, 0, np.int64)
-        np.maximum.at(best, t[t < tiles], gap[t < tiles])
-        last = np.ones(len(t), bool)
-        last[:-1] = t[1:] != t[:-1]
-        tail = hi - round_up(cummax[last], align)
-        np.maximum.at(best, t[last][t[last] < tiles], tail[t[last] < tiles])
-        empty = np.ones(tiles, bool)
-        empty[t[t < tiles]] = False
-        best[empty] = hi - round_up(lo, align)
-        return np.maximum(best, 0)
+        """Largest aligned free gap of every tile at once (reservations ignored): the widest of the phase's
+        precomputed gaps, worked out once per phase."""
+        b = self._busy
+        if b.largest is None:
+            room = np.maximum(b.gap_end - round_up(b.gap_start, BUFFER_ALIGNMENT), 0)
+            largest = np.zeros(len(b.gap_ptr) - 1, np.int64)
+            has = np.diff(b.gap_ptr) > 0
+            largest[has] = np.maximum.reduceat(room, b.gap_ptr[:-1][has]) if room.size else 0
+            largest.flags.writeable = False
+            b.largest = largest
+        out = np.zeros(tiles, np.int64)
+        n = min(tiles, len(b.largest))
+        out[:n] = b.largest[:n]
+        return out
