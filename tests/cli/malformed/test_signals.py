@@ -38,7 +38,7 @@ def test_signal_during_cpsat(sig: signal.Signals, code: int, tmp_path: Path) -> 
         lines.append(line)
         if "cost incumbent candidates" in line or "cp-sat stage" in line or time.monotonic() > deadline:
             break
-    time.sleep(1.0)
+    time.sleep(0.2)  # into the search, which on the demo lasts about a second in all: a longer wait can miss it
     started = time.monotonic()
     proc.send_signal(sig)
     stdout, err_rest = proc.communicate(timeout=60)
