@@ -16,7 +16,7 @@ from __future__ import annotations
 import signal
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the CLI installs the handlers at start-up; importing ortools there would slow every command
@@ -104,26 +104,31 @@ def solve(solver: cp_model.CpSolver, call: Callable[[], Any]) -> Any:
             solver.parameters.max_deterministic_time = 0.0
         _solvers.add(solver)
     box: dict[str, Any] = {}
+    # the search's end, as the worker itself reports it: Thread.join() interrupted by a signal can leave the
+    # thread marked as finished while it still runs (CPython's lock handling in join), and a CP-SAT thread left
+    # running when the interpreter exits aborts it ("terminate called without an active exception")
+    done = threading.Event()
 
     def work() -> None:
         try:
             box["value"] = call()
         except BaseException as exc:  # re-raised in the main thread
             box["error"] = exc
+        finally:
+            done.set()
 
     thread = threading.Thread(target=work, name="cp-sat", daemon=True)
     try:
-        # started inside the try: a signal right after start() must still stop and join the search (a CP-SAT
-        # thread left running when the interpreter exits aborts it: "terminate called without an active exception")
-        thread.start()
-        while thread.is_alive():
-            thread.join(0.05)  # signals are delivered between joins
+        thread.start()  # inside the try: a signal right after start() must still stop the search and wait for it
+        while not done.wait(0.05):  # signals are delivered between waits
             if _state["signum"] is not None:
                 solver.stop_search()  # repeated: a stop sent before the search had started is lost
     except BaseException:
         solver.stop_search()
-        if thread.ident is not None:  # it started
-            thread.join()
+        while thread.ident is not None and not done.is_set():  # it started: wait until it has really stopped
+            with suppress(BaseException):  # a second signal: the search is already told to stop; wait still
+                done.wait(0.05)
+            solver.stop_search()
         raise
     finally:
         with _lock:
