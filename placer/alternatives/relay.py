@@ -117,58 +117,69 @@ def direct_receive_all(
     """Several groups of one phase relayed at once, as one rewrite: the same transfers, in the same order, as the
     groups' own rewrites one after another (every gather, then every forward) -- without a call per group, which
     the production rule's candidates of a thousand groups or more cannot afford."""
-    groups = [g for g, _, _, _ in relays]
-    segs = [s for _, s, _, _ in relays]
-    counts = np.array([s.count for s in segs], np.int64)
-    seg_lo = np.concatenate([s.bounds[:-1] for s in segs])
-    seg_hosts = np.concatenate([np.asarray(h, np.int64) for _, _, h, _ in relays])
-    seg_buffers = np.concatenate([np.asarray(b, np.int64) for _, _, _, b in relays])
-    # every fragment's segment, numbered across the groups
-    seg_of = np.repeat(np.arange(int(counts.sum())), np.concatenate([np.diff(s.frag_start) for s in segs]))
-    tr = np.concatenate([g.transfers for g in groups])
-    offsets = np.concatenate([g.offsets for g in groups])
+    sg = _segments(relays)
+    tr = np.concatenate([g.transfers for g in sg.groups])
     gathers = Phase.build(
         phase.phase,
-        source=np.concatenate([g.sources for g in groups]),
+        source=np.concatenate([g.sources for g in sg.groups]),
         words=phase.words[tr],
         dst_counts=np.ones(len(tr), np.int64),
-        dst_tile=seg_hosts[seg_of],
-        dst_addr=seg_buffers[seg_of] + offsets - seg_lo[seg_of],
+        dst_tile=sg.hosts[sg.seg_of],
+        dst_addr=sg.buffers[sg.seg_of] + sg.offsets - sg.lo[sg.seg_of],
         src_addr=phase.src_addr[csr_gather(phase.src_ptr, tr)],
         src_counts=np.diff(phase.src_ptr)[tr],
         width=np.full(len(tr), WORD32, np.uint8),
     )
-    iv = _intervals(seg_of, offsets, np.concatenate([g.nbytes for g in groups]), max_bytes)
-    # each interval goes to every replica of its group, at the replica's base plus the offset
-    seg_group = np.repeat(np.arange(len(groups)), counts)
-    replica_ptr = np.zeros(len(groups) + 1, np.int64)
-    np.cumsum([g.replica_count for g in groups], out=replica_ptr[1:])
+    return RelayRewrite(tr, gathers, _forwards(sg, max_bytes, phase.phase), [])
+
+
+@dataclass(frozen=True, eq=False)
+class _Segments:
+    """The segments of several relays numbered across their groups: each one's host, buffer and start offset,
+    and each fragment's segment (fragments in group order, offset order within a group)."""
+
+    groups: list[ReplicaGroup]
+    counts: np.ndarray  # segments per group
+    hosts: np.ndarray
+    buffers: np.ndarray
+    lo: np.ndarray
+    seg_of: np.ndarray
+    offsets: np.ndarray
+    nbytes: np.ndarray
+
+
+def _segments(relays: Sequence[tuple[ReplicaGroup, Segmentation, np.ndarray, np.ndarray]]) -> _Segments:
+    groups = [g for g, _, _, _ in relays]
+    segs = [s for _, s, _, _ in relays]
+    counts = np.array([s.count for s in segs], np.int64)
+    return _Segments(
+        groups, counts,
+        hosts=np.concatenate([np.asarray(h, np.int64) for _, _, h, _ in relays]),
+        buffers=np.concatenate([np.asarray(b, np.int64) for _, _, _, b in relays]),
+        lo=np.concatenate([s.bounds[:-1] for s in segs]),
+        seg_of=np.repeat(np.arange(int(counts.sum())), np.concatenate([np.diff(s.frag_start) for s in segs])),
+        offsets=np.concatenate([g.offsets for g in groups]),
+        nbytes=np.concatenate([g.nbytes for g in groups]),
+    )
+
+
+def _forwards(sg: _Segments, max_bytes: int, phase_id: int) -> Phase:
+    """Each relay multicasting its segments' covered intervals to every replica of its group, at the replica's
+    base plus the offset."""
+    iv = _intervals(sg.seg_of, sg.offsets, sg.nbytes, max_bytes)
+    seg_group = np.repeat(np.arange(len(sg.groups)), sg.counts)
+    replica_ptr = np.zeros(len(sg.groups) + 1, np.int64)
+    np.cumsum([g.replica_count for g in sg.groups], out=replica_ptr[1:])
     flat = csr_gather(replica_ptr, seg_group[iv.segment])
     fanout = np.diff(replica_ptr)[seg_group[iv.segment]]
-    forwards = Phase.build(
-        phase.phase,
-        source=seg_hosts[iv.segment],
-        words=iv.nbytes // 4,
-        dst_counts=fanout,
-        dst_tile=np.concatenate([g.replicas for g in groups])[flat],
-        dst_addr=np.concatenate([g.bases for g in groups])[flat] + np.repeat(iv.offset, fanout),
-        src_addr=seg_buffers[iv.segment] + iv.offset - seg_lo[iv.segment],
-    )
-    return RelayRewrite(tr, gathers, forwards, [])
-
-
-def _forwards(group: ReplicaGroup, seg: Segmentation, hosts: np.ndarray, buffers: np.ndarray, iv: Intervals,
-              phase_id: int) -> Phase:
-    m = len(iv.offset)
-    r = group.replica_count
     return Phase.build(
         phase_id,
-        source=hosts[iv.segment],
+        source=sg.hosts[iv.segment],
         words=iv.nbytes // 4,
-        dst_counts=np.full(m, r, np.int64),
-        dst_tile=np.tile(group.replicas, m),
-        dst_addr=(group.bases[None, :] + iv.offset[:, None]).reshape(-1),
-        src_addr=buffers[iv.segment] + iv.offset - seg.bounds[iv.segment],
+        dst_counts=fanout,
+        dst_tile=np.concatenate([g.replicas for g in sg.groups])[flat],
+        dst_addr=np.concatenate([g.bases for g in sg.groups])[flat] + np.repeat(iv.offset, fanout),
+        src_addr=sg.buffers[iv.segment] + iv.offset - sg.lo[iv.segment],
     )
 
 
@@ -204,5 +215,5 @@ def local_pack(
     frm = scratch[seg_of] + run_scratch[frag_run] + (group.offsets - runs.offset[frag_run])
     to = buffers[seg_of] + group.offsets - seg.bounds[seg_of]
     copies = list(zip(hosts[seg_of].tolist(), frm.tolist(), to.tolist(), group.nbytes.tolist(), strict=True))
-    forwards = _forwards(group, seg, hosts, buffers, forward_intervals(group, seg, max_bytes), extra_phase)
+    forwards = _forwards(_segments([(group, seg, hosts, buffers)]), max_bytes, extra_phase)
     return RelayRewrite(group.transfers, gathers, forwards, copies)

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from placer.alternatives.groups import ReplicaGroup, scan_phase
-from placer.alternatives.relay import _forwards, direct_receive_all, forward_intervals
+from placer.alternatives.relay import direct_receive_all, forward_intervals
 from placer.alternatives.segments import Segmentation, native
 from placer.capture.model import WORD32, Phase, csr_gather
 from tests.alternatives.test_group_scan import phases
@@ -25,7 +25,12 @@ def one_group(group: ReplicaGroup, seg: Segmentation, hosts: np.ndarray, buffers
                           dst_addr=buffers[seg_of] + group.offsets - seg.bounds[seg_of],
                           src_addr=phase.src_addr[csr_gather(phase.src_ptr, tr)],
                           src_counts=np.diff(phase.src_ptr)[tr], width=np.full(len(tr), WORD32, np.uint8))
-    forwards = _forwards(group, seg, hosts, buffers, forward_intervals(group, seg, max_bytes), phase.phase)
+    iv = forward_intervals(group, seg, max_bytes)
+    m, r = len(iv.offset), group.replica_count
+    forwards = Phase.build(phase.phase, source=hosts[iv.segment], words=iv.nbytes // 4,
+                           dst_counts=np.full(m, r, np.int64), dst_tile=np.tile(group.replicas, m),
+                           dst_addr=(group.bases[None, :] + iv.offset[:, None]).reshape(-1),
+                           src_addr=buffers[iv.segment] + iv.offset - seg.bounds[iv.segment])
     return gathers, forwards
 
 
