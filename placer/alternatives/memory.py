@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from placer.capture.model import Capture, Phase
+from placer.capture.model import Capture, Phase, interval_runs, tile_order
 from placer.machine import Machine
 from placer.placement.api import place_requests, tile_problem
 from placer.solver import SolverParams
@@ -57,15 +57,20 @@ def _busy(capture: Capture, phase: Phase, machine: Machine) -> _Busy:
 def _build_busy(capture: Capture, phase: Phase, machine: Machine) -> _Busy:
     src_rows = np.repeat(np.arange(phase.n), np.diff(phase.src_ptr))
     nb = phase.nbytes
-    dst_rows = phase.dst_transfer()
     alloc = capture.allocations
     live = (alloc.first <= phase.phase) & (alloc.last >= phase.phase)
+    src_tile = phase.source[src_rows]
+    # one source address per transfer (a read that does not vary per iteration): the phase's cached order holds.
+    # Back-to-back intervals merged (the same busy bytes): the sort below then has about a thousandth to do
+    s_order = phase.source_order() if src_rows.size == phase.n else tile_order(src_tile)
+    sends = interval_runs(src_tile, phase.src_addr, phase.src_addr + nb[src_rows], s_order)
+    receives = phase.dst_runs()
     # an empty interval at the region boundary on every tile splits any gap that would straddle it
     boundary = np.arange(capture.tile_count, dtype=np.int64)
     edge = np.full(capture.tile_count, machine.memory.region0_end, np.int64)
-    tile = np.concatenate([phase.source[src_rows], phase.dst_tile, alloc.tile[live], boundary]).astype(np.int64)
-    start = np.concatenate([phase.src_addr, phase.dst_addr, alloc.start[live], edge])
-    end = np.concatenate([phase.src_addr + nb[src_rows], phase.dst_addr + nb[dst_rows], alloc.end[live], edge])
+    tile = np.concatenate([sends[0], receives[0], alloc.tile[live], boundary]).astype(np.int64)
+    start = np.concatenate([sends[1], receives[1], alloc.start[live], edge])
+    end = np.concatenate([sends[2], receives[2], alloc.end[live], edge])
     order = np.argsort((tile << 33) | start)  # addresses < 2^32: one key sorts by (tile, start)
     tile, start, end = tile[order], start[order], end[order]
     ptr = np.searchsorted(tile, np.arange(capture.tile_count + 1))

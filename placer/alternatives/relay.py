@@ -66,13 +66,20 @@ def _intervals(seg_of: np.ndarray, off: np.ndarray, nb: np.ndarray, max_bytes: i
 def source_runs(group: ReplicaGroup, seg: Segmentation, phase: Phase, max_bytes: int) -> Intervals:
     """Maximal runs of fragments, within a segment, from one sender and contiguous in its memory (all iterations)."""
     seg_of = np.repeat(np.arange(seg.count), np.diff(seg.frag_start))
+    return cut_runs(group.offsets, group.nbytes, seg_of, source_joins(group, phase), max_bytes)
+
+
+def source_joins(group: ReplicaGroup, phase: Phase) -> np.ndarray:
+    """Per fragment (offset order): whether it extends the previous fragment's source run when no segment boundary
+    falls between them -- one sender, one iteration count, contiguous on the replicas and at the source in every
+    iteration. It does not depend on the segmentation, so a caller trying several can compute it once."""
     tr = group.transfers
     src_first = phase.src_ptr[tr]
-    counts = np.diff(phase.src_ptr)[tr]
+    counts = phase.src_ptr[tr + 1] - src_first  # not np.diff(src_ptr)[tr]: that is a pass over the whole phase
     n = len(tr)
     joins = np.zeros(n, bool)
     if n > 1:
-        same = (group.sources[1:] == group.sources[:-1]) & (seg_of[1:] == seg_of[:-1]) & (counts[1:] == counts[:-1])
+        same = (group.sources[1:] == group.sources[:-1]) & (counts[1:] == counts[:-1])
         same &= group.offsets[1:] == group.offsets[:-1] + group.nbytes[:-1]
         cand = np.flatnonzero(same)
         # contiguous at the source in every iteration (only the first address is compared when counts differ)
@@ -82,17 +89,31 @@ def source_runs(group: ReplicaGroup, seg: Segmentation, phase: Phase, max_bytes:
             b = phase.src_addr[np.minimum(src_first[cand + 1] + it, len(phase.src_addr) - 1)]
             ok &= np.where(it < counts[cand], b == a + group.nbytes[cand], True)
         joins[cand[ok] + 1] = True
+    return joins
+
+
+def cut_runs(offsets: np.ndarray, nbytes: np.ndarray, seg_of: np.ndarray, joins: np.ndarray, max_bytes: int,
+             copies: int = 1) -> Intervals:
+    """``source_runs`` from a group's fragments (offset order), each one's segment ``seg_of`` and its
+    ``source_joins``. The fragments may be ``copies`` segmentations of one group laid end to end (``seg_of``
+    numbering their segments across them, the other arrays repeated): each is cut as if alone."""
+    n = max(1, len(joins) // copies)
+    joins = joins.copy()
+    joins[1:] &= seg_of[1:] == seg_of[:-1]  # a run never crosses a segment boundary
     # a run may not exceed one transfer: cut it where its running byte count crosses a multiple of max_bytes
     run_id = np.cumsum(~joins) - 1
     starts = np.flatnonzero(~joins)
-    cum = np.cumsum(group.nbytes)
-    before = (cum - group.nbytes)[starts][run_id]
+    cum = np.cumsum(nbytes)
+    before = (cum - nbytes)[starts][run_id]
     piece = (cum - before - 1) // max_bytes
     key = run_id * (n + 1) + piece
-    first = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
-    last = np.concatenate([first[1:], [n]]) - 1
-    run_bytes = group.offsets[last] + group.nbytes[last] - group.offsets[first]
-    return Intervals(seg_of[first], group.offsets[first], run_bytes)
+    new = np.ones(len(key), bool)
+    new[1:] = key[1:] != key[:-1]
+    new[::n] = True  # every copy's first fragment starts a run
+    first = np.flatnonzero(new)
+    last = np.append(first[1:], len(key)) - 1
+    run_bytes = offsets[last] + nbytes[last] - offsets[first]
+    return Intervals(seg_of[first], offsets[first], run_bytes)
 
 
 @dataclass(frozen=True, eq=False)
@@ -127,7 +148,7 @@ def direct_receive_all(
         dst_tile=sg.hosts[sg.seg_of],
         dst_addr=sg.buffers[sg.seg_of] + sg.offsets - sg.lo[sg.seg_of],
         src_addr=phase.src_addr[csr_gather(phase.src_ptr, tr)],
-        src_counts=np.diff(phase.src_ptr)[tr],
+        src_counts=phase.src_ptr[tr + 1] - phase.src_ptr[tr],
         width=np.full(len(tr), WORD32, np.uint8),
     )
     return RelayRewrite(tr, gathers, _forwards(sg, max_bytes, phase.phase), [])
@@ -206,7 +227,7 @@ def local_pack(
         dst_tile=hosts[runs.segment],
         dst_addr=scratch[runs.segment] + run_scratch,
         src_addr=phase.src_addr[csr_gather(phase.src_ptr, tr)],
-        src_counts=np.diff(phase.src_ptr)[tr],
+        src_counts=phase.src_ptr[tr + 1] - phase.src_ptr[tr],
         width=np.full(len(tr), WORD32, np.uint8),
     )
     # the kernel copies every fragment from its place in scratch to its packed place

@@ -49,19 +49,22 @@ def _from_bounds(group: ReplicaGroup, bounds: np.ndarray) -> Segmentation:
 def native(group: ReplicaGroup) -> Segmentation:
     if group.hint is not None and group.hint.splits:
         return _from_bounds(group, np.asarray(group.hint.boundaries, dtype=np.int64))
-    return _from_bounds(group, _inferred_cuts(group))
+    cuts = _inferred_cuts(group)
+    if not cuts.size:  # one segment (most groups: a programme has thousands of small ones)
+        return Segmentation(np.array([0, group.extent], np.int64), np.array([0, group.fragments], np.int64))
+    return _from_bounds(group, cuts)
 
 
 def _inferred_cuts(group: ReplicaGroup) -> np.ndarray:
-    src = group.sources.astype(np.int64)
-    n = src.shape[0]
-    if n <= 1 or np.unique(src).shape[0] == n:  # no sender repeats: one segment
+    src = group.sources.tolist()
+    n = len(src)
+    if n <= 1 or len(set(src)) == n:  # no sender repeats: one segment
         return np.zeros(0, np.int64)
     # one pass over the fragments in offset order: a sender already seen in the current segment starts the next
     cuts: list[int] = []
     seen: set[int] = set()
     offsets = group.offsets.tolist()
-    for i, s in enumerate(src.tolist()):
+    for i, s in enumerate(src):
         if s in seen:
             cuts.append(offsets[i])
             seen = {s}

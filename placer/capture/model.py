@@ -52,8 +52,12 @@ class Phase:
         return np.diff(self.dst_ptr)
 
     def dst_transfer(self) -> np.ndarray:
-        """For every destination entry, the index of its transfer (the CSR row expanded)."""
-        return np.repeat(np.arange(self.n, dtype=np.int64), self.fanout)
+        """For every destination entry, the index of its transfer (the CSR row expanded; cached, read-only)."""
+        cached = _DST_TRANSFER.get(self)
+        if cached is None:
+            cached = _DST_TRANSFER[self] = np.repeat(np.arange(self.n, dtype=np.int64), self.fanout)
+            cached.flags.writeable = False
+        return cached
 
     def dst_set_ids(self) -> np.ndarray:
         """A dense id per transfer such that equal ids mean equal destination tile sets.
@@ -92,6 +96,37 @@ class Phase:
         ids.flags.writeable = False
         _SET_IDS[self] = ids
         return ids
+
+    def dst_order(self) -> np.ndarray:
+        """Destination entries sorted by tile, listed order kept within a tile (cached, read-only): the order
+        pointer resets, table rows and busy memory are all read in."""
+        cached = _DST_ORDER.get(self)
+        if cached is None:
+            cached = _DST_ORDER[self] = tile_order(self.dst_tile)
+            cached.flags.writeable = False
+        return cached
+
+    def dst_runs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The bytes the phase writes, as (tile, start, end) intervals in tile order (cached, read-only): receive
+        entries that follow each other on a tile in listed order, each starting where the one before ended, are
+        one interval. The same bytes as the entries, about a thousandth of their number (a multicast's fragments
+        land back to back), for the questions that need only the union: busy memory, reads of written bytes."""
+        cached = _DST_RUNS.get(self)
+        if cached is None:
+            order = self.dst_order()
+            cached = _DST_RUNS[self] = interval_runs(self.dst_tile, self.dst_addr,
+                                                     self.dst_addr + self.nbytes[self.dst_transfer()], order)
+            for a in cached:
+                a.flags.writeable = False
+        return cached
+
+    def source_order(self) -> np.ndarray:
+        """Transfers sorted by source tile, listed order kept within a tile (cached, read-only)."""
+        cached = _SOURCE_ORDER.get(self)
+        if cached is None:
+            cached = _SOURCE_ORDER[self] = tile_order(self.source)
+            cached.flags.writeable = False
+        return cached
 
     def first_src_addr(self) -> np.ndarray:
         return self.src_addr[self.src_ptr[:-1]]
@@ -187,6 +222,10 @@ class Phase:
 
 # a phase is not changed once built, so its destination-set ids are computed once (read-only)
 _SET_IDS: weakref.WeakKeyDictionary[Phase, np.ndarray] = weakref.WeakKeyDictionary()
+_DST_TRANSFER: weakref.WeakKeyDictionary[Phase, np.ndarray] = weakref.WeakKeyDictionary()
+_DST_ORDER: weakref.WeakKeyDictionary[Phase, np.ndarray] = weakref.WeakKeyDictionary()
+_SOURCE_ORDER: weakref.WeakKeyDictionary[Phase, np.ndarray] = weakref.WeakKeyDictionary()
+_DST_RUNS: weakref.WeakKeyDictionary[Phase, tuple[np.ndarray, np.ndarray, np.ndarray]] = weakref.WeakKeyDictionary()
 
 
 def tile_order(tile: np.ndarray) -> np.ndarray:
@@ -195,6 +234,17 @@ def tile_order(tile: np.ndarray) -> np.ndarray:
     if tile.size and int(tile.min()) >= 0 and int(tile.max()) < 2**15:
         return np.argsort(tile.astype(np.int16), kind="stable")
     return np.argsort(tile, kind="stable")
+
+
+def interval_runs(tile: np.ndarray, start: np.ndarray, end: np.ndarray,
+                  order: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(tile, start, end) intervals visited in ``order`` (``tile_order(tile)``), each run of consecutive ones on a
+    tile that start where the one before ended merged into one: the same bytes, fewer intervals."""
+    t, s, e = tile[order], start[order], end[order]
+    if not t.size:
+        return t, s, e
+    first = np.flatnonzero(np.r_[True, (t[1:] != t[:-1]) | (s[1:] != e[:-1])])
+    return t[first], s[first], e[np.r_[first[1:] - 1, t.size - 1]]
 
 
 def _ptr(counts: np.ndarray) -> np.ndarray:

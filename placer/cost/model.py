@@ -56,17 +56,19 @@ class PhaseCost:
         return int(self.table_bytes.max(initial=0))
 
 
-def receive_resets(dst_tile: np.ndarray, dst_addr: np.ndarray, dst_bytes: np.ndarray) -> np.ndarray:
-    """For each receive entry (listed order), 1 if it starts a new pointer run on its tile, else 0."""
-    order = tile_order(dst_tile)
+def receive_resets(dst_tile: np.ndarray, dst_addr: np.ndarray, dst_bytes: np.ndarray,
+                   order: np.ndarray | None = None) -> np.ndarray:
+    """For each receive entry (listed order), 1 if it starts a new pointer run on its tile, else 0 (int8).
+    ``order``: ``tile_order(dst_tile)``, when the caller has it."""
+    order = tile_order(dst_tile) if order is None else order
     t = dst_tile[order]
     a = dst_addr[order]
-    end = a + dst_bytes[order]
-    reset_sorted = np.ones(len(order), dtype=np.int64)
+    reset_sorted = np.ones(len(order), dtype=bool)
     if len(order) > 1:
-        same_tile = t[1:] == t[:-1]
-        reset_sorted[1:] = ~(same_tile & (a[1:] == end[:-1]))
-    resets = np.empty_like(reset_sorted)
+        end = a[:-1] + dst_bytes[order[:-1]]
+        np.not_equal(a[1:], end, out=reset_sorted[1:])
+        reset_sorted[1:] |= t[1:] != t[:-1]
+    resets = np.empty(len(order), np.int8)
     resets[order] = reset_sorted
     return resets
 
@@ -115,8 +117,8 @@ def _count(phase: Phase, machine: Machine, tiles: int) -> tuple[PhaseCost, np.nd
     dst_bytes = nbytes[dst_transfer]
     receives = np.bincount(phase.dst_tile, minlength=tiles).astype(np.int64)
     rx = np.bincount(phase.dst_tile, weights=dst_bytes, minlength=tiles)
-    reset_flags = receive_resets(phase.dst_tile, phase.dst_addr, dst_bytes).astype(np.int8)
-    resets = np.bincount(phase.dst_tile, weights=reset_flags, minlength=tiles).astype(np.int64)
+    reset_flags = receive_resets(phase.dst_tile, phase.dst_addr, dst_bytes, phase.dst_order())
+    resets = np.bincount(phase.dst_tile[reset_flags.view(bool)], minlength=tiles).astype(np.int64)
 
     active = (sends + receives) > 0
     table = c.rounded(c.raw_table(sends, long_sends, receives, resets, active))

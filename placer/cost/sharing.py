@@ -64,16 +64,32 @@ def varies_per_iteration(phase: Phase) -> bool:
     return bool((phase.src_addr != first).any())
 
 
-def _per_tile(tile: np.ndarray, value: np.ndarray, tiles: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Order-sensitive hash of each tile's entries (listed order), entry order by tile, and entry counts."""
-    order = tile_order(tile)
-    t = tile[order]
-    counts = np.bincount(t, minlength=tiles)[:tiles]
+_RANK_KEYS = np.zeros(0, np.uint64)
+
+
+def _rank_keys(n: int) -> np.ndarray:
+    """``_mix(k) * _GOLDEN`` for every rank k < n (kept and grown: the ranks of every phase's entries look them
+    up instead of hashing millions of small integers again)."""
+    global _RANK_KEYS
+    keys = _RANK_KEYS
+    if keys.size < n:
+        with np.errstate(over="ignore"):
+            keys = _mix(np.arange(max(n, 2 * keys.size), dtype=np.uint64)) * _GOLDEN
+        keys.flags.writeable = False
+        _RANK_KEYS = keys
+    return keys
+
+
+def _per_tile(tile: np.ndarray, value: np.ndarray, tiles: int,
+              order: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Order-sensitive hash of each tile's entries (listed order), entry order by tile (``order``,
+    ``tile_order(tile)``), and entry counts."""
+    counts = np.bincount(tile, minlength=tiles)[:tiles]
     first = np.zeros(tiles + 1, np.int64)
     np.cumsum(counts, out=first[1:])
     rank = np.arange(order.shape[0], dtype=np.int64) - np.repeat(first[:-1], counts)
     with np.errstate(over="ignore"):
-        h = _mix(value[order] ^ (_mix(rank.astype(np.uint64)) * _GOLDEN))
+        h = _mix(value[order] ^ _rank_keys(int(counts.max(initial=0)))[rank])
     sig = np.zeros(tiles, np.uint64)
     busy = np.flatnonzero(counts)
     if busy.size:
@@ -102,11 +118,11 @@ def _row_signatures(phase: Phase, resets: np.ndarray, tiles: int) -> RowSignatur
         return empty
     src = phase.source.astype(np.int64)
     send_val = np.uint64(1) << np.uint64(60) | phase.words.astype(np.uint64)
-    s_sig, s_order, s_counts = _per_tile(src, send_val, tiles)
+    s_sig, s_order, s_counts = _per_tile(src, send_val, tiles, phase.source_order())
     dt = phase.dst_transfer()
     r_val = (np.uint64(2) << np.uint64(60) | src[dt].astype(np.uint64) << np.uint64(20)
              | phase.words[dt].astype(np.uint64) << np.uint64(1) | resets.astype(np.uint64))
-    r_sig, r_order, _ = _per_tile(phase.dst_tile.astype(np.int64), r_val, tiles)
+    r_sig, r_order, _ = _per_tile(phase.dst_tile.astype(np.int64), r_val, tiles, phase.dst_order())
     with np.errstate(over="ignore"):
         sig = _mix(s_sig) + _mix(r_sig ^ _GOLDEN)
     sig[(s_counts == 0) & (np.bincount(phase.dst_tile, minlength=tiles)[:tiles] == 0)] = 0

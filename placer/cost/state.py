@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from placer.capture.model import PAIRED64, Phase, csr_gather, tile_order
+from placer.capture.model import PAIRED64, Phase, csr_gather
 from placer.cost.model import tile_counters
 from placer.machine import Machine
 
@@ -36,20 +36,25 @@ class PhaseState:
         self.phase = phase
         self.machine = machine
         self.tiles = tiles
-        pc = tile_counters(phase, machine, tiles + 1)
-        # one phantom tile past the last real one: a placeholder host when only the other tiles matter
-        self.sends = pc.sends.copy()
-        self.long_sends = pc.long_sends.copy()
-        self.receives = pc.receives.copy()
-        self.resets = pc.resets.copy()
-        self.tx = pc.tx_bytes.copy()
-        self.rx = pc.rx_bytes.copy()
+        # the cached counters of the program's cost (same machine and tiles), plus one phantom tile past the last
+        # real one, with nothing on it: a placeholder host when only the other tiles matter
+        pc = tile_counters(phase, machine, tiles)
+
+        def padded(a: np.ndarray) -> np.ndarray:
+            return np.append(a, np.zeros(1, a.dtype))
+
+        self.sends = padded(pc.sends)
+        self.long_sends = padded(pc.long_sends)
+        self.receives = padded(pc.receives)
+        self.resets = padded(pc.resets)
+        self.tx = padded(pc.tx_bytes)
+        self.rx = padded(pc.rx_bytes)
         self.scratch = np.zeros(tiles + 1, np.int64)
         self.removed = np.zeros(phase.n, bool)
         self.appended: list[Phase] = []
         # every tile's receive entries in listed order, as a CSR over tiles
         self._dst_transfer = phase.dst_transfer()
-        order = tile_order(phase.dst_tile)
+        order = phase.dst_order()
         self._entries = order
         self._entry_ptr = np.searchsorted(phase.dst_tile[order], np.arange(tiles + 2))
         self._dst_bytes = phase.nbytes[self._dst_transfer]

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -387,35 +387,138 @@ def place_segments(problem: SelectionProblem, choice: list[list[int]], mode: str
 class _Hosting:
     """One phase's hosting state: what each tile may still take under the caps, and which tiles already host."""
 
-    rx: np.ndarray  # receive bytes left under the cap
-    tx: np.ndarray
-    ctrl: np.ndarray
-    gap: np.ndarray  # largest free gap (0: may not host at all)
+    limits: np.ndarray  # rows rx, tx, ctrl, gap (below), so one comparison tests a segment's four needs at once
     free: np.ndarray  # not hosting yet in this phase
 
+    @property
+    def rx(self) -> np.ndarray:
+        """Receive bytes left under the cap (a view: writing to it updates ``limits``)."""
+        return self.limits[0]
 
-def _hosts_for(op: Any, host: _Hosting, table: np.ndarray, ceiling: int, tiles: int) -> list[int] | None:
-    """A host for every segment of ``op``, or None: per segment (largest first) the tile that fits it most tightly
-    on receive bytes (keeping roomy tiles for larger segments) among those that may take it and stay at or under
-    ``ceiling`` with its rows; ties: lower table, then higher tile number."""
-    taken: list[int] = []
-    free = host.free.copy()
-    order = np.argsort(-op.host.rx, kind="stable")
-    for s in order.tolist():
-        ok = (free & (host.rx >= op.host.rx[s]) & (host.tx >= op.host.tx[s]) & (host.ctrl >= op.host.ctrl[s])
-              & (host.gap >= op.buffer_bytes[s]) & (table + op.host.raw[s] <= ceiling))
-        banned = op.banned[s]
-        ok[banned[banned < tiles]] = False
-        cand = np.flatnonzero(ok)
-        if cand.size == 0:
+    @property
+    def tx(self) -> np.ndarray:
+        return self.limits[1]
+
+    @property
+    def ctrl(self) -> np.ndarray:
+        return self.limits[2]
+
+    @property
+    def gap(self) -> np.ndarray:
+        """Largest free gap (0: may not host at all)."""
+        return self.limits[3]
+
+
+@dataclass(frozen=True, eq=False)
+class _Needs:
+    """A relay option's segments as ``_hosts_for`` asks for them. Segments with the same needs (a group's equal
+    panels) form a class whose tiles are found once; what tells them apart, the tiles barred from each, is checked
+    tile by tile on the few best candidates."""
+
+    count: int
+    order: list[int]  # segments by falling receive bytes (ties: lower segment first)
+    cls: list[int]  # per segment: its class
+    need: np.ndarray  # (classes, 4, 1): receive, transmit, controls and buffer a host must have left
+    raw: np.ndarray  # per class: the host rows a segment adds to its host's table
+    size: np.ndarray  # per class: its segments
+    banned: list[np.ndarray]  # per segment: the tiles that may not host it
+    _barred: dict[int, frozenset[int]] = field(default_factory=dict)
+
+    def barred(self, s: int) -> frozenset[int]:
+        """``banned[s]`` as a set, made when first asked for (most searches end before any segment's)."""
+        hit = self._barred.get(s)
+        if hit is None:
+            hit = self._barred[s] = frozenset(self.banned[s].tolist())
+        return hit
+
+
+def _needs(op: Any) -> _Needs:
+    h = op.host
+    rows = list(zip(h.rx.tolist(), h.tx.tolist(), h.ctrl.tolist(), op.buffer_bytes.tolist(), h.raw.tolist(),
+                    strict=True))
+    index: dict[tuple[int, ...], int] = {}
+    cls = [index.setdefault(r, len(index)) for r in rows]
+    classes = np.array(list(index), np.int64).reshape(len(index), 5)
+    return _Needs(op.count, np.argsort(-h.rx, kind="stable").tolist(), cls, classes[:, :4, None], classes[:, 4],
+                  np.bincount(cls, minlength=len(index)), op.banned)
+
+
+def _hosts_for(nd: _Needs, host: _Hosting, table: np.ndarray, ceiling: int) -> list[int] | None:
+    """A host for every segment, or None: per segment (largest first) the tile that fits it most tightly on
+    receive bytes (keeping roomy tiles for larger segments) among those that may take it and stay at or under
+    ``ceiling`` with its rows; ties: lower table, then higher tile number.
+
+    Every segment needs a tile of its own, so the search gives up at once when fewer tiles are free than there are
+    segments, or fewer may take a class than it has segments (most calls end here). Otherwise the tiles that may
+    take any class are ranked once by the rule above; a segment's host is then the first of its class's ranked
+    tiles not already taken and not barred from it, found among the first (taken + barred + 1)."""
+    if np.count_nonzero(host.free) < nd.count:
+        return None
+    ok = (host.limits >= nd.need).all(axis=1) & (table <= (ceiling - nd.raw)[:, None]) & host.free
+    if (np.count_nonzero(ok, axis=1) < nd.size).any():
+        return None
+    cand = np.flatnonzero(ok.any(axis=0))
+    cand = cand[np.lexsort((-cand, table[cand], host.rx[cand]))]
+    ranked = [cand[row] for row in ok[:, cand]]
+    taken: set[int] = set()
+    out = [0] * nd.count
+    for s in nd.order:
+        barred = nd.barred(s)
+        for t in ranked[nd.cls[s]][: len(taken) + len(barred) + 1].tolist():
+            if t not in taken and t not in barred:
+                break
+        else:
             return None
-        pick = cand[np.lexsort((-cand, table[cand], host.rx[cand]))[0]]
-        taken.append(int(pick))
-        free[pick] = False
-    out = [0] * op.count
-    for s, t in zip(order.tolist(), taken, strict=True):
+        taken.add(t)
         out[s] = t
     return out
+
+
+@dataclass(frozen=True, eq=False)
+class _Effects:
+    """Several options' effects on the real tiles (tiles, delta) laid end to end: effect i is [starts[i], ends[i])."""
+
+    tiles: np.ndarray
+    delta: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+
+
+def _concat(effects: list[tuple[np.ndarray, np.ndarray]]) -> _Effects:
+    sizes = np.array([len(t) for t, _ in effects], np.int64)
+    ends = np.cumsum(sizes)
+    if not effects:
+        return _Effects(np.zeros(0, np.int64), np.zeros(0, np.int64), ends, ends)
+    return _Effects(np.concatenate([t for t, _ in effects]), np.concatenate([d for _, d in effects]), ends - sizes,
+                    ends)
+
+
+def _maxima(values: np.ndarray, fx: _Effects) -> np.ndarray:
+    """Per effect: the largest of ``values`` over its stretch, and at least 0 (``max(initial=0)``)."""
+    out = np.zeros(len(fx.starts), values.dtype)
+    full = fx.ends > fx.starts
+    if full.any():  # reduceat over the non-empty stretches only: each then runs to the next one's start
+        out[full] = np.maximum.reduceat(values, fx.starts[full])
+    return np.maximum(out, 0)
+
+
+def _sums(values: np.ndarray, fx: _Effects) -> np.ndarray:
+    """Per effect: the sum of ``values`` over its stretch (integers: exact whatever the order)."""
+    c = np.zeros(len(values) + 1, values.dtype)
+    np.cumsum(values, out=c[1:])
+    return c[fx.ends] - c[fx.starts]
+
+
+def _excesses(table: np.ndarray, fx: _Effects, level: int, sign: int) -> np.ndarray:
+    """Per effect: how its tiles' excess over ``level`` changes if ``sign`` times its delta is added to them."""
+    cur = table[fx.tiles] - level
+    return _sums(np.maximum(cur + sign * fx.delta, 0) - np.maximum(cur, 0), fx)
+
+
+class _Group(NamedTuple):
+    options: list[int]  # indices into the group's options, those the caps offer but direct
+    counts: list[int]  # their segment counts
+    fx: _Effects  # their effects, in that order
 
 
 class _State:
@@ -428,12 +531,21 @@ class _State:
         self.hosting = []
         for pd, pc in zip(problem.phases, caps, strict=True):
             st = pd.state
-            self.hosting.append(_Hosting(pc.bytes_cap - st.rx[:tiles].astype(np.int64),
-                                         pc.bytes_cap - st.tx[:tiles].astype(np.int64),
-                                         pc.ctrl_cap - st.controls()[:tiles].astype(np.int64),
-                                         np.where(pc.room, pd.largest_gap, 0).astype(np.int64), pc.room.copy()))
+            self.hosting.append(_Hosting(np.stack([pc.bytes_cap - st.rx[:tiles].astype(np.int64),
+                                                   pc.bytes_cap - st.tx[:tiles].astype(np.int64),
+                                                   pc.ctrl_cap - st.controls()[:tiles].astype(np.int64),
+                                                   np.where(pc.room, pd.largest_gap, 0).astype(np.int64)]),
+                                         pc.room.copy()))
         self.chosen: dict[tuple[int, int], tuple[int, list[int], list[int]]] = {}  # (phase, group) -> option, hosts
+        # per phase: relayed group -> option, and a count of its changes (the key of ``relayed_effects``' cache)
+        self.relayed: list[dict[int, int]] = [{} for _ in caps]
+        self._version = [0] * len(caps)
+        self._undone: tuple[int, int, int] | None = None  # (phase, group, version before) of the latest undo
         self._effects: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._needs: dict[tuple[int, int, int], _Needs] = {}
+        self._groups: dict[tuple[int, int], _Group] = {}
+        self._relayed_fx: dict[int, tuple[int, np.ndarray, _Effects]] = {}
+        self._replicas: dict[tuple[int, int], np.ndarray] = {}
 
     def effect(self, pi: int, gi: int, oi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The real tiles option ``oi`` of the group changes and its change of their raw table and control
@@ -446,41 +558,86 @@ class _State:
             hit = self._effects[key] = (op.tiles[keep], op.delta.raw[keep], op.delta.ctrl[keep])
         return hit
 
+    def needs(self, pi: int, gi: int, oi: int) -> _Needs:
+        key = (pi, gi, oi)
+        hit = self._needs.get(key)
+        if hit is None:
+            hit = self._needs[key] = _needs(self.problem.phases[pi].options[gi][oi])
+        return hit
+
+    def group(self, pi: int, gi: int) -> _Group:
+        """The group's relay options the caps offer (in their order): segment counts and effects end to end."""
+        key = (pi, gi)
+        hit = self._groups.get(key)
+        if hit is None:
+            options = self.caps[pi].options[gi][1:]
+            hit = self._groups[key] = _Group(options, [self.problem.phases[pi].options[gi][oi].count for oi in options],
+                                             _concat([self.effect(pi, gi, oi)[:2] for oi in options]))
+        return hit
+
+    def relayed_effects(self, pi: int) -> tuple[np.ndarray, _Effects]:
+        """The phase's relayed groups and their chosen options' effects, end to end (kept until the phase changes)."""
+        hit = self._relayed_fx.get(pi)
+        if hit is None or hit[0] != self._version[pi]:
+            groups = list(self.relayed[pi])
+            hit = (self._version[pi], np.array(groups, np.int64),
+                   _concat([self.effect(pi, gj, self.relayed[pi][gj])[:2] for gj in groups]))
+            self._relayed_fx[pi] = hit
+        return hit[1], hit[2]
+
     def replicas(self, pi: int, gi: int) -> np.ndarray:
-        return _replicas(self.problem.phases[pi].options[gi][0], self.tiles)
+        key = (pi, gi)
+        hit = self._replicas.get(key)
+        if hit is None:
+            hit = self._replicas[key] = _replicas(self.problem.phases[pi].options[gi][0], self.tiles)
+        return hit
 
     def try_relay(self, pi: int, gi: int, ceiling: int) -> bool:
         """Relay the group with the option that lowers its heaviest replica most and whose segments all find a
         host now (none raised above ``ceiling``); False if none does. (Choosing by the heaviest tile the relay
         touches, hosts included, was tried: it prefers finer cuts, which use up the capacity-limited phases'
         hosts on fewer groups, and left the worst tile higher on the bundled workloads.)"""
-        pd, pc = self.problem.phases[pi], self.caps[pi]
+        g = self.group(pi, gi)
         current = int(self.table[self.replicas(pi, gi)].max(initial=0))
-        tried = []
-        for oi in pc.options[gi][1:]:
-            tiles, raw, _ = self.effect(pi, gi, oi)
-            after = int((self.table[tiles] + raw).max(initial=0))
-            if after < current:
-                tried.append((after, pd.options[gi][oi].count, oi))
-        return any(self.relay_as(pi, gi, oi, ceiling) for _after, _count, oi in sorted(tried))
+        after = _maxima(self.table[g.fx.tiles] + g.fx.delta, g.fx).tolist()
+        tried = sorted((a, c, oi) for a, c, oi in zip(after, g.counts, g.options, strict=True) if a < current)
+        return any(self.relay_as(pi, gi, oi, ceiling) for _after, _count, oi in tried)
 
     def relay_as(self, pi: int, gi: int, oi: int, ceiling: int) -> bool:
         """Relay the group with option ``oi`` if every segment finds a host now (none raised above ``ceiling``)."""
         pd = self.problem.phases[pi]
         op = pd.options[gi][oi]
-        hosts = _hosts_for(op, self.hosting[pi], self.table, ceiling, self.tiles)
+        hosts = _hosts_for(self.needs(pi, gi, oi), self.hosting[pi], self.table, ceiling)
         if hosts is None:
             return False
         buffers = [pd.memory.first_fit(t, int(op.buffer_bytes[s])) for s, t in enumerate(hosts)]
         if any(b is None for b in buffers):
             return False
         self._apply(pi, gi, oi, hosts, +1)
-        self.chosen[(pi, gi)] = (oi, hosts, [int(b) for b in buffers if b is not None])
+        self._choose(pi, gi, (oi, hosts, [int(b) for b in buffers if b is not None]))
+        self._version[pi] += 1
         return True
 
     def undo(self, pi: int, gi: int) -> None:
         oi, hosts, _ = self.chosen.pop((pi, gi))
+        del self.relayed[pi][gi]
         self._apply(pi, gi, oi, hosts, -1)
+        self._undone = (pi, gi, self._version[pi])
+        self._version[pi] += 1
+
+    def restore(self, pi: int, gi: int, saved: tuple[int, list[int], list[int]]) -> None:
+        """Put a relay back as it was (``saved``: option, hosts, buffers)."""
+        self._apply(pi, gi, saved[0], saved[1], +1)
+        self._choose(pi, gi, saved)
+        if self._undone is not None and self._undone[:2] == (pi, gi) and self._version[pi] == self._undone[2] + 1:
+            self._version[pi] = self._undone[2]  # undone and put back with nothing between: the phase is as it was
+        else:
+            self._version[pi] += 1
+        self._undone = None
+
+    def _choose(self, pi: int, gi: int, choice: tuple[int, list[int], list[int]]) -> None:
+        self.chosen[(pi, gi)] = choice
+        self.relayed[pi][gi] = choice[0]
 
     def _apply(self, pi: int, gi: int, oi: int, hosts: list[int], sign: int) -> None:
         op = self.problem.phases[pi].options[gi][oi]
@@ -554,9 +711,7 @@ def relieve_hosts(problem: SelectionProblem, caps: list[PhaseCaps], plan: Plan, 
         oi = next((oi for oi in caps[pi].options[gi][1:] if pd.options[gi][oi].count == r.segmentation.count), None)
         if r.variant != "direct-receive" or oi is None:
             return plan
-        hosts = [int(t) for t in r.hosts.tolist()]
-        st._apply(pi, gi, oi, hosts, +1)
-        st.chosen[(pi, gi)] = (oi, hosts, [int(b) for b in r.buffers.tolist()])
+        st.restore(pi, gi, (oi, [int(t) for t in r.hosts.tolist()], [int(b) for b in r.buffers.tolist()]))
     return st.plan(mode) if _relieve_hosts(st, rounds) else plan
 
 
@@ -583,8 +738,7 @@ def _relieve_hosts(st: _State, rounds: int) -> int:
                 moved = True  # the group stays direct: its replicas stay below the worst tile
             if moved:
                 break
-            st._apply(pi, gi, saved[0], saved[1], +1)
-            st.chosen[(pi, gi)] = saved
+            st.restore(pi, gi, saved)
         if not moved:
             return done
     return rounds
@@ -621,43 +775,38 @@ def _weighted(st: _State, phases: list[int], spread: int = 2048) -> None:
     """Relay in the capacity-limited phases, all at once: each step takes the group whose relay removes the most
     weight per segment it needs, a replica weighing exp((its table - the worst) / ``spread``) -- so the tiles
     near the top count, and a tile another phase's relay already lowered stops counting (the phases' choices
-    cover different tiles). Deterministic: ties go to the lower (phase, group)."""
+    cover different tiles). Deterministic: ties go to the lower (phase, group).
+
+    An option's gain is summed again only when a weight on its tiles changed (a step moves few tables, and the
+    worst tile, which moves every weight, less often); the sums are the same floating-point sums either way."""
     problem = st.problem
-    todo = {(pi, gi) for pi in phases for gi, idx in enumerate(st.caps[pi].options) if len(idx) > 1}
-    while todo:
+    todo = sorted((pi, gi) for pi in phases for gi, idx in enumerate(st.caps[pi].options) if len(idx) > 1)
+    keys = [(pi, gi, oi) for pi, gi in todo for oi in st.caps[pi].options[gi][1:]]  # the order ties are broken in
+    fx = _concat([st.effect(*k)[:2] for k in keys])
+    counts = [problem.phases[pi].options[gi][oi].count for pi, gi, oi in keys]
+    group_of = np.array([todo.index(k[:2]) for k in keys], np.int64)
+    starts, ends = fx.starts.tolist(), fx.ends.tolist()
+    alive = np.ones(len(keys), bool)
+    gains = np.zeros(len(keys))
+    weight = None
+    while alive.any():
         top = int(st.table.max(initial=0))
-        weight = np.exp((st.table - top) / spread)
-        best = None
-        for pi, gi in sorted(todo):
-            pd = problem.phases[pi]
-            for oi in st.caps[pi].options[gi][1:]:
-                t, raw, _ = st.effect(pi, gi, oi)
-                gain = float(-(weight[t] * raw).sum()) / pd.options[gi][oi].count
-                if gain > 0 and (best is None or gain > best[0]):
-                    best = (gain, pi, gi)
-        if best is None:
+        fresh = np.exp((st.table - top) / spread)
+        dirty = alive.copy()
+        if weight is not None:
+            dirty &= _sums((fresh != weight)[fx.tiles].astype(np.int64), fx) > 0
+        weight = fresh
+        prod = weight[fx.tiles] * fx.delta
+        for i in np.flatnonzero(dirty).tolist():
+            gains[i] = float(-prod[starts[i]:ends[i]].sum()) / counts[i]
+        # the first option (in ``keys`` order) with the largest positive gain
+        pick = alive & (gains > 0)
+        if not pick.any():
             return
-        _gain, pi, gi = best
-        todo.discard((pi, gi))
+        best = int(np.argmax(np.where(pick, gains, -np.inf)))
+        pi, gi, _oi = keys[best]
+        alive &= group_of != group_of[best]
         st.try_relay(pi, gi, top)
-
-
-def _excess(table: np.ndarray, tiles: np.ndarray, delta: np.ndarray, level: int) -> int:
-    """How much the tiles' excess over ``level`` changes if ``delta`` is added to them."""
-    before = np.maximum(table[tiles] - level, 0)
-    after = np.maximum(table[tiles] + delta - level, 0)
-    return int((after - before).sum())
-
-
-def _excesses(table: np.ndarray, effects: list[tuple[np.ndarray, np.ndarray]], level: int) -> list[int]:
-    """``_excess`` of taking each effect (tiles, delta) back (``-delta``), for many effects in one pass."""
-    tiles = np.concatenate([t for t, _ in effects])
-    delta = np.concatenate([d for _, d in effects])
-    which = np.repeat(np.arange(len(effects)), [len(t) for t, _ in effects])
-    change = np.maximum(table[tiles] - delta - level, 0) - np.maximum(table[tiles] - level, 0)
-    out = np.zeros(len(effects), np.int64)
-    np.add.at(out, which, change)
-    return [int(x) for x in out.tolist()]
 
 
 def _improve(st: _State, member: list[dict[int, int]], order: list[int], rounds: int) -> None:
@@ -679,28 +828,24 @@ def _improve(st: _State, member: list[dict[int, int]], order: list[int], rounds:
                 if gi is None or (pi, gi) in st.chosen:
                     continue
                 # what relaying it would remove, with its best option's effect on its replicas
-                best = None
-                for oi in st.caps[pi].options[gi][1:]:
-                    gain = -_excess(st.table, *st.effect(pi, gi, oi)[:2], level)
-                    best = gain if best is None else max(best, gain)
-                if not best or best <= 0:
+                best = -int(_excesses(st.table, st.group(pi, gi).fx, level, +1).min())
+                if best <= 0:
                     continue
                 if st.try_relay(pi, gi, top):
                     moved = True
                     break
                 # what returning each relayed group of the phase to direct would add over the level, all at once
-                relayed = [(gj, oj) for (qi, gj), (oj, _h, _b) in st.chosen.items() if qi == pi]
-                effects = [st.effect(pi, gj, oj)[:2] for gj, oj in relayed]
-                losses = _excesses(st.table, effects, level) if effects else []
-                swaps = [(loss, gj) for loss, (gj, _oj) in zip(losses, relayed, strict=True) if loss < best]
-                for _loss, gj in sorted(swaps):
+                # (the swaps are tried by (loss, group): the order the groups are listed in does not matter)
+                relayed, fx = st.relayed_effects(pi)
+                losses = _excesses(st.table, fx, level, -1)
+                cheap = np.flatnonzero(losses < best)
+                for _loss, gj in sorted(zip(losses[cheap].tolist(), relayed[cheap].tolist(), strict=True)):
                     saved = st.chosen[(pi, gj)]
                     st.undo(pi, gj)
                     if st.try_relay(pi, gi, top):
                         moved = True
                         break
-                    st._apply(pi, gj, saved[0], saved[1], +1)
-                    st.chosen[(pi, gj)] = saved
+                    st.restore(pi, gj, saved)
                 if moved:
                     break
             if moved:

@@ -98,8 +98,10 @@ def reads_a_destination(phase: Phase) -> tuple[int, int] | None:
         return None
     band = np.int64(1) << 40  # addresses stay far below 2^40: one band per tile keeps tiles apart
     nb = phase.nbytes
-    w_start = phase.dst_tile.astype(np.int64) * band + phase.dst_addr
-    w_end = w_start + nb[phase.dst_transfer()]
+    # the written bytes as merged runs (the same union as the receive entries, a small fraction of their number)
+    w_tile, w_lo, w_hi = phase.dst_runs()
+    w_start = w_tile.astype(np.int64) * band + w_lo
+    w_end = w_start + (w_hi - w_lo)
     src_rows = np.repeat(np.arange(phase.n), np.diff(phase.src_ptr))
     r_start = phase.source[src_rows].astype(np.int64) * band + phase.src_addr
     r_end = r_start + nb[src_rows]
@@ -119,7 +121,13 @@ def native_panels(group: ReplicaGroup) -> Segmentation | str:
     if group.hint is not None and not group.hint.splits:
         return (f"operand {group.hint.operand or '?'} does not split into native panels (its panels are not "
                 "contiguous on the replicas)")
-    bounds = np.asarray(group.hint.boundaries, np.int64) if group.hint is not None else native(group).bounds
+    if group.hint is None:
+        seg = native(group)
+        if seg.count == 1:  # no inner boundary for a fragment to cross
+            return seg
+        bounds = seg.bounds
+    else:
+        bounds = np.asarray(group.hint.boundaries, np.int64)
     ends = group.offsets + group.nbytes
     inner = bounds[1:-1]
     cut = np.searchsorted(group.offsets, inner, side="left")  # first fragment starting at or after each bound
@@ -133,6 +141,12 @@ def native_panels(group: ReplicaGroup) -> Segmentation | str:
 
 def incomplete_panel(group: ReplicaGroup, seg: Segmentation) -> str | None:
     """The first panel whose fragments do not cover it exactly (a hole, or no fragment at all), described."""
+    if seg.count == 1:  # most groups: one panel, covered by all the fragments
+        need = int(seg.bounds[1] - seg.bounds[0])
+        if group.covered_bytes == need:
+            return None
+        return (f"group {group.index} panel 0: [{int(seg.bounds[0])}, {int(seg.bounds[1])}) has "
+                f"{group.covered_bytes:,} of {need:,} bytes covered")
     panel_of = np.repeat(np.arange(seg.count), np.diff(seg.frag_start))
     covered = np.bincount(panel_of, weights=group.nbytes, minlength=seg.count).astype(np.int64)
     short = np.flatnonzero(covered != seg.segment_bytes())

@@ -13,14 +13,15 @@ between two groups' entries) the selection re-costs the realised plan exactly an
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import NamedTuple
 
 import numpy as np
 
 from placer.alternatives.groups import ReplicaGroup
-from placer.alternatives.relay import Variant, forward_intervals, source_runs
-from placer.alternatives.segments import Segmentation, candidates, native
-from placer.capture.model import PAIRED64, Phase, csr_gather
+from placer.alternatives.relay import Variant, cut_runs, source_joins
+from placer.alternatives.segments import Segmentation, candidate_counts, native, with_count
+from placer.capture.model import PAIRED64, csr_gather
 from placer.cost.state import PhaseState
 from placer.machine import Machine
 
@@ -101,12 +102,19 @@ class Option:
 
 def group_options(state: PhaseState, group: ReplicaGroup, machine: Machine, *, local_pack: bool = True,
                   max_counts: int = 6) -> list[Option]:
-    """The direct option plus direct-receive (and local-pack) options for the group's candidate counts."""
+    """The direct option plus direct-receive (and local-pack) options for the group's candidate counts.
+
+    A group has about a thousand fragments and up to ``max_counts`` segmentations; what costs is the number of
+    array passes, not their length. So whatever does not depend on the segmentation (the replicas' sequences
+    without the group, the senders, the holes, where source runs may join) is worked out once, and every
+    segmentation's segments are counted in one pass over all of them laid end to end (``_segments``); each
+    option's arrays are then slices of those."""
     phase = state.phase
     cost = machine.cost
     max_bytes = machine.exchange.max_transfer_words * 4
     long_limit = machine.exchange.send_count_words * 4
     replicas = group.replicas.astype(np.int64)
+    nrep = len(replicas)
     removed = state.removed.copy()
     removed[group.transfers] = True
     # replicas' receive sequences without the group
@@ -115,84 +123,189 @@ def group_options(state: PhaseState, group: ReplicaGroup, machine: Machine, *, l
     sends_r = state.sends[replicas]
     longs_r = state.long_sends[replicas]
     raw0 = state.raw_table()[replicas]
+    ctrl0 = cost.controls(sends_r, rec0, res0)
     rec1, res1, last_end = _remaining_receives(state, replicas, removed)
     covered = int(group.nbytes.sum())
 
-    segs = candidates(group)
+    direct = Option(group, "direct", None, np.zeros(0, np.int64), _zero(0), None, np.zeros(0, np.int64), None, None,
+                    0, np.zeros(0, np.int64), [])
+    segs = _segmentations(group, max_counts)
+    sg = _segments(group, segs, replicas, max_bytes, long_limit)
+    ns = sg.first[-1]
+    no = np.zeros(ns, bool)
+    zero = np.zeros(ns, np.int64)
+    one = np.ones(ns, np.int64)
+
+    # direct-receive: replicas get the forwards instead of the group's fragments (a row per segmentation), with a
+    # pointer reset at the first forward unless it continues the replica's last receive and one per hole between
+    # fragments; a gather replaces each multicast, and only a Paired64 multicast changes its sender's lane use
+    rec2 = rec1 + sg.forwards[:, None]
+    res2 = res1 + (group.bases + group.offsets[0] != last_end).astype(np.int64) + sg.holes
+    dr_tiles, dr_at_rep, dr_senders = _gather_senders(group, phase.width[group.transfers] == PAIRED64, replicas)
+    dr = np.repeat(dr_senders[None], len(segs), axis=0)
+    dr[:, 0, dr_at_rep] += cost.raw_table(sends_r, longs_r, rec2, res2, (sends_r + rec2) > 0) - raw0
+    dr[:, 1, dr_at_rep] += rec2 - rec0
+    dr[:, 4, dr_at_rep] += cost.controls(sends_r, rec2, res2) - ctrl0
+    dr_host = Load(raw=cost.raw_table(sg.pieces, sg.long_pieces, sg.frags, sg.intervals, no),
+                   frag=sg.frags + sg.pieces, tx=sg.cover, rx=sg.cover,
+                   ctrl=cost.controls(sg.pieces, sg.frags, sg.intervals))
+    if local_pack:
+        # local-pack: the group leaves the phase; forwards arrive in the extra phase. A replica whose only traffic
+        # was this group keeps its phase entry in the model: conservative by 8 bytes in that rare case (the tile
+        # may host a relay, which would pay the entry back), never optimistic. Senders send one transfer per
+        # source run instead of one per fragment: only sends change (the same tiles keep sending), so the formula
+        # is applied to the send deltas alone
+        snd = np.unique(group.sources.astype(np.int64))
+        lp_tiles, lp_at_rep, lp_at_snd = _union(replicas, snd)
+        lp_rep = np.zeros((5, len(lp_tiles)), np.int64)
+        lp_rep[:, lp_at_rep] = [cost.raw_table(sends_r, longs_r, rec1, res1, (sends_r + rec0) > 0) - raw0,
+                                rec1 - rec0, np.zeros(nrep, np.int64), -np.full(nrep, covered),
+                                cost.controls(sends_r, rec1, res1) - ctrl0]
+        at_src = np.searchsorted(snd, group.sources)
+        rv = cut_runs(np.tile(group.offsets, len(segs)), np.tile(group.nbytes, len(segs)), sg.seg_of,
+                      np.tile(source_joins(group, phase), len(segs)), max_bytes, len(segs))
+        # per segmentation and sender: sends after the relay, by each run's first fragment, and before it
+        by = sg.which[rv.segment] * len(snd) + at_src[np.searchsorted(group.offsets, rv.offset)]
+        shape = (len(segs), len(snd))
+        d_s = (np.bincount(by, minlength=shape[0] * shape[1]).reshape(shape)
+               - np.bincount(at_src, minlength=len(snd))).astype(np.int64)
+        d_l = (np.bincount(by, weights=rv.nbytes > long_limit, minlength=shape[0] * shape[1]).reshape(shape)
+               - np.bincount(at_src, weights=group.nbytes > long_limit, minlength=len(snd))).astype(np.int64)
+        z = np.zeros(shape, np.int64)
+        lp = np.repeat(lp_rep[None], len(segs), axis=0)
+        lp[:, 0, lp_at_snd] += cost.raw_table(d_s, d_l, z, z, z)
+        lp[:, 1, lp_at_snd] += d_s
+        lp[:, 4, lp_at_snd] += cost.controls(d_s, z, z)
+        runs = rv.per_segment(ns)
+        lp_host = Load(raw=cost.raw_table(zero, zero, runs, one, no), frag=runs, tx=zero, rx=sg.cover,
+                       ctrl=cost.controls(zero, runs, one))
+        ext_host = Load(raw=cost.raw_table(sg.pieces, sg.long_pieces, zero, zero, no), frag=sg.pieces, tx=sg.cover,
+                        rx=zero, ctrl=cost.controls(sg.pieces, zero, zero))
+        kernels = machine.local_pack.estimate(sg.extent)
+        ext_res = 1 + sg.holes
+
+    out = [direct]
+    for i, seg in enumerate(segs):
+        at = slice(sg.first[i], sg.first[i + 1])
+        banned = sg.banned[at]
+        out.append(Option(group, "direct-receive", seg, dr_tiles, Load(*dr[i]), _slice(dr_host, at),
+                          np.zeros(0, np.int64), None, None, 0, sg.extent[at], banned))
+        if not local_pack:
+            continue
+        m = int(sg.forwards[i])
+        ext = Load(raw=np.full(nrep, int(cost.raw_table(0, 0, m, ext_res, 0))), frag=np.full(nrep, m),
+                   tx=np.zeros(nrep, np.int64), rx=np.full(nrep, covered),
+                   ctrl=np.full(nrep, int(cost.controls(np.int64(0), np.int64(m), np.int64(ext_res)))))
+        out.append(Option(group, "local-pack", seg, lp_tiles, Load(*lp[i]), _slice(lp_host, at), replicas, ext,
+                          _slice(ext_host, at), int(kernels[at].max()), sg.extent[at] + sg.cover[at], banned))
+    return out
+
+
+def _segmentations(group: ReplicaGroup, max_counts: int) -> list[Segmentation]:
+    """The candidate segmentations the options are made of, fewest segments first: at most ``max_counts``,
+    keeping 1, the native count and the most, and the rest spread evenly."""
     base = native(group)
+    segs: dict[int, Segmentation] = {}  # what ``candidates`` returns, without inferring the native cut twice
+    for k in candidate_counts(group, base):
+        seg = with_count(group, base, k)
+        segs.setdefault(seg.count, seg)
     counts = sorted(segs)
-    if len(counts) > max_counts:  # keep 1, native and the rest spread evenly
+    if len(counts) > max_counts:
         keep = {counts[0], base.count, counts[-1]}
         rest = [k for k in counts if k not in keep]
         keep |= set(rest[:: max(1, len(rest) // max(1, max_counts - len(keep)))][: max_counts - len(keep)])
         counts = sorted(keep)
+    return [segs[k] for k in counts]
 
-    direct = Option(group, "direct", None, np.zeros(0, np.int64), _zero(0), None, np.zeros(0, np.int64), None, None,
-                    0, np.zeros(0, np.int64), [])
-    out = [direct]
-    tr = group.transfers
-    paired = phase.width[tr] == PAIRED64
-    for k in counts:
-        seg = segs[k]
-        iv = forward_intervals(group, seg, max_bytes)
-        m = len(iv.offset)
-        first_off = iv.offset[0]
-        inner = int((iv.offset[1:] != iv.offset[:-1] + iv.nbytes[:-1]).sum())
-        first_reset = (group.bases + first_off != last_end).astype(np.int64)
-        seg_of = np.repeat(np.arange(seg.count), np.diff(seg.frag_start))
-        pieces = iv.per_segment(seg.count)
-        long_pieces = np.bincount(iv.segment, weights=(iv.nbytes > long_limit), minlength=seg.count).astype(np.int64)
-        seg_cov = np.bincount(seg_of, weights=group.nbytes, minlength=seg.count).astype(np.int64)
-        frags = np.diff(seg.frag_start)
-        runs = np.ones(len(group.offsets), bool)
-        runs[1:] = (group.offsets[1:] != group.offsets[:-1] + group.nbytes[:-1]) | (seg_of[1:] != seg_of[:-1])
-        seg_runs = np.bincount(seg_of, weights=runs, minlength=seg.count).astype(np.int64)
-        banned = [np.union1d(replicas, group.sources[seg.frag_start[s]: seg.frag_start[s + 1]]).astype(np.int64)
-                  for s in range(seg.count)]
-        # senders: a gather replaces each multicast; only a Paired64 multicast changes its lane use
-        s_tiles, s_delta = _sender_delta(state, group, paired, phase)
 
-        # direct-receive: replicas get m forward receives instead of the group's fragments
-        rec2, res2 = rec1 + m, res1 + first_reset + inner
-        act = (sends_r + rec2) > 0
-        d_raw = cost.raw_table(sends_r, longs_r, rec2, res2, act) - raw0
-        d_rep = Load(d_raw, rec2 - rec0, np.zeros_like(d_raw), np.zeros_like(d_raw),
-                     cost.controls(sends_r, rec2, res2) - cost.controls(sends_r, rec0, res0))
-        tiles, delta = _merge(replicas, d_rep, s_tiles, s_delta)
-        host = Load(
-            raw=cost.raw_table(pieces, long_pieces, frags, seg_runs, np.zeros(seg.count, bool)),
-            frag=frags + pieces, tx=seg_cov, rx=seg_cov, ctrl=cost.controls(pieces, frags, seg_runs),
-        )
-        out.append(Option(group, "direct-receive", seg, tiles, delta, host, np.zeros(0, np.int64), None, None, 0,
-                          seg.segment_bytes(), banned))
+class _Segments(NamedTuple):
+    """Every segmentation's segments numbered one after another (segmentation i's are ``first[i]:first[i + 1]``),
+    what the options need of each, and per fragment of every segmentation (the group's fragments repeated once per
+    segmentation) its segment."""
 
-        if not local_pack:
-            continue
-        # local-pack: the group leaves the phase; forwards arrive in the extra phase
-        rv = source_runs(group, seg, phase, max_bytes)
-        run_count = rv.per_segment(seg.count)
-        # a replica whose only traffic was this group keeps its phase entry in the model: conservative by 8 bytes
-        # in that rare case (the tile may host a relay, which would pay the entry back), never optimistic
-        act1 = (sends_r + rec0) > 0
-        d_raw = cost.raw_table(sends_r, longs_r, rec1, res1, act1) - raw0
-        d_rep = Load(d_raw, rec1 - rec0, np.zeros_like(d_raw), -np.full(len(replicas), covered),
-                     cost.controls(sends_r, rec1, res1) - cost.controls(sends_r, rec0, res0))
-        lp_s_tiles, lp_s_delta = _sender_delta_runs(state, group, rv, phase, machine)
-        tiles, delta = _merge(replicas, d_rep, lp_s_tiles, lp_s_delta)
-        ones = np.ones(seg.count, np.int64)
-        host = Load(raw=cost.raw_table(0 * ones, 0 * ones, run_count, ones, np.zeros(seg.count, bool)),
-                    frag=run_count, tx=0 * ones, rx=seg_cov, ctrl=cost.controls(0 * ones, run_count, ones))
-        ext_host = Load(raw=cost.raw_table(pieces, long_pieces, 0 * ones, 0 * ones, np.zeros(seg.count, bool)),
-                        frag=pieces, tx=seg_cov, rx=0 * ones, ctrl=cost.controls(pieces, 0 * ones, 0 * ones))
-        ext_rep_res = 1 + inner
-        nrep = len(replicas)
-        ext = Load(raw=np.full(nrep, int(cost.raw_table(0, 0, m, ext_rep_res, 0))), frag=np.full(nrep, m),
-                   tx=np.zeros(nrep, np.int64), rx=np.full(nrep, covered),
-                   ctrl=np.full(nrep, int(cost.controls(np.int64(0), np.int64(m), np.int64(ext_rep_res)))))
-        kernel = int(machine.local_pack.estimate(seg.segment_bytes()).max())
-        out.append(Option(group, "local-pack", seg, tiles, delta, host, replicas, ext, ext_host, kernel,
-                          seg.segment_bytes() + seg_cov, banned))
-    return out
+    first: list[int]
+    which: np.ndarray  # per segment: its segmentation
+    seg_of: np.ndarray  # per fragment of every segmentation
+    frags: np.ndarray  # per segment: fragments
+    extent: np.ndarray  # its bytes from first to last (the relay buffer)
+    cover: np.ndarray  # its bytes the fragments cover
+    pieces: np.ndarray  # its forwards (``forward_intervals``)
+    long_pieces: np.ndarray  # those over the long-send limit
+    intervals: np.ndarray  # the covered intervals the forwards are cut from
+    banned: list[np.ndarray]  # the tiles that may not host it (its group's replicas and its senders), sorted
+    forwards: np.ndarray  # per segmentation: its forwards in all
+    holes: int  # gaps between consecutive fragments (each one a pointer reset on a replica receiving the forwards)
+
+
+def _segments(group: ReplicaGroup, segs: list[Segmentation], replicas: np.ndarray, max_bytes: int,
+              long_limit: int) -> _Segments:
+    n, k = group.fragments, len(segs)
+    counts = [s.count for s in segs]
+    first = [0, *np.cumsum(counts).tolist()]
+    frags = np.concatenate([s.frag_start[1:] - s.frag_start[:-1] for s in segs])
+    seg_of = np.repeat(np.arange(first[-1]), frags)
+    head = np.cumsum(frags) - frags  # each segment's first fragment, among all segmentations' fragments
+    offsets, nbytes = np.tile(group.offsets, k), np.tile(group.nbytes, k)
+    cum = np.zeros(n * k + 1, np.int64)
+    np.cumsum(nbytes, out=cum[1:])
+    hole = group.offsets[1:] != group.offsets[:-1] + group.nbytes[:-1]
+    # forwards: a segment's maximal covered intervals, each cut into L // max_bytes full pieces and one of
+    # L % max_bytes if that is not zero (every fragment has at least one word, so every interval has bytes)
+    new = np.tile(np.concatenate([[True], hole]), k)
+    new[head] = True
+    i0 = np.flatnonzero(new)
+    i1 = np.append(i0[1:], n * k) - 1
+    i_seg = seg_of[i0]
+    full, rest = np.divmod(offsets[i1] + nbytes[i1] - offsets[i0], max_bytes)
+    i_pieces = full + (rest > 0)
+    pieces = np.bincount(i_seg, weights=i_pieces, minlength=first[-1]).astype(np.int64)
+    long_pieces = np.bincount(i_seg, weights=full * int(max_bytes > long_limit) + (rest > long_limit),
+                              minlength=first[-1]).astype(np.int64)
+    # barred tiles: marked in a (segment, tile of the group) grid and read back row by row, all segments at once
+    local = np.union1d(replicas, group.sources.astype(np.int64))
+    mark = np.zeros((first[-1], len(local)), bool)
+    mark[:, np.searchsorted(local, replicas)] = True
+    mark[seg_of, np.tile(np.searchsorted(local, group.sources), k)] = True
+    rows, cols = np.nonzero(mark)
+    tiles = local[cols]
+    cut = [0, *np.searchsorted(rows, np.arange(1, first[-1])).tolist(), len(tiles)]
+    return _Segments(
+        first, np.repeat(np.arange(k), counts), seg_of, frags,
+        np.concatenate([s.segment_bytes() for s in segs]), cum[head + frags] - cum[head], pieces, long_pieces,
+        np.bincount(i_seg, minlength=first[-1]), [tiles[a:b] for a, b in pairwise(cut)],
+        np.add.reduceat(pieces, first[:-1]), int(hole.sum()),
+    )
+
+
+def _slice(load: Load, at: slice) -> Load:
+    return Load(load.raw[at], load.frag[at], load.tx[at], load.rx[at], load.ctrl[at])
+
+
+def _union(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The sorted union of two sorted tile lists without repeats, and where each list's tiles sit in it (so a
+    list's values can be added at those places with a plain fancy-index ``+=``)."""
+    tiles = np.union1d(a, b).astype(np.int64)
+    return tiles, np.searchsorted(tiles, a), np.searchsorted(tiles, b)
+
+
+def _gather_senders(group: ReplicaGroup, paired: np.ndarray, replicas: np.ndarray) -> tuple[
+        np.ndarray, np.ndarray, np.ndarray]:
+    """The tiles a direct-receive option changes, where the replicas sit among them, and the senders' part of the
+    change (rows: raw, frag, tx, rx, ctrl): a Paired64 multicast's whole word is now sent on its sender's own lane
+    and no longer on the partner's."""
+    if not paired.any():
+        tiles = replicas.copy()
+        return tiles, np.arange(len(tiles)), np.zeros((5, len(tiles)), np.int64)
+    nb = group.nbytes[paired]
+    src = group.sources[paired].astype(np.int64)
+    snd = np.unique(np.concatenate([src, src ^ 1]))
+    tx = np.zeros(len(snd), np.int64)
+    np.add.at(tx, np.searchsorted(snd, src), nb - nb // 2)
+    np.add.at(tx, np.searchsorted(snd, src ^ 1), -(nb // 2))
+    tiles, at_rep, at_snd = _union(replicas, snd)
+    d = np.zeros((5, len(tiles)), np.int64)
+    d[2, at_snd] = tx
+    return tiles, at_rep, d
 
 
 def _remaining_receives(state: PhaseState, tiles: np.ndarray, removed: np.ndarray) -> tuple[
@@ -228,51 +341,3 @@ def _remaining_receives(state: PhaseState, tiles: np.ndarray, removed: np.ndarra
 def _zero(n: int) -> Load:
     z = np.zeros(n, np.int64)
     return Load(z, z, z, z, z)
-
-
-def _sender_delta(state: PhaseState, group: ReplicaGroup, paired: np.ndarray, phase: Phase) -> tuple[
-        np.ndarray, Load]:
-    if not paired.any():
-        return np.zeros(0, np.int64), _zero(0)
-    nb = group.nbytes[paired]
-    src = group.sources[paired].astype(np.int64)
-    tiles = np.unique(np.concatenate([src, src ^ 1]))
-    tx = np.zeros(len(tiles), np.int64)
-    np.add.at(tx, np.searchsorted(tiles, src), nb - nb // 2)  # the whole word now on the sender's own lane
-    np.add.at(tx, np.searchsorted(tiles, src ^ 1), -(nb // 2))  # and no longer on the partner's
-    z = np.zeros(len(tiles), np.int64)
-    return tiles, Load(z, z, tx, z, z)
-
-
-def _sender_delta_runs(state: PhaseState, group: ReplicaGroup, rv: object, phase: Phase,
-                       machine: Machine) -> tuple[np.ndarray, Load]:
-    """Local-pack senders send one transfer per source run instead of one per fragment."""
-    from placer.alternatives.relay import Intervals
-
-    assert isinstance(rv, Intervals)
-    first = np.searchsorted(group.offsets, rv.offset)
-    run_src = group.sources[first].astype(np.int64)
-    tiles = np.unique(group.sources.astype(np.int64))
-    lim = machine.exchange.send_count_words * 4
-    before = np.bincount(np.searchsorted(tiles, group.sources), minlength=len(tiles))
-    before_long = np.bincount(np.searchsorted(tiles, group.sources), weights=group.nbytes > lim, minlength=len(tiles))
-    after = np.bincount(np.searchsorted(tiles, run_src), minlength=len(tiles))
-    after_long = np.bincount(np.searchsorted(tiles, run_src), weights=rv.nbytes > lim, minlength=len(tiles))
-    d_s = (after - before).astype(np.int64)
-    d_l = (after_long - before_long).astype(np.int64)
-    c = machine.cost
-    z = np.zeros(len(tiles), np.int64)
-    # only sends change (the same tiles keep sending): the formula on the send deltas alone
-    return tiles, Load(c.raw_table(d_s, d_l, z, z, z), d_s, z, z, c.controls(d_s, z, z))
-
-
-def _merge(t1: np.ndarray, l1: Load, t2: np.ndarray, l2: Load) -> tuple[np.ndarray, Load]:
-    tiles = np.union1d(t1, t2).astype(np.int64)
-    out = {}
-    for f in ("raw", "frag", "tx", "rx", "ctrl"):
-        arr = np.zeros(len(tiles), np.int64)
-        np.add.at(arr, np.searchsorted(tiles, t1), getattr(l1, f))
-        if len(t2):
-            np.add.at(arr, np.searchsorted(tiles, t2), getattr(l2, f))
-        out[f] = arr
-    return tiles, Load(**out)
