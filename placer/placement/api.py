@@ -4,10 +4,12 @@ The engines run cheapest first and the first definite answer wins:
 
 1. bounds: a cheap proof of infeasibility (request fits nowhere, live bytes over capacity, region argument);
 2. the production mirror (online first-fit, then the offline retry): most tiles end here in well under 1 ms;
-3. flat problems (one interval, no regions or conflicts: the MiniMalloc class): the canonical search, which
-   either places, or proves infeasibility by exhausting its (complete) search, or times out;
-4. general problems: the bounded edge search (fast, can only place), then CP-SAT hinted with the mirror's partial
-   placement, which places, proves infeasibility, or times out.
+3. flat problems (one interval, no regions or conflicts: the MiniMalloc class): when live bytes fill the memory at
+   every step, zero-slack stacking first (sound, incomplete, fast: ``placer.placement.stacking``); then the
+   canonical search, which either places, or proves infeasibility by exhausting its (complete) search, or times out;
+4. general problems: zero-slack stacking where it applies, then the compiled canonical search, then the bounded
+   edge search (fast, can only place), then CP-SAT hinted with the mirror's partial placement, which places,
+   proves infeasibility, or times out.
 
 Every placement is run through the independent checker before it is returned.
 """
@@ -32,6 +34,7 @@ from placer.placement.model import (
     Request,
 )
 from placer.placement.result import PlacementResult
+from placer.placement.stacking import stack, zero_slack
 from placer.solver import SolverParams, Status
 
 Mode = Literal["greedy", "exact"]
@@ -114,6 +117,28 @@ def _flat_exact(problem: PlacementProblem, params: SolverParams, t0: float, dead
                            reason=f"time limit after {out.nodes:,} nodes", nodes=out.nodes, greedy=greedy, bound=bound)
 
 
+PROBE_SECONDS = 0.1
+"""Where stacking applies, the complete search runs this long first (most packings take it milliseconds)."""
+
+STACKING_SHARE = 0.25
+"""Of the time limit, what zero-slack stacking may take before the complete search runs (it answers in well under
+a second where it applies; when it does not, the rest of the limit is the complete search's)."""
+
+
+def _stacked(problem: PlacementProblem, params: SolverParams, t0: float, progress: StageProgress | None,
+             greedy: str | None = None) -> PlacementResult | None:
+    """Zero slack at every step (the perfect packings): stacking by time sections and strips, which places what
+    the canonical search cannot (``placer.placement.stacking``); None when it does not apply or finds nothing."""
+    if not zero_slack(problem):
+        return None
+    if progress is not None:
+        progress("stacking", time.perf_counter() - t0, "zero slack at every step: sections and strips")
+    out = stack(problem, STACKING_SHARE * params.time_limit)
+    if out.addresses is None:
+        return None
+    return _placed(problem, out.addresses, "stacking", t0, out.atoms, greedy)
+
+
 def solve_placement(
     problem: PlacementProblem,
     params: SolverParams | None = None,
@@ -138,6 +163,16 @@ def solve_placement(
         # would place the buffers it needs about n nodes too, so running the mirror first only adds its own time
         # (4.6 ms at 300 buffers, a third of the whole answer). The peak bound above is every cheap proof a flat
         # problem has. The mirror's outcome is left to the reports that print it (greedy=None).
+        if zero_slack(problem):
+            # the canonical search answers most packings in milliseconds; stacking imports CP-SAT (0.3 s) and is
+            # for the ones it cannot
+            probe = _flat_exact(problem, params, t0, min(deadline, time.perf_counter() + PROBE_SECONDS), progress,
+                                None, bound)
+            if probe.status is not Status.UNKNOWN:
+                return probe
+            stacked = _stacked(problem, params, t0, progress)
+            if stacked is not None:
+                return stacked
         return _flat_exact(problem, params, t0, deadline, progress, None, bound)
     g = greedy_place(problem)
     if g.addresses is not None:
@@ -153,8 +188,18 @@ def solve_placement(
     if flat:
         return _flat_exact(problem, params, t0, deadline, progress, g.describe(), bound)
     report = _node_report(progress)
-    out = solve_general(problem, max(deadline - time.perf_counter(), 0.001), report, workers=params.workers,
-                        seed=params.seed)
+    out = None
+    if zero_slack(problem):
+        out = solve_general(problem, min(PROBE_SECONDS, max(deadline - time.perf_counter(), 0.001)), report,
+                            workers=params.workers, seed=params.seed)
+        if out is None or out.status == "unknown":
+            stacked = _stacked(problem, params, t0, progress, g.describe())
+            if stacked is not None:
+                return stacked
+            out = None
+    if out is None:
+        out = solve_general(problem, max(deadline - time.perf_counter(), 0.001), report, workers=params.workers,
+                            seed=params.seed)
     if out is not None:  # the compiled search applies (no region-1 sequences): complete, so it decides
         if out.status == "placed" and out.offsets is not None:
             return _placed(problem, out.offsets, "canonical", t0, out.nodes, g.describe(), out.cpu)
