@@ -83,7 +83,8 @@ def _sections(ids: list[int], first: Sequence[int], last: Sequence[int]) -> list
 
 
 class _Stacker:
-    def __init__(self, problem: PlacementProblem, deadline: float, seed: Callable[[list[int]], int]) -> None:
+    def __init__(self, problem: PlacementProblem, deadline: float, seed: Callable[[list[int]], int],
+                 conflicts: bool = False) -> None:
         from ortools.sat.python import cp_model  # only here: ortools costs a third of a second to import
 
         self.cp_model: Any = cp_model
@@ -97,6 +98,13 @@ class _Stacker:
         self.flat = problem.is_flat
         self.memo: dict[tuple[frozenset[int], int, int], dict[int, int] | None] = {}
         self.atoms: dict[frozenset[int], list[list[int]]] = {}
+        # conflicts (tiles): partners may not share a memory element; checked as buffers are placed, against the
+        # partners placed so far on the current path, so no memo holds for a set with a conflicting buffer
+        self.partners: dict[int, list[int]] = {}
+        for i, j in problem.conflict_pairs if conflicts else ():
+            self.partners.setdefault(i, []).append(j)
+            self.partners.setdefault(j, []).append(i)
+        self.placed: dict[int, int] = {}  # buffers with partners, placed on the current path
         self.atom_searches = 0
         self.leaves = 0
 
@@ -112,6 +120,8 @@ class _Stacker:
         modulus = max(self.align[i] for i in ids) if self.flat else 0
         shift = base % modulus if modulus else base
         key = (frozenset(ids), shift, width)
+        if not self.partners.keys().isdisjoint(ids):
+            return self._place(ids, base, width)
         if key in self.memo:
             hit = self.memo[key]
             return None if hit is None else {i: a + base - shift for i, a in hit.items()}
@@ -120,15 +130,21 @@ class _Stacker:
         return found
 
     def _place(self, ids: list[int], base: int, width: int) -> dict[int, int] | None:
+        self._left()  # raises at the deadline: without memo (conflicts) the order search can be long
         if len(ids) == 1:
             i = ids[0]
-            return {i: base} if self.size[i] == width and self._legal(i, base) else None
+            if self.size[i] != width or not self._legal(i, base) or self._conflicts(i, base):
+                return None
+            if i in self.partners:
+                self.placed[i] = base
+            return {i: base}
         sections = _sections(ids, self.first, self.last)
         if len(sections) > 1:
             out: dict[int, int] = {}
             for sec in sections:
                 part = self.place(sec, base, width)
                 if part is None:
+                    self._forget(out)
                     return None
                 out.update(part)
             return out
@@ -147,7 +163,8 @@ class _Stacker:
             key = (left, at % modulus if modulus else at)
             if not left:
                 return {}
-            if key in failed:
+            memo = self.partners.keys().isdisjoint(i for k in left for i in atoms[k])
+            if memo and key in failed:
                 return None
             for k in sorted(left):
                 strip = self.place(atoms[k], at, widths[k])
@@ -157,10 +174,35 @@ class _Stacker:
                 if rest is not None:
                     rest.update(strip)
                     return rest
-            failed.add(key)
+                self._forget(strip)
+            if memo:
+                failed.add(key)
             return None
 
         return stack(frozenset(range(len(atoms))), base)
+
+    def _conflicts(self, i: int, address: int) -> bool:
+        """Whether ``i`` at ``address`` shares a memory element with a partner placed on the current path."""
+        if i not in self.partners:
+            return False
+        mine = self._elements(i, address)
+        return any(not mine.isdisjoint(self._elements(j, self.placed[j]))
+                   for j in self.partners[i] if j in self.placed)
+
+    def _elements(self, i: int, address: int) -> set[tuple[int, int]]:
+        lo, hi = self.problem.element_span(address, address + self.size[i])
+        return {(lo, hi)} if self.problem.region_boundary is None else {
+            (lo >= self.problem.region_boundary, k) for k in range(lo, hi, self._unit(lo))}
+
+    def _unit(self, address: int) -> int:
+        p = self.problem
+        return p.region1_element if p.region_boundary is not None and address >= p.region_boundary \
+            else p.region0_element
+
+    def _forget(self, part: dict[int, int]) -> None:
+        """A placement given up on the current path: its buffers' conflicts no longer hold."""
+        for i in part:
+            self.placed.pop(i, None)
 
     def _legal(self, i: int, address: int) -> bool:
         return any(d.first <= address <= d.last and (address - d.first) % d.alignment == 0
@@ -247,19 +289,29 @@ def stack(problem: PlacementProblem, time_limit: float) -> StackingOutcome:
     base, end = problem.ranges[0]
     searches = leaves = 0
     reason = "no stacking of strips places every buffer"
-    for seed in (_shortest(problem), _smallest(problem)):
-        stacker = _Stacker(problem, deadline, seed)
+    # first with conflicts checked on the result only (every strip's placement memoised); if that breaks one,
+    # again checking them as buffers are placed (no memo for the strips holding a conflicting buffer: slower)
+    attempts = [(seed, aware) for seed in (_shortest(problem), _smallest(problem))
+                for aware in ((False, True) if problem.conflict_pairs else (False,))]
+    broke = False
+    for seed, aware in attempts:
+        if aware and not broke:
+            continue
+        stacker = _Stacker(problem, deadline, seed, conflicts=aware)
         try:
             found = stacker.place(list(range(problem.n)), base, end - base)
         except _OutOfTime:
             found, reason = None, "time limit"
         searches += stacker.atom_searches
         leaves += stacker.leaves
+        broke = False
+        if found is None and reason != "time limit":
+            reason = "no stacking of strips places every buffer"
         if found is not None:
             addresses = tuple(found[i] for i in range(problem.n))
-            if not check_placement(problem, addresses):  # conflicts are only checked here
+            if not check_placement(problem, addresses):
                 return StackingOutcome(addresses, searches, leaves, time.perf_counter() - t0)
-            reason = "the stacking breaks a conflict"
+            broke, reason = True, "the stacking breaks a conflict"
         if reason == "time limit":
             break
     return StackingOutcome(None, searches, leaves, time.perf_counter() - t0, reason)

@@ -65,3 +65,15 @@ def test_tiles_with_regions_are_stacked_and_checked():
     assert zero_slack(problem) and not problem.is_flat
     out = stack(problem, 20)
     assert out.addresses is not None and check_placement(problem, out.addresses) == []
+
+
+def test_conflicts_are_kept_while_stacking():
+    # ipu-200-s1 of the benchmark set: the memoised stacking breaks a declared conflict; the conflict-aware pass
+    # places it (the canonical search and CP-SAT find nothing in 60 s)
+    cap = 256 * 1024
+    base = REGION_BOUNDARY - cap // 2
+    pieces = perfect_packing(200, capacity=cap, seed=1, first_cut=REGION_BOUNDARY - base)
+    problem = parse_dump(ipu_dump(pieces, base, cap, seed=1), "ipu-200-s1.json")
+    assert problem.conflict_pairs
+    out = stack(problem, 20)
+    assert out.addresses is not None and check_placement(problem, out.addresses) == []
