@@ -9,6 +9,7 @@ costs a few tens of MB and every cost rule is a numpy expression.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,11 +54,7 @@ class Phase:
 
     def dst_transfer(self) -> np.ndarray:
         """For every destination entry, the index of its transfer (the CSR row expanded; cached, read-only)."""
-        cached = _DST_TRANSFER.get(self)
-        if cached is None:
-            cached = _DST_TRANSFER[self] = np.repeat(np.arange(self.n, dtype=np.int64), self.fanout)
-            cached.flags.writeable = False
-        return cached
+        return _cached(_DST_TRANSFER, self, lambda: np.repeat(np.arange(self.n, dtype=np.int64), self.fanout))
 
     def dst_set_ids(self) -> np.ndarray:
         """A dense id per transfer such that equal ids mean equal destination tile sets.
@@ -100,11 +97,7 @@ class Phase:
     def dst_order(self) -> np.ndarray:
         """Destination entries sorted by tile, listed order kept within a tile (cached, read-only): the order
         pointer resets, table rows and busy memory are all read in."""
-        cached = _DST_ORDER.get(self)
-        if cached is None:
-            cached = _DST_ORDER[self] = tile_order(self.dst_tile)
-            cached.flags.writeable = False
-        return cached
+        return _cached(_DST_ORDER, self, lambda: tile_order(self.dst_tile))
 
     def dst_runs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The bytes the phase writes, as (tile, start, end) intervals in tile order (cached, read-only): receive
@@ -122,11 +115,7 @@ class Phase:
 
     def source_order(self) -> np.ndarray:
         """Transfers sorted by source tile, listed order kept within a tile (cached, read-only)."""
-        cached = _SOURCE_ORDER.get(self)
-        if cached is None:
-            cached = _SOURCE_ORDER[self] = tile_order(self.source)
-            cached.flags.writeable = False
-        return cached
+        return _cached(_SOURCE_ORDER, self, lambda: tile_order(self.source))
 
     def first_src_addr(self) -> np.ndarray:
         return self.src_addr[self.src_ptr[:-1]]
@@ -234,6 +223,16 @@ def tile_order(tile: np.ndarray) -> np.ndarray:
     if tile.size and int(tile.min()) >= 0 and int(tile.max()) < 2**15:
         return np.argsort(tile.astype(np.int16), kind="stable")
     return np.argsort(tile, kind="stable")
+
+
+def _cached(store: weakref.WeakKeyDictionary[Phase, np.ndarray], phase: Phase,
+            compute: Callable[[], np.ndarray]) -> np.ndarray:
+    """``store[phase]``, computed on first use and made read-only (a phase is not changed once built)."""
+    cached = store.get(phase)
+    if cached is None:
+        cached = store[phase] = compute()
+        cached.flags.writeable = False
+    return cached
 
 
 def interval_runs(tile: np.ndarray, start: np.ndarray, end: np.ndarray,

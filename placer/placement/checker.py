@@ -22,7 +22,7 @@ def _span(problem: PlacementProblem, i: int, address: int) -> tuple[int, int]:
     return address, address + size
 
 
-def _elements(problem: PlacementProblem, start: int, end: int) -> set[tuple[int, int]]:
+def memory_elements(problem: PlacementProblem, start: int, end: int) -> set[tuple[int, int]]:
     """Physical elements touched, named (element size, index), so region-0 and region-1 elements never collide."""
     if problem.region_boundary is None:
         return set()
@@ -107,17 +107,17 @@ def check_placement(problem: PlacementProblem, addresses: Sequence[int] | None) 
     roots = {root: i for i, r in enumerate(problem.requests) for root, _ in r.aliases}
     fixed_roots = {f.root: k for k, f in enumerate(problem.fixed) if f.root is not None}
     for i, r in enumerate(problem.requests):
-        mine = _elements(problem, *spans[i])
+        mine = memory_elements(problem, *spans[i])
         for root in r.conflicts:
             if root in roots and roots[root] != i:
                 j = roots[root]
-                shared = mine & _elements(problem, *spans[j])
+                shared = mine & memory_elements(problem, *spans[j])
                 if shared:
                     errors.append(f"requests {i} and {j} conflict but share memory element(s) "
                                   f"{sorted(s * k for s, k in shared)[:3]}")
             elif root in fixed_roots:
                 f = problem.fixed[fixed_roots[root]]
-                if mine & _elements(problem, f.start, f.end):
+                if mine & memory_elements(problem, f.start, f.end):
                     errors.append(f"request {i} conflicts with fixed allocation {fixed_roots[root]} but shares an "
                                   "element")
     return errors

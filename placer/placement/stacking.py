@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from placer.placement.checker import check_placement
+from placer.placement.checker import check_placement, memory_elements
 from placer.placement.model import PlacementProblem
 
 # an indivisible strip of several buffers is handed to the canonical search for at most this long
@@ -185,19 +185,10 @@ class _Stacker:
         """Whether ``i`` at ``address`` shares a memory element with a partner placed on the current path."""
         if i not in self.partners:
             return False
-        mine = self._elements(i, address)
-        return any(not mine.isdisjoint(self._elements(j, self.placed[j]))
-                   for j in self.partners[i] if j in self.placed)
-
-    def _elements(self, i: int, address: int) -> set[tuple[int, int]]:
-        lo, hi = self.problem.element_span(address, address + self.size[i])
-        return {(lo, hi)} if self.problem.region_boundary is None else {
-            (lo >= self.problem.region_boundary, k) for k in range(lo, hi, self._unit(lo))}
-
-    def _unit(self, address: int) -> int:
         p = self.problem
-        return p.region1_element if p.region_boundary is not None and address >= p.region_boundary \
-            else p.region0_element
+        mine = memory_elements(p, address, address + self.size[i])
+        return any(not mine.isdisjoint(memory_elements(p, self.placed[j], self.placed[j] + self.size[j]))
+                   for j in self.partners[i] if j in self.placed)
 
     def _forget(self, part: dict[int, int]) -> None:
         """A placement given up on the current path: its buffers' conflicts no longer hold."""
