@@ -11,8 +11,14 @@ bottom layers: a wrong choice among the first placements is refuted only after a
   CP-SAT picks the fewest buffers containing a seed buffer whose live bytes change by zero at every step where one
   of them starts or ends. A buffer live throughout the section is an atom by itself.
 
-A strip's placement depends on its base only through alignment (and, on a tile, regions), so the stacking order is
-searched with a failure memo on (strips left, base modulo the largest alignment); each strip is placed the same way,
+A strip's placement depends on its base only through alignment and the domains (regions) that hold its window: where
+no domain edge falls inside the window, placing it at ``base`` or at any base congruent modulo its alignments in the
+same stretch between edges is the same problem shifted. Strips are memoised on that key (on a tile, only the few
+strips across the region boundary are keyed on the base itself), so the stacking order is searched with a failure
+memo on the strips left. Conflicts (tiles) are checked on the result; if one is broken, a second pass checks each
+buffer as it is placed against the partners placed so far, and memoises a strip holding such a buffer with those
+partners' addresses as context. Strips with equal signatures (sizes, lifetimes, domains) are interchangeable, so
+only the first of them is tried at each level. Each strip is placed the same way,
 recursively, down to single buffers (legal at their base or not) or to an indivisible strip of several buffers,
 which the compiled canonical search places on its own. The decomposition is sound (every placement is checked by
 the caller) and incomplete: a non-guillotine tiling, or a coincidental atom that is not a strip of any tiling,
@@ -25,6 +31,8 @@ are placed in 0.01-0.3 s at 50-500 buffers, where the canonical search and MiniM
 
 from __future__ import annotations
 
+import bisect
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -95,9 +103,16 @@ class _Stacker:
         self.first = [r.first for r in problem.requests]
         self.last = [r.last for r in problem.requests]
         self.align = [r.alignment for r in problem.requests]
-        self.flat = problem.is_flat
-        self.memo: dict[tuple[frozenset[int], int, int], dict[int, int] | None] = {}
-        self.atoms: dict[frozenset[int], list[list[int]]] = {}
+        # a strip's legality depends on its base only through the base modulo its alignments and which domains
+        # hold the strip's window, unless a domain's edge cuts the window (then the base itself is the key)
+        self.edges = sorted({e for doms in problem.all_domains for d in doms for e in (d.first, d.last + d.bytes)})
+        self.memo: dict[tuple[Any, ...], dict[int, int] | None] = {}
+        self.atoms: dict[frozenset[int], list[frozenset[int]]] = {}
+        self.lcm: dict[frozenset[int], int] = {}
+        # atoms with equal signatures are interchangeable (one failing at a base, the other fails there too)
+        self.signature = [(r.bytes, r.first, r.last, tuple((d.first, d.last, d.alignment, d.bytes, d.region)
+                                                            for d in problem.all_domains[i]))
+                          for i, r in enumerate(problem.requests)]
         # conflicts (tiles): partners may not share a memory element; checked as buffers are placed, against the
         # partners placed so far on the current path, so no memo holds for a set with a conflicting buffer
         self.partners: dict[int, list[int]] = {}
@@ -115,24 +130,41 @@ class _Stacker:
         return left
 
     # -- a strip: the buffers ``ids`` fill [base, base + width) at every step of their span ---------------------
-    def place(self, ids: list[int], base: int, width: int) -> dict[int, int] | None:
-        # flat: legality depends on the base modulo the largest alignment; on a tile (regions), on the base itself
-        modulus = max(self.align[i] for i in ids) if self.flat else 0
-        shift = base % modulus if modulus else base
-        key = (frozenset(ids), shift, width)
-        if not self.partners.keys().isdisjoint(ids):
-            return self._place(ids, base, width)
+    def place(self, ids: frozenset[int], base: int, width: int) -> dict[int, int] | None:
+        key = self._key(ids, base, width)
         if key in self.memo:
             hit = self.memo[key]
-            return None if hit is None else {i: a + base - shift for i, a in hit.items()}
+            if hit is None:
+                return None
+            shifted = {i: a + base for i, a in hit.items()}
+            self.placed.update((i, a) for i, a in shifted.items() if i in self.partners)
+            return shifted
         found = self._place(ids, base, width)
-        self.memo[key] = None if found is None else {i: a - base + shift for i, a in found.items()}
+        self.memo[key] = None if found is None else {i: a - base for i, a in found.items()}
         return found
 
-    def _place(self, ids: list[int], base: int, width: int) -> dict[int, int] | None:
+    def _key(self, strip: frozenset[int], base: int, width: int) -> tuple[Any, ...]:
+        """What decides whether (and how) ``strip`` fills ``[base, base + width)``: the strip, its base up to the
+        equivalence above and, for buffers with conflicts, the partners already placed outside the strip."""
+        if not self.partners.keys().isdisjoint(strip):
+            return strip, base, width, self._context(strip)
+        window = bisect.bisect_right(self.edges, base)
+        if window < len(self.edges) and self.edges[window] < base + width:
+            return strip, base, width  # a domain edge inside the window: legality depends on where
+        modulus = self.lcm.get(strip)
+        if modulus is None:
+            modulus = self.lcm[strip] = math.lcm(*(self.align[i] for i in strip))
+        return strip, base % modulus, width, window
+
+    def _context(self, buffers: frozenset[int]) -> frozenset[tuple[int, int]]:
+        """Partners of ``buffers`` placed on the current path outside them, with their addresses."""
+        return frozenset((j, self.placed[j]) for i in buffers if i in self.partners
+                         for j in self.partners[i] if j in self.placed and j not in buffers)
+
+    def _place(self, ids: frozenset[int], base: int, width: int) -> dict[int, int] | None:
         self._left()  # raises at the deadline: without memo (conflicts) the order search can be long
         if len(ids) == 1:
-            i = ids[0]
+            (i,) = ids
             if self.size[i] != width or not self._legal(i, base) or self._conflicts(i, base):
                 return None
             if i in self.partners:
@@ -142,31 +174,40 @@ class _Stacker:
         if len(sections) > 1:
             out: dict[int, int] = {}
             for sec in sections:
-                part = self.place(sec, base, width)
+                part = self.place(frozenset(sec), base, width)
                 if part is None:
                     self._forget(out)
                     return None
                 out.update(part)
             return out
-        key = frozenset(ids)
-        atoms = self.atoms.get(key)
+        atoms = self.atoms.get(ids)
         if atoms is None:  # they depend on the buffers alone, not on the base
-            atoms = self.atoms[key] = self._atoms(ids)
+            atoms = self.atoms[ids] = [frozenset(a) for a in self._atoms(sorted(ids))]
         if len(atoms) == 1:
             return self._leaf(ids, base, width)
         start = min(self.first[i] for i in ids)
         widths = [sum(self.size[i] for i in a if self.first[i] == start) for a in atoms]
-        failed: set[tuple[frozenset[int], int]] = set()
-        modulus = max(self.align[i] for i in ids) if self.flat else 0
+        # the strips left decide where the next one starts (the end is fixed); with conflicts, so do the partners
+        # placed outside what is left
+        failed: set[tuple[frozenset[int], frozenset[tuple[int, int]]]] = set()
+        conflicted = [not self.partners.keys().isdisjoint(a) for a in atoms]
+        signatures = [tuple(sorted(self.signature[i] for i in a)) for a in atoms]
 
         def stack(left: frozenset[int], at: int) -> dict[int, int] | None:
-            key = (left, at % modulus if modulus else at)
             if not left:
                 return {}
-            memo = self.partners.keys().isdisjoint(i for k in left for i in atoms[k])
-            if memo and key in failed:
+            context: frozenset[tuple[int, int]] = frozenset()
+            if any(conflicted[k] for k in left):
+                context = self._context(frozenset(i for k in left for i in atoms[k]))
+            key = (left, context)
+            if key in failed:
                 return None
+            tried = set()
             for k in sorted(left):
+                if not conflicted[k]:
+                    if signatures[k] in tried:
+                        continue
+                    tried.add(signatures[k])
                 strip = self.place(atoms[k], at, widths[k])
                 if strip is None:
                     continue
@@ -175,8 +216,7 @@ class _Stacker:
                     rest.update(strip)
                     return rest
                 self._forget(strip)
-            if memo:
-                failed.add(key)
+            failed.add(key)
             return None
 
         return stack(frozenset(range(len(atoms))), base)
@@ -290,7 +330,7 @@ def stack(problem: PlacementProblem, time_limit: float) -> StackingOutcome:
             continue
         stacker = _Stacker(problem, deadline, seed, conflicts=aware)
         try:
-            found = stacker.place(list(range(problem.n)), base, end - base)
+            found = stacker.place(frozenset(range(problem.n)), base, end - base)
         except _OutOfTime:
             found, reason = None, "time limit"
         searches += stacker.atom_searches

@@ -77,3 +77,31 @@ def test_conflicts_are_kept_while_stacking():
     assert problem.conflict_pairs
     out = stack(problem, 20)
     assert out.addresses is not None and check_placement(problem, out.addresses) == []
+
+
+def _tile(n: int, seed: int):
+    cap = 256 * 1024
+    base = REGION_BOUNDARY - cap // 2
+    pieces = perfect_packing(n, capacity=cap, seed=seed, first_cut=REGION_BOUNDARY - base)
+    return parse_dump(ipu_dump(pieces, base, cap, seed=seed), f"ipu-{n}-s{seed}.json")
+
+
+def test_tiles_are_memoised_away_from_the_region_boundary():
+    # ipu-300-s1 and ipu-500-s0 of the benchmark set: with the memo keyed on the exact base (a tile's regions) the
+    # order search ran out of 30 s; keyed on the base modulo the alignments wherever no domain edge cuts the strip,
+    # and with the placed partners as context for conflicting strips, they take 1-3 s here
+    for n, seed in ((300, 1), (500, 0)):
+        problem = _tile(n, seed)
+        result = solve_placement(problem, SolverParams(time_limit=60, workers=1))
+        assert result.placed and result.engine == "stacking"
+        assert check_placement(problem, result.addresses) == []
+        assert result.runtime < 15
+
+
+@settings(max_examples=15, deadline=None)
+@given(n=st.integers(2, 60), seed=st.integers(0, 10_000))
+def test_whatever_it_places_on_a_tile_is_legal(n, seed):
+    problem = _tile(n, seed)
+    out = stack(problem, 10)
+    if out.addresses is not None:
+        assert check_placement(problem, out.addresses) == []
