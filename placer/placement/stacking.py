@@ -109,12 +109,13 @@ class _Stacker:
         self.memo: dict[tuple[Any, ...], dict[int, int] | None] = {}
         self.atoms: dict[frozenset[int], list[frozenset[int]]] = {}
         self.lcm: dict[frozenset[int], int] = {}
-        # atoms with equal signatures are interchangeable (one failing at a base, the other fails there too)
+        # atoms with equal signatures are interchangeable: after one failed at a base, trying the other there
+        # would repeat the same search on renamed buffers (up to index tie-breaks; it is a pruning, never a proof)
         self.signature = [(r.bytes, r.first, r.last, tuple((d.first, d.last, d.alignment, d.bytes, d.region)
                                                             for d in problem.all_domains[i]))
                           for i, r in enumerate(problem.requests)]
         # conflicts (tiles): partners may not share a memory element; checked as buffers are placed, against the
-        # partners placed so far on the current path, so no memo holds for a set with a conflicting buffer
+        # partners placed so far on the current path, which are then part of the memo's key (``_context``)
         self.partners: dict[int, list[int]] = {}
         for i, j in problem.conflict_pairs if conflicts else ():
             self.partners.setdefault(i, []).append(j)
@@ -162,7 +163,7 @@ class _Stacker:
                          for j in self.partners[i] if j in self.placed and j not in buffers)
 
     def _place(self, ids: frozenset[int], base: int, width: int) -> dict[int, int] | None:
-        self._left()  # raises at the deadline: without memo (conflicts) the order search can be long
+        self._left()  # raises at the deadline: the order search can be long (conflicts narrow the memo)
         if len(ids) == 1:
             (i,) = ids
             if self.size[i] != width or not self._legal(i, base) or self._conflicts(i, base):
