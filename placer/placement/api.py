@@ -4,9 +4,10 @@ The engines run cheapest first and the first definite answer wins:
 
 1. bounds: a cheap proof of infeasibility (request fits nowhere, live bytes over capacity, region argument);
 2. the production mirror (online first-fit, then the offline retry): most tiles end here in well under 1 ms;
-3. flat problems (one interval, no regions or conflicts: the MiniMalloc class): when live bytes fill the memory at
-   every step, zero-slack stacking first (sound, incomplete, fast: ``placer.placement.stacking``); then the
-   canonical search, which either places, or proves infeasibility by exhausting its (complete) search, or times out;
+3. flat problems (one interval, no regions or conflicts: the MiniMalloc class): the canonical search, which either
+   places, or proves infeasibility by exhausting its (complete) search, or times out; after a short probe of it,
+   where live bytes fill the memory at every step, zero-slack stacking (``placer.placement.stacking``), and where
+   they fill it at some steps, peak-first (``placer.placement.peak``): both sound, incomplete and fast;
 4. general problems: zero-slack stacking where it applies, then the compiled canonical search, then the bounded
    edge search (fast, can only place), then CP-SAT hinted with the mirror's partial placement, which places,
    proves infeasibility, or times out.
@@ -33,6 +34,7 @@ from placer.placement.model import (
     PlacementProblem,
     Request,
 )
+from placer.placement.peak import full_steps, peak_first
 from placer.placement.result import PlacementResult
 from placer.placement.stacking import stack, zero_slack
 from placer.solver import SolverParams, Status
@@ -125,6 +127,26 @@ STACKING_SHARE = 0.25
 a second where it applies; when it does not, the rest of the limit is the complete search's)."""
 
 
+PEAK_PROBE_SECONDS = 0.25
+"""Where some steps are full, the complete search runs this long before peak-first (MiniMalloc's A-F take it
+0.005-0.25 s; a failed peak-first costs about 0.06 s, and the complete search then starts again)."""
+
+PEAK_SHARE = 0.1
+"""Of the time limit, what peak-first may take (each of its searches at most 0.05 s) before the complete search."""
+
+
+def _peak_first(problem: PlacementProblem, params: SolverParams, t0: float,
+                progress: StageProgress | None) -> PlacementResult | None:
+    """Some steps exactly full: the buffers live there placed first, the others around them
+    (``placer.placement.peak``); None when that finds nothing."""
+    if progress is not None:
+        progress("peak-first", time.perf_counter() - t0, "the buffers of the full steps first")
+    out = peak_first(problem, PEAK_SHARE * params.time_limit)
+    if out.addresses is None:
+        return None
+    return _placed(problem, out.addresses, "peak-first", t0)
+
+
 def _stacked(problem: PlacementProblem, params: SolverParams, t0: float, progress: StageProgress | None,
              greedy: str | None = None) -> PlacementResult | None:
     """Zero slack at every step (the perfect packings): stacking by time sections and strips, which places what
@@ -173,6 +195,16 @@ def solve_placement(
             stacked = _stacked(problem, params, t0, progress)
             if stacked is not None:
                 return stacked
+        elif full_steps(problem):
+            # some steps exactly full: the canonical search answers most such problems at once; for the others,
+            # placing the buffers of the full steps first often does (``placer.placement.peak``)
+            probe = _flat_exact(problem, params, t0, min(deadline, time.perf_counter() + PEAK_PROBE_SECONDS),
+                                progress, None, bound)
+            if probe.status is not Status.UNKNOWN:
+                return probe
+            peaked = _peak_first(problem, params, t0, progress)
+            if peaked is not None:
+                return peaked
         return _flat_exact(problem, params, t0, deadline, progress, None, bound)
     g = greedy_place(problem)
     if g.addresses is not None:
