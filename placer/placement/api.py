@@ -253,7 +253,9 @@ def solve_placement(
 
     from placer.placement.cpsat import solve_cpsat  # ortools takes a third of a second to import: only when needed
 
-    result, addresses = solve_cpsat(problem, params.with_overrides(time_limit=remaining), hint=g.partial,
+    # the wall clock bounds this solve too (deterministic mode's default backstop is 2 x its work budget + 5 s)
+    result, addresses = solve_cpsat(problem, params.with_overrides(time_limit=remaining, backstop=remaining),
+                                    hint=g.partial,
                                     progress=cp_progress)
     if addresses is not None:
         return _placed(problem, addresses, "cp-sat", t0, e.nodes, g.describe())

@@ -87,3 +87,28 @@ def test_place_requests_reports_a_proof_when_it_cannot_place():
     problem = tile_problem([(0, 4096)], [(0, 2048, 0, 10)], [(4096, 4, 5, 6)], regions=False)
     r = place_requests(problem, SolverParams(time_limit=5, workers=2))
     assert r.status is Status.INFEASIBLE and r.reason
+
+
+def test_cpsat_placement_is_bounded_by_the_wall_clock(monkeypatch, fixtures):
+    # a problem that reaches CP-SAT (the cheaper engines stubbed out) gets the remaining wall time as its backstop:
+    # deterministic mode alone would let it run to 2 x its budget + 5 s, past the command's time limit
+    from placer.placement import api, cpsat
+    from placer.placement.edges import EdgeOutcome
+    from placer.placement.formats import read_problem
+    from placer.placement.greedy import GreedyOutcome
+
+    problem = read_problem(fixtures / "tiny_dump.json")
+    seen = []
+
+    def fake_cpsat(problem, params, hint=None, progress=None):
+        seen.append(params)
+        return cpsat.SolveResult(Status.UNKNOWN, None, None, 0.0), None
+
+    monkeypatch.setattr(api, "greedy_place", lambda p: GreedyOutcome(None, "failed", 0, (None,) * p.n))
+    monkeypatch.setattr(api, "infeasibility_proof", lambda p: None)
+    monkeypatch.setattr(api, "solve_general", lambda *a, **k: None)
+    monkeypatch.setattr(api, "edge_search", lambda *a, **k: EdgeOutcome(None, 0, 0.0))
+    monkeypatch.setattr(cpsat, "solve_cpsat", fake_cpsat)
+    result = solve_placement(problem, SolverParams(time_limit=4, workers=1))
+    assert result.status is Status.UNKNOWN and len(seen) == 1
+    assert seen[0].backstop is not None and 0 < seen[0].backstop <= 4

@@ -56,3 +56,4 @@ def test_whatever_it_places_is_legal_and_feasible_packings_are_never_called_infe
     assert result.status is not Status.INFEASIBLE  # a placement exists by construction
     if result.placed:
         assert check_placement(problem, result.addresses) == []
+
