@@ -135,13 +135,13 @@ PEAK_SHARE = 0.1
 """Of the time limit, what peak-first may take (each of its searches at most 0.05 s) before the complete search."""
 
 
-def _peak_first(problem: PlacementProblem, params: SolverParams, t0: float,
+def _peak_first(problem: PlacementProblem, params: SolverParams, t0: float, deadline: float,
                 progress: StageProgress | None) -> PlacementResult | None:
     """Some steps exactly full: the buffers live there placed first, the others around them
     (``placer.placement.peak``); None when that finds nothing."""
     if progress is not None:
         progress("peak-first", time.perf_counter() - t0, "the buffers of the full steps first")
-    out = peak_first(problem, PEAK_SHARE * params.time_limit)
+    out = peak_first(problem, max(0.0, min(PEAK_SHARE * params.time_limit, deadline - time.perf_counter())))
     if out.addresses is None:
         return None
     return _placed(problem, out.addresses, "peak-first", t0)
@@ -202,9 +202,11 @@ def solve_placement(
                                 progress, None, bound)
             if probe.status is not Status.UNKNOWN:
                 return probe
-            peaked = _peak_first(problem, params, t0, progress)
+            peaked = _peak_first(problem, params, t0, deadline, progress)
             if peaked is not None:
                 return peaked
+            if time.perf_counter() >= deadline:
+                return probe  # the probe had the whole limit: starting the search again would only overrun it
         return _flat_exact(problem, params, t0, deadline, progress, None, bound)
     g = greedy_place(problem)
     if g.addresses is not None:
