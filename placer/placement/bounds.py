@@ -13,6 +13,7 @@ All three are sound (they relax the problem), so a reason here is a proof.
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Iterator
 
 from placer.placement.model import PlacementProblem
@@ -120,6 +121,21 @@ def flat_overflow_proof(problem: PlacementProblem) -> str | None:
             return (f"at step {t}, {count} live requests that must lie in the free memory need {live:,} bytes but "
                     f"only {free:,} are free ({live - free:,} over)")
     return None
+
+
+def live_runs(problem: PlacementProblem) -> list[tuple[int, int, int]]:
+    """The requests' span cut where their live bytes may change: (first step, last step, live bytes), in order,
+    steps where nothing is live included."""
+    delta: dict[int, int] = {}
+    for r in problem.requests:
+        delta[r.first] = delta.get(r.first, 0) + r.bytes
+        delta[r.last + 1] = delta.get(r.last + 1, 0) - r.bytes
+    out: list[tuple[int, int, int]] = []
+    live = 0
+    for t, nxt in itertools.pairwise(sorted(delta)):
+        live += delta[t]
+        out.append((t, nxt - 1, live))
+    return out
 
 
 def peak_live_bytes(problem: PlacementProblem) -> int:

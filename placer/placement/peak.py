@@ -17,10 +17,11 @@ problems that search answers at once are unaffected.
 
 from __future__ import annotations
 
-import itertools
 import time
 from dataclasses import dataclass, replace
 
+from placer.placement.bounds import live_runs
+from placer.placement.canonical import solve_flat, solve_general
 from placer.placement.model import FixedAllocation, PlacementProblem
 
 # widenings of the core (steps on each side of the full ones) tried in turn
@@ -41,27 +42,19 @@ def full_steps(problem: PlacementProblem) -> list[tuple[int, int]]:
     if len(problem.ranges) != 1 or not problem.is_flat or problem.n < 2:
         return []
     capacity = problem.ranges[0][1] - problem.ranges[0][0]
-    delta: dict[int, int] = {}
-    for r in problem.requests:
-        delta[r.first] = delta.get(r.first, 0) + r.bytes
-        delta[r.last + 1] = delta.get(r.last + 1, 0) - r.bytes
     out: list[tuple[int, int]] = []
-    live = 0
-    for t, nxt in itertools.pairwise(sorted(delta)):
-        live += delta[t]
+    for first, last, live in live_runs(problem):
         if live == capacity:
-            if out and out[-1][1] == t - 1:
-                out[-1] = (out[-1][0], nxt - 1)
+            if out and out[-1][1] == first - 1:
+                out[-1] = (out[-1][0], last)
             else:
-                out.append((t, nxt - 1))
+                out.append((first, last))
     return out
 
 
 def peak_first(problem: PlacementProblem, time_limit: float, each: float = 0.05) -> PeakOutcome:
     """Place the core (buffers live at a full step, see :func:`full_steps`), then the rest around it; each search
     gets at most ``each`` seconds, all of them together ``time_limit``."""
-    from placer.placement.canonical import solve_flat, solve_general
-
     t0 = time.perf_counter()
     deadline = t0 + time_limit
     full = full_steps(problem)

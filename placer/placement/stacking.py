@@ -38,6 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from placer.placement.bounds import live_runs
 from placer.placement.checker import check_placement, memory_elements
 from placer.placement.model import PlacementProblem
 
@@ -65,17 +66,7 @@ def zero_slack(problem: PlacementProblem) -> bool:
     if any(r.region1_stride is not None for r in problem.requests):
         return False
     capacity = problem.ranges[0][1] - problem.ranges[0][0]
-    delta: dict[int, int] = {}
-    for r in problem.requests:
-        delta[r.first] = delta.get(r.first, 0) + r.bytes
-        delta[r.last + 1] = delta.get(r.last + 1, 0) - r.bytes
-    live = 0
-    steps = sorted(delta)
-    for t in steps[:-1]:
-        live += delta[t]
-        if live != capacity:
-            return False
-    return True
+    return all(live == capacity for _first, _last, live in live_runs(problem))
 
 
 def _sections(ids: list[int], first: Sequence[int], last: Sequence[int]) -> list[list[int]]:
