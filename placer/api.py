@@ -866,7 +866,8 @@ class ScheduleResult:
 
 def schedule(capture: CaptureLike, machine: MachineLike = None, *, phases: Sequence[int] | None = None,
              mode: ScheduleMode | str = ScheduleMode.GREEDY, params: SolverParams | None = None,
-             wave_words: int = 1024, check: bool = True, ray: str | None = None) -> ScheduleResult:
+             wave_words: int = 1024, rules: str = "model", check: bool = True,
+             ray: str | None = None) -> ScheduleResult:
     """Order each phase's exchange streams and measure the order against a lower bound (``placer schedule``).
 
     Parameters
@@ -883,8 +884,12 @@ def schedule(capture: CaptureLike, machine: MachineLike = None, *, phases: Seque
         CP-SAT parameters (default: the run configuration's ``[ordering]``); ``time_limit`` is per phase.
     wave_words
         Largest chunk of a stream per wave, in words.
+    rules
+        ``"model"``: placer's chunk model of the exchange (fast; what CP-SAT improves); ``"reference"``: the
+        reference compiler's own order and timing rules, transfer by transfer (slower; its B1024 figures). In cpsat
+        mode under ``"reference"``, CP-SAT's order is timed by the reference's rules too.
     check
-        Verify every schedule with the independent checker.
+        Verify every schedule with the independent checker (of the rules used).
     ray
         Schedule the phases as Ray tasks: ``"auto"`` or a cluster address (same results).
 
@@ -892,13 +897,15 @@ def schedule(capture: CaptureLike, machine: MachineLike = None, *, phases: Seque
     -------
     ScheduleResult
     """
-    from placer.ordering.check import check_schedule
-    from placer.ordering.schedule import OrderingParams, schedule_capture
+    from placer.ordering.check import check_reference_schedule, check_schedule
+    from placer.ordering.schedule import RULES, OrderingParams, schedule_capture
     from placer.progress import task, track
 
     mode = ScheduleMode(mode)
     if wave_words < 1:
         raise InputError(f"must be at least 1, got {wave_words}", where="wave_words")
+    if rules not in RULES:
+        raise InputError(f"must be one of {', '.join(RULES)}, got {rules!r}", where="rules")
     params = _params(params, "ordering")
     mach = _machine(machine)
     cap = _capture(capture)
@@ -909,7 +916,7 @@ def schedule(capture: CaptureLike, machine: MachineLike = None, *, phases: Seque
             known = cap.phase_ids()
             listed = ", ".join(map(str, known[:20])) + (" ..." if len(known) > 20 else "")
             raise InputError(f"no phase {pid} (phases: {listed})", path=name)
-    ordering = OrderingParams(wave_words=wave_words)
+    ordering = OrderingParams(wave_words=wave_words, rules=rules)
     if ray is not None:
         from placer.sweep.fanout import schedule_phases
 
@@ -921,7 +928,8 @@ def schedule(capture: CaptureLike, machine: MachineLike = None, *, phases: Seque
     if check:
         for ps in track(results, "check schedules", unit="phases"):
             p = cap.phase_by_id(ps.phase)
-            problems = check_schedule(p, ps.schedule.tx_start, ps.schedule.rx_start, ps.schedule.horizon, mach)
+            checker = check_reference_schedule if ps.rules == "reference" else check_schedule
+            problems = checker(p, ps.schedule.tx_start, ps.schedule.rx_start, ps.schedule.horizon, mach)
             if problems:
                 invalid[ps.phase] = problems
     return ScheduleResult(name, mach, mode, results, invalid, check)

@@ -137,6 +137,29 @@ class Machine:
         """Cycles from a receiver selecting its source to the payload arriving."""
         return self.geometry.latency_base + self.geometry.latency_per_row * self.row(destination_tiles)
 
+    def mux_time(self, source_tiles: np.ndarray | int, destination_tiles: np.ndarray | int) -> np.ndarray:
+        """Cycles from a sender's first payload word to the receiver's source select, by route (the reference
+        compiler's ``time_to_mux`` for the C600 exchange: column crossings, the turn at the spine and twice the
+        row distance). It is negative where the receiver must select before the sender starts (-77..+108 on
+        IPU21); the payload then arrives ``latency(destination)`` cycles after the select. Route constants of
+        IPU21's fabric, applied to the physical ids of any geometry."""
+        s = self.physical(source_tiles)
+        d = self.physical(destination_tiles)
+        s_col, d_col = (s >> 2) & 15, (d >> 2) & 15
+        s_fold = np.where(s_col > 7, s_col ^ 15, s_col)
+        d_fold = np.where(d_col > 7, d_col ^ 15, d_col)
+        s_mux = s_fold + ((s_col >> 3) ^ (s & 1))
+        across = (d_fold - s_mux) * 6
+        d_lane, d_side = d & 3, d_col >> 3
+        across = across + np.where(d_lane > 1, np.where(d_side == (d & 1), 2, 4), np.where(d_side == d_lane, 1, 5))
+        s_edge = np.where(s_col > 7, (s_col * 4) ^ 60, s_col * 4)
+        d_edge = np.where(d_col > 7, (d_col * 4) ^ 60, d_col * 4)
+        s_low = (s >> 2) & 7
+        crossing = (((s >> 2) & 8) | ((s >> 3) & 3)) - d_col + ((s_low >> 1) ^ 3)
+        turn = np.where(((s ^ d) & 0x20) == 0, s_low + 1, 16 - s_low)
+        rows = (((s >> 6) & 31) - ((d >> 6) & 31)) * 2
+        return (crossing + s_edge + turn - d_edge + rows + np.abs(across) - 34).astype(np.int64)
+
     def cycles_to_ms(self, cycles: float) -> float:
         return cycles / self.clock_hz * 1e3
 

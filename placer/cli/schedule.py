@@ -12,7 +12,7 @@ from placer.errors import InputError
 from placer.fileio import print_json
 from placer.machine import load_machine
 from placer.modes import ScheduleMode
-from placer.ordering.schedule import PhaseSchedule
+from placer.ordering.schedule import RULES, PhaseSchedule
 from placer.progress import install
 from placer.report.table import render
 
@@ -27,6 +27,9 @@ def schedule(
     seed: int | None = options.seed("Random seed (CP-SAT and neighbourhood choice; default 0)."),
     params: Path | None = options.params(),
     wave_words: int = typer.Option(1024, "--wave-words", help="Largest chunk of a stream per wave, in words."),
+    rules: str = typer.Option("model", "--rules", help="model: placer's chunk model of the exchange (fast; what "
+                              "CP-SAT improves); reference: the reference compiler's own order and timing, "
+                              "transfer by transfer (slower; compare with its figures)."),
     machine: str = options.machine(),
     json: bool = options.json("the schedules"),
     check: bool = typer.Option(True, "--check/--no-check", help="Verify every schedule with the independent "
@@ -43,15 +46,18 @@ def schedule(
     install(quiet)
     if wave_words < 1:
         raise InputError(f"--wave-words must be at least 1, got {wave_words}")
+    if rules not in RULES:
+        raise InputError(f"--rules must be one of {', '.join(RULES)}, got {rules!r}")
     solver_params = options.solver_params("ordering", params, time_limit, workers, seed)
     mach = load_machine(machine)
     result = api.schedule(capture, mach, phases=[phase] if phase is not None else None, mode=mode,
-                          params=solver_params, wave_words=wave_words, check=check, ray=ray)
+                          params=solver_params, wave_words=wave_words, rules=rules, check=check, ray=ray)
     if json:
         print_json(result.to_json())
     else:
         typer.echo(render(_headers(mode), [_row(ps, mode) for ps in result.phases],
-                          title=f"stream schedule ({mode.value}, machine {mach.name}; cycles without sync)"))
+                          title=f"stream schedule ({mode.value}, {rules} rules, machine {mach.name}; cycles "
+                                "without sync)"))
         if mode == ScheduleMode.CPSAT:
             for ps in result.phases:
                 if ps.cpsat is not None:

@@ -185,3 +185,123 @@ def _dependencies(phase: Phase, tx: np.ndarray, rx: np.ndarray, owner: np.ndarra
                     return out
         heapq.heappush(active, (hi_l[k], k))
     return out
+
+
+def check_reference_schedule(phase: Phase, tx_start: Any, rx_start: Any, horizon: int, machine: Machine,
+                             *, limit: int = 20) -> list[str]:
+    """Violations of the reference's timing rules (``placer.ordering.reference``), found without its code.
+
+    Per transfer ``i`` sent at ``tx[i]`` and landing on destination entry ``e`` at ``rx[e]``, with the receiver's
+    source select at ``X = rx − 52 − 2·row`` (51 for a 52-word transfer):
+    - ``X == tx + mux_time(source, receiver) + 1`` (the route);
+    - a tile's sends ``[tx, tx + words)`` are disjoint, and so are its selects ``[X, X + words)``;
+    - a receive whose address does not continue the tile's previous one (in select order) lands after the previous
+      payload has: ``rx >= previous rx + words``;
+    - a tile's control events (select at X, teardown at X + words unless the next select is at that cycle,
+      pointer at rx unless the address continues) never put two selects/teardowns, or two pointers, on one cycle,
+      and none falls on one of the tile's send starts or the cycle after;
+    - every conflicting pair of accesses (RAW, WAW, WAR over byte intervals, every Repeat address) in order;
+    - no tile sends from an SRAM element (16 KiB below 0x80000, 32 KiB pairs above) while it receives into it
+      (a receive holds its element to rx + words + 5);
+    - the claimed horizon is the last send end or arrival + 5 (6 after a 52-word transfer)."""
+    out: list[str] = []
+    n = phase.n
+    tx = np.asarray(tx_start, np.int64)
+    rx = np.asarray(rx_start, np.int64)
+    words = phase.words.astype(np.int64)
+    owner = np.repeat(np.arange(n), np.diff(phase.dst_ptr))
+    if tx.shape != (n,) or rx.shape != (len(phase.dst_tile),):
+        return [f"{len(tx)} send and {len(rx)} receive times for {n} transfers and {len(phase.dst_tile)} "
+                "destination entries"]
+    dst = phase.dst_tile.astype(np.int64)
+    w_e = words[owner]
+    quirk = (w_e == 52).astype(np.int64)
+    select = rx - 52 + quirk - 2 * machine.row(dst)
+    expected = tx[owner] + machine.mux_time(phase.source[owner], dst) + 1
+    for e in np.flatnonzero(select != expected)[:limit].tolist():
+        out.append(f"transfer {owner[e]} selected by tile {dst[e]} at {select[e]}, the route gives {expected[e]}")
+    out += _overlaps("lane", phase.source.astype(np.int64), tx, words, np.arange(n), limit)
+    out += _overlaps("receive select", dst, select, w_e, owner, limit)
+
+    by_tile = np.lexsort((select, dst))
+    t, x, r, a, w = dst[by_tile], select[by_tile], rx[by_tile], phase.dst_addr[by_tile], w_e[by_tile]
+    same = np.zeros(len(t), bool)
+    same[1:] = t[1:] == t[:-1]
+    contiguous = np.zeros(len(t), bool)
+    contiguous[1:] = same[1:] & (a[1:] == a[:-1] + 4 * w[:-1])
+    late = np.flatnonzero(same & ~contiguous & (np.roll(r + w, 1) > r))
+    for k in late[:limit].tolist():
+        out.append(f"tile {t[k]}: a receive lands at {r[k]} before the previous one's payload ends "
+                   f"({r[k - 1] + w[k - 1]}) and its address does not continue it")
+    cut = np.zeros(len(t), bool)  # the next select replaces this receive's teardown
+    cut[:-1] = same[1:] & (x[1:] == x[:-1] + w[:-1])
+    xpic_tile = np.concatenate([t, t[~cut]])
+    xpic_cycle = np.concatenate([x, (x + w)[~cut]])
+    out += _same_cycle("select/teardown", xpic_tile, xpic_cycle, limit)
+    out += _same_cycle("pointer", t[~contiguous], r[~contiguous], limit)
+    control_tile = np.concatenate([xpic_tile, t[~contiguous]])
+    control_cycle = np.concatenate([xpic_cycle, r[~contiguous]])
+    send_key = np.unique(phase.source.astype(np.int64) * (1 << 32) + tx)
+    for lag in (0, 1):
+        hit = np.isin(control_tile * (1 << 32) + control_cycle - lag, send_key)
+        for k in np.flatnonzero(hit)[:limit].tolist():
+            out.append(f"tile {control_tile[k]}: a receive control at {control_cycle[k]} falls on a send start "
+                       f"({control_cycle[k] - lag})")
+    out += _dependencies(phase, tx, rx, owner, limit)
+    out += _element_clashes(phase, tx, rx, owner, limit)
+
+    guard = 5 + quirk
+    last = int(max((rx + w_e + guard).max(initial=0), (tx + words).max(initial=0)))
+    if last != horizon:
+        out.append(f"claimed horizon {horizon}, schedule ends at {last}")
+    return out[:limit] if limit else out
+
+
+def _same_cycle(what: str, tile: np.ndarray, cycle: np.ndarray, limit: int) -> list[str]:
+    o = np.lexsort((cycle, tile))
+    t, c = tile[o], cycle[o]
+    clash = np.flatnonzero((t[1:] == t[:-1]) & (c[1:] == c[:-1]))
+    return [f"tile {t[k]}: two {what} controls at cycle {c[k]}" for k in clash[:limit].tolist()]
+
+
+def _element_clashes(phase: Phase, tx: np.ndarray, rx: np.ndarray, owner: np.ndarray, limit: int) -> list[str]:
+    """A send and a receive of one tile that overlap in time on a common SRAM element."""
+    words = phase.words.astype(np.int64)
+    reads_of = np.repeat(np.arange(phase.n), np.diff(phase.src_ptr))
+    tile = np.concatenate([phase.source[reads_of], phase.dst_tile]).astype(np.int64)
+    lo = np.concatenate([phase.src_addr, phase.dst_addr]).astype(np.int64)
+    tr = np.concatenate([reads_of, owner])
+    recv = np.concatenate([np.zeros(len(reads_of), np.int64), np.ones(len(owner), np.int64)])
+    start = np.concatenate([tx[reads_of], rx])
+    end = start + words[tr] + recv * (5 + (words[tr] == 52))
+    first, last = _element(lo), _element(lo + 4 * words[tr] - 1)
+    span = last - first + 1
+    row = np.repeat(np.arange(len(lo)), span)
+    element = first[row] + np.arange(int(span.sum())) - np.repeat(np.cumsum(span) - span, span)
+    key = tile[row] * 4096 + element
+    both = np.intersect1d(key[recv[row] == 0], key[recv[row] == 1])
+    keep = np.isin(key, both)
+    row, key = row[keep], key[keep]
+    order = np.lexsort((start[row], key))
+    out: list[str] = []
+    live: dict[int, list[tuple[int, int]]] = {0: [], 1: []}  # open windows by kind: (end, transfer)
+    current = -1
+    for k, r in zip(key[order].tolist(), row[order].tolist(), strict=True):
+        if k != current:
+            current, live = k, {0: [], 1: []}
+        kind, s, f, i = int(recv[r]), int(start[r]), int(end[r]), int(tr[r])
+        live[1 - kind] = [(e2, i2) for e2, i2 in live[1 - kind] if e2 > s]
+        for other_end, other in live[1 - kind]:
+            if other != i:
+                out.append(f"tile {k // 4096}: transfer {i} {'receives into' if kind else 'sends from'} memory "
+                           f"element {k % 4096} at {s} while transfer {other} still "
+                           f"{'sends from' if kind else 'receives into'} it (until {other_end})")
+                if len(out) >= limit:
+                    return out
+        live[kind] = [(e2, i2) for e2, i2 in live[kind] if e2 > s] + [(f, i)]
+    return out
+
+
+def _element(addr: np.ndarray) -> np.ndarray:
+    """SRAM element of each address: 16 KiB below 0x80000, 32 KiB interleaved pairs above (ids from 64)."""
+    return np.where(addr < 0x80000, addr >> 14, 64 + ((addr - 0x80000) >> 15))

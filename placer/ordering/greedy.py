@@ -24,7 +24,7 @@ import heapq
 
 import numpy as np
 
-from placer.ordering.streams import Chunks
+from placer.ordering.streams import Chunks, incidence
 
 RULES = ("b1024", "nowave")
 """``b1024`` is the production rule; ``nowave`` balances all chunks in one wave (stream order and dependencies
@@ -32,28 +32,38 @@ remain) and is used only as an extra incumbent for CP-SAT."""
 
 
 def balanced_order(chunks: Chunks, rule: str = "b1024") -> list[int]:
-    """The B1024 final order of the chunks (see the module docstring).
+    """The B1024 final order of the chunks (see the module docstring)."""
+    if chunks.count == 0:
+        return []
+    wave = chunks.wave if rule == "b1024" else np.zeros(chunks.count, np.int64)
+    picked = balanced_picks(chunks.tiles, chunks.words, chunks.stream, wave, chunks.stream_total, chunks.source,
+                            chunks.dset, chunks.set_tiles)
+    return np.lexsort((picked, wave, chunks.level)).tolist()
+
+
+def balanced_picks(tiles: int, words: np.ndarray, stream: np.ndarray, wave: np.ndarray, stream_total: np.ndarray,
+                   source: np.ndarray, dset: np.ndarray, set_tiles: list[np.ndarray]) -> np.ndarray:
+    """When each item (a wave of one stream, sending ``words`` from ``source`` to the tiles of set ``dset``) is
+    taken by the balancing heap: wave by wave, by (latest ready endpoint, larger remaining endpoint work, stream
+    id), each endpoint then ready at the pick time + the item's words. Returns the pick number of every item.
 
     Picks happen in non-decreasing time (a pick makes its endpoints ready later; keys only grow), so the heap is
-    run as a time-ordered simulation: a chunk waits ("parks") on its blocker, the endpoint that is ready last; when
-    an endpoint becomes ready, only its best parked chunk competes at that time (every other chunk parked there
+    run as a time-ordered simulation: an item waits ("parks") on its blocker, the endpoint that is ready last; when
+    an endpoint becomes ready, only its best parked item competes at that time (every other item parked there
     needs the same endpoint, so at most one of them can be taken then). The competitors at one time are taken by
     (larger remaining endpoint work, stream id); one that lost an endpoint meanwhile parks on it and lets the next
-    chunk of its endpoint compete. Same picks as :func:`balanced_order_heap`, without re-keying every waiting
-    chunk at each pick."""
-    count = chunks.count
-    if count == 0:
-        return []
-    tiles = chunks.tiles
-    words = chunks.words.tolist()
-    stream = chunks.stream.tolist()
-    wave = chunks.wave.tolist() if rule == "b1024" else [0] * count
-    set_res = [(t + tiles).tolist() for t in chunks.set_tiles]
-    res = [[s, *set_res[d]] for s, d in zip(chunks.source.tolist(), chunks.dset.tolist(), strict=True)]
+    item of its endpoint compete. Same picks as :func:`balanced_order_heap`, without re-keying every waiting
+    item at each pick."""
+    count = int(words.shape[0])
+    words_l = words.tolist()
+    stream_l = stream.tolist()
+    wave_l = wave.tolist()
+    set_res = [(t + tiles).tolist() for t in set_tiles]
+    res = [[s, *set_res[d]] for s, d in zip(source.tolist(), dset.tolist(), strict=True)]
     ready = [0] * (2 * tiles)
-    chunk, inc = chunks.resources()
-    work = np.bincount(inc, weights=chunks.words[chunk], minlength=2 * tiles).astype(np.int64).tolist()
-    parked: list[list[tuple[int, int, int]]] = [[] for _ in range(2 * tiles)]  # (-work, stream, chunk)
+    item, inc = incidence(tiles, source, dset, set_tiles)
+    work = np.bincount(inc, weights=words[item], minlength=2 * tiles).astype(np.int64).tolist()
+    parked: list[list[tuple[int, int, int]]] = [[] for _ in range(2 * tiles)]  # (-work, stream, item)
     queued = [False] * (2 * tiles)
     events: list[tuple[int, int]] = []
 
@@ -72,7 +82,7 @@ def balanced_order(chunks: Chunks, rule: str = "b1024") -> list[int]:
 
     def park(c: int) -> None:
         _, b, w = blocker(c)
-        heapq.heappush(parked[b], (-w, stream[c], c))
+        heapq.heappush(parked[b], (-w, stream_l[c], c))
         if not queued[b]:
             queued[b] = True
             heapq.heappush(events, (ready[b], b))
@@ -95,10 +105,10 @@ def balanced_order(chunks: Chunks, rule: str = "b1024") -> list[int]:
             heapq.heappush(compete, (-w, st, c, e))
             return
 
-    rank = np.lexsort((chunks.wave, chunks.stream, -chunks.stream_total, np.asarray(wave)))
+    rank = np.lexsort((np.arange(count), stream, -stream_total, wave))
     by_wave: dict[int, list[int]] = {}
     for c in rank.tolist():
-        by_wave.setdefault(wave[c], []).append(c)
+        by_wave.setdefault(wave_l[c], []).append(c)
     picked = [0] * count
     n_picked = 0
     for k in sorted(by_wave):
@@ -130,18 +140,18 @@ def balanced_order(chunks: Chunks, rule: str = "b1024") -> list[int]:
                 if -w != neg_w:
                     heapq.heappush(compete, (-w, st, c, e))
                     continue
-                end = now + words[c]
+                end = now + words_l[c]
                 for r in res[c]:
                     ready[r] = end
-                    work[r] -= words[c]
+                    work[r] -= words_l[c]
                     if parked[r] and not queued[r]:
                         queued[r] = True
                         heapq.heappush(events, (end, r))
                 picked[c] = n_picked
                 n_picked += 1
-    if n_picked != count:  # unreachable: every parked chunk's endpoint has an event
-        raise RuntimeError(f"balanced order took {n_picked} of {count} chunks")
-    return np.lexsort((np.asarray(picked), np.asarray(wave), chunks.level)).tolist()
+    if n_picked != count:  # unreachable: every parked item's endpoint has an event
+        raise RuntimeError(f"balanced order took {n_picked} of {count} items")
+    return np.asarray(picked, np.int64)
 
 
 def balanced_order_heap(chunks: Chunks, rule: str = "b1024") -> list[int]:

@@ -31,12 +31,14 @@ from placer.ordering.bounds import LowerBound, lower_bound
 from placer.ordering.cpsat import compact, horizon_of, improve_lns, solve_exact
 from placer.ordering.greedy import greedy_starts, retime
 from placer.ordering.justify import forward_backward
-from placer.ordering.streams import Chunks, Timing, build_chunks, continues_previous
+from placer.ordering.reference import materialize, reference_bound, reference_schedule, reference_table_bytes
+from placer.ordering.streams import Chunks, Timing, build_chunks, continues_previous, transfer_levels
 from placer.progress import SolverCallback, both, task
 from placer.solver import RunConfig, SolveResult, SolverParams, Status
 from placer.units import ceil_div
 
 Mode = ScheduleMode  # how a phase is ordered (placer.modes)
+RULES = ("model", "reference")  # placer's chunk model (fast; CP-SAT works in it), the reference's own rules
 _SECOND_RULE_CHUNKS = 50_000  # above this, a second greedy pass costs more than it usually gains
 
 
@@ -49,6 +51,7 @@ class OrderingParams:
     neighbourhood: int = 120  # initial chunks freed per neighbourhood step (adapts to how fast steps solve)
     step_time: float = 1.5  # seconds per neighbourhood step at most
     timing: Timing = field(default_factory=Timing)
+    rules: str = "model"  # "model": placer's chunk model; "reference": the reference's own rules (``reference``)
     receive_gap_absorb: int = 128  # idle cycles a lone receive control absorbs (PIC; XPIC: 4,096)
     delay_max: int = 1 << 19  # cycles one DELAY word covers
 
@@ -178,7 +181,8 @@ class PhaseSchedule:
     seconds: float
     greedy_seconds: float
     schedule: Schedule = field(repr=False)
-    starts: np.ndarray = field(repr=False)  # chunk starts
+    starts: np.ndarray = field(repr=False)  # chunk starts (model rules; empty under the reference's rules)
+    rules: str = "model"
 
     @property
     def lower(self) -> int:
@@ -198,6 +202,7 @@ class PhaseSchedule:
     def to_json(self) -> dict[str, Any]:
         return {
             "phase": self.phase,
+            "rules": self.rules,
             "transfers": self.transfers,
             "chunks": self.chunks,
             "dependencies": self.dependencies,
@@ -230,8 +235,12 @@ def schedule_phase(
 ) -> PhaseSchedule:
     params = params or RunConfig.load().ordering  # the run configuration's [ordering] (10 s, 2 workers)
     ordering = ordering or OrderingParams()
+    if ordering.rules not in RULES:
+        raise ValueError(f"unknown scheduling rules {ordering.rules!r} (known: {', '.join(RULES)})")
     clock = time.perf_counter()
     chunks = build_chunks(phase, machine, wave_words=ordering.wave_words, tiles=tiles, timing=ordering.timing)
+    if ordering.rules == "reference":
+        return _schedule_reference(phase, machine, mode, params, ordering, chunks, clock, progress)
     greedy = greedy_starts(chunks)
     greedy_schedule = expand(phase, chunks, greedy)
     greedy_h = greedy_schedule.horizon
@@ -273,6 +282,41 @@ def schedule_phase(
         schedule=schedule,
         starts=starts,
     )
+
+
+def _schedule_reference(phase: Phase, machine: Machine, mode: Mode | str, params: SolverParams,
+                        ordering: OrderingParams, chunks: Chunks, clock: float,
+                        progress: SolverCallback | None) -> PhaseSchedule:
+    """The reference's B1024 order timed by its rules; in cpsat mode also the CP-SAT order of the chunk model,
+    timed by the same rules (the better one is kept). The bound is the reference rules' own."""
+    tiles = chunks.tiles
+    deps = chunks.transfer_deps
+    greedy = reference_schedule(phase, machine, tiles=tiles, wave_words=ordering.wave_words, deps=deps)
+    greedy_s = time.perf_counter() - clock
+    port, lane, chain = reference_bound(phase, machine, tiles=tiles, deps=deps)
+    bound = LowerBound(max(port, lane), 0, chain)
+    best, method, result = greedy, "greedy", None
+    if mode == "cpsat" and chunks.count:
+        started, _, method = _improve(chunks, greedy_starts(chunks), lower_bound(chunks), params, ordering,
+                                      progress)
+        tx = expand(phase, chunks, retime(chunks, started)).tx_start
+        order = np.lexsort((np.arange(phase.n), tx, transfer_levels(phase.n, deps)))
+        candidate = materialize(phase, order, deps, machine, tiles)
+        if candidate.horizon < greedy.horizon:
+            best = candidate
+        h = best.horizon
+        status = Status.OPTIMAL if h <= bound.best else Status.FEASIBLE
+        result = SolveResult(status, float(h), float(min(h, bound.best)), time.perf_counter() - clock)
+    cost = tile_counters(phase, machine, tiles)
+    table = reference_table_bytes(phase, best, machine, tiles)
+    return PhaseSchedule(
+        phase=phase.phase, transfers=phase.n, chunks=chunks.count, dependencies=len(deps),
+        greedy_horizon=greedy.horizon, horizon=best.horizon, bound=bound, cpsat=result, method=method,
+        estimate_cycles=max(0, cost.cycles - machine.exchange.sync_cycles) if phase.n else 0,
+        table_worst=int(table.max(initial=0)), estimate_table_worst=cost.worst_table(),
+        seconds=time.perf_counter() - clock, greedy_seconds=greedy_s,
+        schedule=Schedule(best.tx_start, best.rx_start, best.horizon), starts=np.zeros(0, np.int64),
+        rules="reference")
 
 
 def _improve(
@@ -342,5 +386,5 @@ def schedule_capture(
     return out
 
 
-__all__ = ["Mode", "OrderingParams", "PhaseSchedule", "Schedule", "TimedRows", "compact", "expand",
+__all__ = ["RULES", "Mode", "OrderingParams", "PhaseSchedule", "Schedule", "TimedRows", "compact", "expand",
            "schedule_capture", "schedule_phase", "timed_rows"]

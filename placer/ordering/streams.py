@@ -194,16 +194,24 @@ class Chunks:
 
     def resources(self) -> tuple[np.ndarray, np.ndarray]:
         """Incidence (chunk, resource): resource ``s`` is tile s's transmit lane, ``tiles + d`` d's receive port."""
-        sizes = np.array([len(t) for t in self.set_tiles], np.int64)
-        fan = sizes[self.dset]
-        chunk = np.concatenate([np.arange(self.count), np.repeat(np.arange(self.count), fan)])
-        flat = np.concatenate(self.set_tiles) if self.set_tiles else np.zeros(0, np.int64)
-        set_ptr = np.zeros(len(sizes) + 1, np.int64)
-        np.cumsum(sizes, out=set_ptr[1:])
-        starts = set_ptr[self.dset]
-        idx = np.repeat(starts - (np.cumsum(fan) - fan), fan) + np.arange(int(fan.sum()))
-        res = np.concatenate([self.source, self.tiles + flat[idx].astype(np.int64)])
-        return chunk, res
+        return incidence(self.tiles, self.source, self.dset, self.set_tiles)
+
+
+def incidence(tiles: int, source: np.ndarray, dset: np.ndarray,
+              set_tiles: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(item, resource) pairs of items that each send from ``source`` to the tiles of destination set ``dset``:
+    resource ``s`` is tile s's transmit lane, ``tiles + d`` tile d's receive port."""
+    count = int(source.shape[0])
+    sizes = np.array([len(t) for t in set_tiles], np.int64)
+    fan = sizes[dset]
+    item = np.concatenate([np.arange(count), np.repeat(np.arange(count), fan)])
+    flat = np.concatenate(set_tiles) if set_tiles else np.zeros(0, np.int64)
+    set_ptr = np.zeros(len(sizes) + 1, np.int64)
+    np.cumsum(sizes, out=set_ptr[1:])
+    starts = set_ptr[dset]
+    idx = np.repeat(starts - (np.cumsum(fan) - fan), fan) + np.arange(int(fan.sum()))
+    res = np.concatenate([source, tiles + flat[idx].astype(np.int64)])
+    return item, res
 
 
 @dataclass(frozen=True)

@@ -64,3 +64,21 @@ def test_schedule_capture_library(capture_file: Path) -> None:
                            progress=lambda pid, *_: seen.append(pid))
     assert [ps.phase for ps in out] == [3, 7]
     assert all(ps.lower <= ps.horizon <= ps.greedy_horizon for ps in out)
+
+
+def test_reference_rules_greedy_and_cpsat(capture_file: Path) -> None:
+    # the reference's own rules: every schedule checked by their checker, CP-SAT's order never kept when worse
+    for mode in ("greedy", "cpsat"):
+        res = CliRunner().invoke(app, [str(capture_file), "--rules", "reference", "--mode", mode, "--time-limit",
+                                       "2", "--json"])
+        assert res.exit_code == 0, res.output
+        for p in json.loads(res.stdout)["phases"]:
+            assert p["rules"] == "reference" and p["valid"] is True
+            assert p["lower_bound"] <= p["horizon"] <= p["greedy_horizon"]
+            assert p["table_worst_bytes"] > 0
+
+
+def test_unknown_rules_are_refused_before_loading(tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, [str(tmp_path / "missing.json"), "--rules", "exact"])
+    assert res.exit_code != 0
+    assert isinstance(res.exception, InputError) and "--rules" in str(res.exception)

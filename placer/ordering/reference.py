@@ -1,0 +1,487 @@
+"""The reference compiler's B1024 scheduler, rule for rule: its order, and its timing of one transfer at a time.
+
+``placer.ordering.greedy`` is placer's own model of B1024 (chunks of a stream held as one block, a flat latency,
+a 13-cycle base write per chunk); the CP-SAT improvement works in that model. This module ports what the
+reference's source does (docs/ordering.md, "The reference's rules"), so that a horizon can be compared with the
+reference's figures and with an improved order under the same timing:
+
+Order. A transfer is *moving* when its Repeat source addresses differ (a per-layer weight read). Streams are the
+transfers of one (not moving, source, destination tile list), numbered in that key's order (moving streams first);
+inside a stream, by (first destination address, first source address, index); transfer k is in wave ⌊(stream words
+before k) / 1,024⌋. Each (wave, stream) is balanced as one item over its payload words (``balanced_picks``); the
+final order is (dependency depth, not moving, wave, pick, position in stream, index): every weight before every
+activation of its depth.
+
+Timing, one transfer after another in that order, at the earliest offset ``O`` (from the predecessors' last
+arrival) at which all of these hold:
+- the sender's first word leaves at ``S = O + lead``, ``lead = max(0, −min m)`` over its receivers, with
+  ``m = machine.mux_time(source, receiver)``; a lone receive of a tile with no other receive in the phase uses
+  the point-to-point row instead (``lead = 112 − m``);
+- receiver ``d`` selects the source at ``X = S + m + 1`` and the payload lands from ``P = X + 52 + 2·row(d)``
+  (51 for a 52-word transfer) for ``words`` cycles;
+- the sender's lane holds ``[S, S + words)`` and may fill an earlier gap; no receive control of the sender's tile
+  falls on ``S`` or ``S + 1``;
+- a receiver takes its receives in append order: ``X ≥`` the previous ``X + words``, and ``P ≥`` the previous
+  ``P + words`` unless the address continues the previous receive (then no pointer control is written);
+- control events of one tile (source select at ``X``, teardown at ``X + words``, pointer at ``P``) never share a
+  cycle, except a pointer with a select or teardown (one instruction), and a select that replaces the previous
+  teardown (a direct cutover); none falls on a send start of its tile or the cycle after;
+- memory: on one tile, a send (from every Repeat source address) and a receive window ``[P, P + words + 5)`` that
+  touch a common SRAM element (16 KiB below 0x80000, 32 KiB pairs above) never overlap in time.
+The transfer's completion is its last arrival ``max(S + words, P + words)``; a tile's horizon is its last send end
+or arrival + 5 (the row's guard); the phase horizon is the largest.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+import numpy as np
+
+from placer.capture.model import WORD32, Phase
+from placer.machine import Machine
+from placer.ordering.greedy import balanced_picks
+from placer.ordering.streams import Dependencies, transfer_dependencies, transfer_levels
+
+POINTER_DELAY = 52  # select → payload within the receiver's row: P = X + 52 + 2·row
+GUARD = 5  # a receive row's closing delay past its payload
+POINT_LEAD = 112  # point-to-point row: the receiver selects at offset 113, the sender at 112 − m
+INTERLEAVED = 0x80000
+_XPIC, _PIC, _SEND = 1, 2, 4  # event flags per (tile, cycle)
+
+
+@dataclass(eq=False)
+class ReferenceSchedule:
+    """Times of one phase under the reference's rules (exchange cycles, sync excluded)."""
+
+    order: np.ndarray  # transfers in append order
+    tx_start: np.ndarray  # (n,) S: the sender's first payload word
+    rx_start: np.ndarray  # (destination entries,) P: the payload's first word lands
+    cutover: np.ndarray  # (destination entries,) bool: the select replaced the previous receive's teardown
+    carries: np.ndarray  # (destination entries,) bool: the address continues the previous receive (no pointer)
+    tile_horizon: np.ndarray  # (tiles,)
+    horizon: int
+
+
+def moving_sources(phase: Phase) -> np.ndarray:
+    """Transfers whose Repeat source addresses differ between iterations (bool per transfer)."""
+    counts = np.diff(phase.src_ptr)
+    first = np.repeat(phase.src_addr[phase.src_ptr[:-1]], counts)
+    differs = (phase.src_addr != first).astype(np.int64)
+    per = np.zeros(phase.n, np.int64)
+    np.add.at(per, np.repeat(np.arange(phase.n), counts), differs)
+    return per > 0
+
+
+def reference_order(phase: Phase, levels: np.ndarray, *, wave_words: int = 1024, tiles: int) -> np.ndarray:
+    """The reference's B1024 order of the transfers (see the module docstring)."""
+    n = phase.n
+    if n == 0:
+        return np.zeros(0, np.int64)
+    moving = moving_sources(phase)
+    dptr = phase.dst_ptr.tolist()
+    dtile = phase.dst_tile.tolist()
+    lists = [tuple(dtile[dptr[i]:dptr[i + 1]]) for i in range(n)]
+    list_id: dict[tuple[int, ...], int] = {}
+    for key in sorted(set(lists)):
+        list_id[key] = len(list_id)
+    lid = np.array([list_id[k] for k in lists], np.int64)
+    # streams in (not moving, source, destination list) order
+    skey = np.lexsort((lid, phase.source.astype(np.int64), ~moving))
+    new = np.ones(n, bool)
+    ks = (~moving)[skey].astype(np.int64), phase.source[skey].astype(np.int64), lid[skey]
+    new[1:] = (ks[0][1:] != ks[0][:-1]) | (ks[1][1:] != ks[1][:-1]) | (ks[2][1:] != ks[2][:-1])
+    stream = np.empty(n, np.int64)
+    stream[skey] = np.cumsum(new) - 1
+    # inside a stream: (first destination address, first source address, index)
+    first_dst = phase.dst_addr[phase.dst_ptr[:-1]]
+    order = np.lexsort((np.arange(n), phase.first_src_addr(), first_dst, stream))
+    words = phase.words.astype(np.int64)
+    w_sorted = words[order]
+    s_sorted = stream[order]
+    head = np.ones(n, bool)
+    head[1:] = s_sorted[1:] != s_sorted[:-1]
+    pos = np.arange(n)
+    head_at = np.maximum.accumulate(np.where(head, pos, 0))
+    before = np.cumsum(w_sorted) - w_sorted
+    wave_sorted = (before - before[head_at]) // wave_words
+    position = pos - head_at
+    # one balancing item per (wave, stream), its endpoints those of its first transfer
+    brk = head.copy()
+    brk[1:] |= wave_sorted[1:] != wave_sorted[:-1]
+    item_of = np.cumsum(brk) - 1
+    first = order[brk]
+    item_words = np.bincount(item_of, weights=w_sorted).astype(np.int64)
+    totals = np.bincount(s_sorted, weights=w_sorted).astype(np.int64)
+    sets, dset = np.unique(lid[first], return_inverse=True)
+    rep = {int(v): i for i, v in enumerate(lid.tolist())}
+    set_tiles = [phase.dst_tile[phase.dst_ptr[rep[int(v)]]:phase.dst_ptr[rep[int(v)] + 1]].astype(np.int64)
+                 for v in sets.tolist()]
+    picks = balanced_picks(tiles, item_words, s_sorted[brk], wave_sorted[brk], totals[s_sorted[brk]],
+                           phase.source[first].astype(np.int64), dset.reshape(-1).astype(np.int64), set_tiles)
+    pick = np.empty(n, np.int64)
+    pick[order] = picks[item_of]
+    wave = np.empty(n, np.int64)
+    wave[order] = wave_sorted
+    place = np.empty(n, np.int64)
+    place[order] = position
+    return np.lexsort((np.arange(n), place, pick, wave, ~moving, levels))
+
+
+class _History:
+    """Intervals on one (tile, memory element), sorted by start with a running largest end (as the reference's
+    per-element history): the latest end of an interval overlapping a window, in O(log n)."""
+
+    __slots__ = ("ends", "peak", "starts")
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.peak: list[int] = []
+
+    def record(self, start: int, end: int) -> None:
+        if not self.starts or start >= self.starts[-1]:  # the usual case: appended in time order
+            self.starts.append(start)
+            self.ends.append(end)
+            self.peak.append(max(end, self.peak[-1]) if self.peak else end)
+            return
+        k = bisect.bisect_right(self.starts, start)
+        self.starts.insert(k, start)
+        self.ends.insert(k, end)
+        self.peak.insert(k, 0)
+        top = self.peak[k - 1] if k else 0
+        for j in range(k, len(self.starts)):
+            top = max(top, self.ends[j])
+            self.peak[j] = top
+
+    def conflict_end(self, start: int, end: int) -> int:
+        """Latest end of an interval overlapping [start, end), or -1."""
+        c = bisect.bisect_left(self.starts, end)
+        if c == 0:
+            return -1
+        latest = self.peak[c - 1]
+        return latest if latest > start else -1
+
+
+def memory_elements(addr: np.ndarray, nbytes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(access index, element id) of every SRAM element each access ``[addr, addr + nbytes)`` touches: 16 KiB
+    elements below 0x80000, 32 KiB interleaved pairs above (ids 64 and up)."""
+    def element(a: np.ndarray) -> np.ndarray:
+        return np.where(a < INTERLEAVED, a >> 14, 64 + ((a - INTERLEAVED) >> 15))
+
+    lo = element(addr)
+    hi = element(addr + nbytes - 1)
+    span = hi - lo + 1
+    access = np.repeat(np.arange(len(addr)), span)
+    within = np.arange(int(span.sum())) - np.repeat(np.cumsum(span) - span, span)
+    return access, lo[access] + within
+
+
+def _hazard_keys(phase: Phase) -> tuple[dict[int, list[int]], dict[int, list[tuple[int, list[int]]]]]:
+    """Per transfer, the (tile, element) keys on which its send or one of its receives can meet the other kind
+    of access on the same tile in this phase; everything else can never clash and is not tracked."""
+    n = phase.n
+    nbytes = phase.nbytes
+    s_tr = np.repeat(np.arange(n), np.diff(phase.src_ptr))
+    s_acc, s_el = memory_elements(phase.src_addr, nbytes[s_tr])
+    s_key = phase.source[s_tr[s_acc]].astype(np.int64) * 4096 + s_el
+    d_tr = phase.dst_transfer()
+    d_acc, d_el = memory_elements(phase.dst_addr, nbytes[d_tr])
+    d_key = phase.dst_tile[d_acc].astype(np.int64) * 4096 + d_el
+    shared = np.intersect1d(s_key, d_key)
+    src_keys: dict[int, list[int]] = {}
+    dst_keys: dict[int, list[tuple[int, list[int]]]] = {}
+    if shared.size == 0:
+        return src_keys, dst_keys
+    hit = np.isin(s_key, shared)
+    for t, k in zip(s_tr[s_acc[hit]].tolist(), s_key[hit].tolist(), strict=True):
+        keys = src_keys.setdefault(t, [])
+        if k not in keys:
+            keys.append(k)
+    hit = np.isin(d_key, shared)
+    entry_keys: dict[int, list[int]] = {}
+    for e, k in zip(d_acc[hit].tolist(), d_key[hit].tolist(), strict=True):
+        entry_keys.setdefault(e, []).append(k)
+    first_entry = phase.dst_ptr[:-1]
+    for e, keys in entry_keys.items():
+        t = int(d_tr[e])
+        dst_keys.setdefault(t, []).append((e - int(first_entry[t]), keys))
+    return src_keys, dst_keys
+
+
+@dataclass(eq=False)
+class _Plan:
+    """Per-transfer and per-entry constants of the reference's rows: lead, select and pointer offsets."""
+
+    lead: np.ndarray  # (n,)
+    select: np.ndarray  # (entries,) X − O
+    pointer: np.ndarray  # (entries,) P − O
+    guard: np.ndarray  # (n,)
+
+
+def _plan(phase: Phase, machine: Machine, tiles: int) -> _Plan:
+    n = phase.n
+    owner = phase.dst_transfer()
+    words = phase.words.astype(np.int64)
+    m = machine.mux_time(phase.source[owner], phase.dst_tile)
+    receives = np.bincount(phase.dst_tile, minlength=tiles)
+    fan = np.diff(phase.dst_ptr)
+    first = phase.dst_ptr[:-1]
+    point = (fan == 1) & (receives[phase.dst_tile[first]] == 1) & (phase.width == WORD32)
+    lowest = np.minimum.reduceat(m, first) if n else np.zeros(0, np.int64)
+    lead = np.where(point, POINT_LEAD - m[first], np.maximum(0, -lowest)).astype(np.int64)
+    select = lead[owner] + m + 1
+    pointer = select + POINTER_DELAY - (words[owner] == 52) + 2 * machine.row(phase.dst_tile)
+    guard = GUARD + (words == 52)
+    return _Plan(lead, select.astype(np.int64), pointer.astype(np.int64), guard.astype(np.int64))
+
+
+def materialize(phase: Phase, order: np.ndarray, deps: Dependencies, machine: Machine,
+                tiles: int) -> ReferenceSchedule:
+    """Time the transfers of ``phase`` in ``order`` (a topological order of ``deps``) by the reference's rules."""
+    n = phase.n
+    entries = int(phase.dst_tile.shape[0])
+    tx = np.zeros(n, np.int64)
+    rx = np.zeros(entries, np.int64)
+    cutover = np.zeros(entries, bool)
+    carries_all = np.zeros(entries, bool)
+    tile_horizon = np.zeros(tiles, np.int64)
+    if n == 0:
+        return ReferenceSchedule(np.zeros(0, np.int64), tx, rx, cutover, carries_all, tile_horizon, 0)
+    plan = _plan(phase, machine, tiles)
+    words = phase.words.astype(np.int64)
+    src_keys, dst_keys = _hazard_keys(phase)
+    sends_on: dict[int, _History] = {}
+    receives_on: dict[int, _History] = {}
+    preds: list[list[int]] = [[] for _ in range(n)]
+    for a, b in zip(deps.pred.tolist(), deps.succ.tolist(), strict=True):
+        preds[b].append(a)
+    completion = [0] * n
+    lane_starts: list[list[int]] = [[] for _ in range(tiles)]
+    lane_ends: list[list[int]] = [[] for _ in range(tiles)]
+    # receive streams: select end, payload end, next contiguous address (-1: no receive yet)
+    select_end = np.full(tiles, -1, np.int64)
+    payload_end = np.zeros(tiles, np.int64)
+    next_address = np.full(tiles, -1, np.int64)
+    span = int(words.sum() + plan.pointer.max(initial=0) + 4 * plan.lead.max(initial=0)) + 256
+    events = np.zeros((tiles, min(span, 1 << 16)), np.uint8)
+    source = phase.source.tolist()
+    dptr = phase.dst_ptr.tolist()
+    lead_l = plan.lead.tolist()
+    guard_l = plan.guard.tolist()
+    words_l = words.tolist()
+    for i in np.asarray(order, np.int64).tolist():
+        s, w, lead = source[i], words_l[i], lead_l[i]
+        a, b = dptr[i], dptr[i + 1]
+        dest = phase.dst_tile[a:b].astype(np.int64)
+        sel = plan.select[a:b]
+        ptr = plan.pointer[a:b]
+        addr = phase.dst_addr[a:b]
+        known = select_end[dest] >= 0
+        carries = known & (addr == next_address[dest])
+        prev_sel = select_end[dest]
+        o = max((completion[p] for p in preds[i]), default=0)
+        if known.any():
+            o = max(o, int((prev_sel - sel)[known].max()))
+            fresh = known & ~carries
+            if fresh.any():
+                o = max(o, int((payload_end[dest] - ptr)[fresh].max()))
+        top = int(ptr.max()) + w + 2
+        hazard_src = src_keys.get(i)
+        hazard_dst = dst_keys.get(i)
+        starts, ends = lane_starts[s], lane_ends[s]
+        while True:
+            while o + top + lead >= events.shape[1]:
+                events = np.concatenate([events, np.zeros_like(events)], axis=1)
+            start = o + lead
+            k = bisect.bisect_right(starts, start) - 1
+            if k >= 0 and ends[k] > start:
+                o = ends[k] - lead
+                continue
+            if k + 1 < len(starts) and starts[k + 1] < start + w:
+                o = ends[k + 1] - lead
+                continue
+            if (events[s, start] | events[s, start + 1]) & (_XPIC | _PIC):
+                o += 1
+                continue
+            x = o + sel
+            end = x + w
+            p = o + ptr
+            ex, en, ep = events[dest, x], events[dest, end], events[dest, p]
+            clash = ((ex & _XPIC) > 0) & ~(known & (x == prev_sel))
+            clash |= (en & _XPIC) > 0
+            clash |= ((ep & _PIC) > 0) & ~carries
+            clash |= ((ex | events[dest, x - 1] | en | events[dest, end - 1]) & _SEND) > 0
+            clash |= (((ep | events[dest, p - 1]) & _SEND) > 0) & ~carries
+            if clash.any():
+                o += 1
+                continue
+            delay = 0
+            if hazard_src is not None:
+                lane_end = max(start + w, o + 6)
+                for key in hazard_src:
+                    h = receives_on.get(key)
+                    if h is not None:
+                        delay = max(delay, h.conflict_end(start, lane_end) - start)
+            if hazard_dst is not None:
+                for k_entry, keys in hazard_dst:
+                    pk = o + int(ptr[k_entry])
+                    for key in keys:
+                        h = sends_on.get(key)
+                        if h is not None:
+                            delay = max(delay, h.conflict_end(pk, pk + w + guard_l[i]) - pk)
+            if delay > 0:
+                o += delay
+                continue
+            break
+        start = o + lead
+        k = bisect.bisect_right(starts, start)
+        starts.insert(k, start)
+        ends.insert(k, start + w)
+        events[s, start] |= _SEND
+        lane_end = max(start + w, o + 6)
+        tile_horizon[s] = max(int(tile_horizon[s]), lane_end)
+        tx[i] = start
+        x = o + sel
+        p = o + ptr
+        cutover[a:b] = known & (x == prev_sel)
+        carries_all[a:b] = carries
+        events[dest, x] |= _XPIC
+        events[dest, x + w] |= _XPIC
+        events[dest[~carries], p[~carries]] |= _PIC
+        select_end[dest] = x + w
+        payload_end[dest] = p + w
+        next_address[dest] = addr + 4 * w
+        np.maximum.at(tile_horizon, dest, p + w + guard_l[i])
+        rx[a:b] = p
+        completion[i] = max(start + w, int(p.max()) + w)
+        if hazard_src is not None:
+            for key in hazard_src:
+                sends_on.setdefault(key, _History()).record(start, lane_end)
+        if hazard_dst is not None:
+            for k_entry, keys in hazard_dst:
+                pk = o + int(ptr[k_entry])
+                for key in keys:
+                    receives_on.setdefault(key, _History()).record(pk, pk + w + guard_l[i])
+    return ReferenceSchedule(np.asarray(order, np.int64), tx, rx, cutover, carries_all, tile_horizon,
+                             int(tile_horizon.max(initial=0)))
+
+
+def reference_schedule(phase: Phase, machine: Machine, *, tiles: int | None = None,
+                       wave_words: int = 1024, deps: Dependencies | None = None) -> ReferenceSchedule:
+    """The reference's B1024 schedule of ``phase``: its order, timed by its rules."""
+    tiles = tiles or _tiles(phase, machine)
+    deps = deps if deps is not None else transfer_dependencies(phase)
+    levels = transfer_levels(phase.n, deps)
+    order = reference_order(phase, levels, wave_words=wave_words, tiles=tiles)
+    return materialize(phase, order, deps, machine, tiles)
+
+
+def reference_bound(phase: Phase, machine: Machine, *, tiles: int | None = None,
+                    deps: Dependencies | None = None) -> tuple[int, int, int]:
+    """Lower bounds on any horizon under the reference's rules: (port, lane, chain).
+
+    Port: a tile's selects are disjoint and the first is at cycle 1 or later, so its last payload lands no sooner
+    than 1 + its received words + 52 + 2·row, and the guard follows. Lane: a tile's sends are disjoint. Chain: the
+    dependency chains alone, each transfer no sooner than its predecessors' last arrival + its lead."""
+    tiles = tiles or _tiles(phase, machine)
+    if phase.n == 0:
+        return 0, 0, 0
+    words = phase.words.astype(np.int64)
+    owner = phase.dst_transfer()
+    received = np.bincount(phase.dst_tile, weights=words[owner], minlength=tiles).astype(np.int64)
+    row = machine.row(np.arange(tiles))
+    port = int(np.where(received > 0, 1 + received + POINTER_DELAY + 2 * row + GUARD, 0).max(initial=0))
+    lane = int(np.bincount(phase.source, weights=words, minlength=tiles).max(initial=0))
+    deps = deps if deps is not None else transfer_dependencies(phase)
+    plan = _plan(phase, machine, tiles)
+    last = np.maximum.reduceat(plan.pointer, phase.dst_ptr[:-1])  # P − O of the latest receiver
+    landed = np.maximum(plan.lead, last) + words  # completion − O
+    ready = np.zeros(phase.n, np.int64)
+    if len(deps):
+        levels = transfer_levels(phase.n, deps)
+        by_level = np.argsort(levels[deps.succ], kind="stable")
+        pred, succ = deps.pred[by_level], deps.succ[by_level]
+        edge_level = levels[succ]
+        for lv in np.unique(edge_level).tolist():
+            sel = edge_level == lv
+            np.maximum.at(ready, succ[sel], ready[pred[sel]] + landed[pred[sel]])
+    chain = int((ready + last + words + plan.guard).max(initial=0))
+    return port, lane, chain
+
+
+def reference_table_bytes(phase: Phase, schedule: ReferenceSchedule, machine: Machine, tiles: int,
+                          *, delay_max: int = 1 << 19) -> np.ndarray:
+    """Each tile's timed row in bytes, encoded as the reference encodes a scheduled phase.
+
+    Words: a send is one word for up to 64 words plus one per further 4,096 (the address is in the instruction:
+    no base write); a receive writes a source select, a teardown (none when the next select is at that cycle: a
+    direct cutover) and a pointer (none when the address continues the previous receive). A gap before a send
+    costs a DELAY word per 2^19 cycles; a select or teardown absorbs a gap of up to 4,096 cycles and a pointer one
+    of up to 128 (DELAY words before it for the rest); controls that fall inside one of the tile's own sends ride
+    on the send (SENDPIC) and need no delay. The row ends with a delay to the tile's own horizon and a RETURN;
+    the total is rounded up to 8 bytes."""
+    if phase.n == 0:
+        return np.zeros(tiles, np.int64)
+    words = phase.words.astype(np.int64)
+    owner = phase.dst_transfer()
+    w_e = words[owner]
+    dst = phase.dst_tile.astype(np.int64)
+    select = schedule.rx_start - POINTER_DELAY + (w_e == 52) - 2 * machine.row(dst)
+    # the teardown of a receive is dropped when the tile's next receive (in select order) cuts over at its cycle
+    by_tile = np.lexsort((select, dst))
+    dropped = np.zeros(len(dst), bool)
+    nxt = by_tile[1:]
+    dropped[by_tile[:-1]] = (dst[nxt] == dst[by_tile[:-1]]) & schedule.cutover[nxt]
+    s_tile = phase.source.astype(np.int64)
+    send_cost = 1 + np.maximum(0, -(-(words - 64) // 4096))
+    kinds = [  # (tile, cycle, end, words, absorb, is_send)
+        (s_tile, schedule.tx_start, schedule.tx_start + words, send_cost, 0, True),
+        (dst, select, select, np.ones(len(dst), np.int64), 4096, False),
+        (dst[~dropped], (select + w_e)[~dropped], (select + w_e)[~dropped], np.ones(int((~dropped).sum()),
+                                                                                 np.int64), 4096, False),
+        (dst[~schedule.carries], schedule.rx_start[~schedule.carries], schedule.rx_start[~schedule.carries],
+         np.ones(int((~schedule.carries).sum()), np.int64), 128, False),
+    ]
+    tile = np.concatenate([k[0] for k in kinds])
+    start = np.concatenate([k[1] for k in kinds]).astype(np.int64)
+    end = np.concatenate([k[2] for k in kinds]).astype(np.int64)
+    cost = np.concatenate([k[3] for k in kinds]).astype(np.int64)
+    absorb = np.concatenate([np.full(len(k[0]), k[4], np.int64) for k in kinds])
+    is_send = np.concatenate([np.full(len(k[0]), k[5]) for k in kinds])
+    # controls inside one of the tile's own sends ride on it
+    big = int(max(end.max(initial=0), int(schedule.tile_horizon.max(initial=0)))) + 2
+    send_key = s_tile * big + schedule.tx_start
+    srt = np.argsort(send_key)
+    key = tile * big + start
+    k = np.searchsorted(send_key[srt], key, side="left") - 1
+    inside = ~is_send & (k >= 0)
+    cand = srt[np.maximum(k, 0)]
+    inside &= (s_tile[cand] == tile) & (schedule.tx_start[cand] < start) & (start <= schedule.tx_start[cand]
+                                                                              + words[cand])
+    o = np.lexsort((~is_send, start, tile))
+    tile, start, end, cost, absorb = tile[o], start[o], end[o], cost[o], absorb[o]
+    is_send, inside = is_send[o], inside[o]
+    first = np.ones(len(tile), bool)
+    first[1:] = tile[1:] != tile[:-1]
+    shift = np.cumsum(first) * big
+    running = np.maximum.accumulate(end + shift) - shift
+    prev_end = np.zeros(len(tile), np.int64)
+    prev_end[1:] = running[:-1]
+    prev_end[first] = 0
+    gap = np.maximum(0, start - prev_end)
+    delays = np.where(is_send, -(-gap // delay_max),
+                      np.where(inside | (gap <= absorb), 0, -(-(gap - absorb) // delay_max)))
+    total = np.bincount(tile, weights=cost + delays, minlength=tiles).astype(np.int64)
+    last_end = np.zeros(tiles, np.int64)
+    np.maximum.at(last_end, tile, end)
+    active = np.bincount(tile, minlength=tiles) > 0
+    tail = -(-np.maximum(0, schedule.tile_horizon[:tiles] - last_end) // delay_max)
+    total += np.where(active, tail + 1, 0)  # delay to the tile's horizon, RETURN
+    return machine.cost.rounded(4 * total).astype(np.int64)
+
+
+def _tiles(phase: Phase, machine: Machine) -> int:
+    top = max(int(phase.source.max(initial=-1)), int(phase.dst_tile.max(initial=-1))) + 1
+    return max(machine.tiles, top)
