@@ -3,9 +3,12 @@ compiler's direct figures (BRIEF §8), every ratio and whether it is inside the 
 
     python benchmarks/bench_workloads.py              # both models, every figure (scheduled cycles included)
     python benchmarks/bench_workloads.py --no-cycles  # skip the scheduled-cycle figures (a few seconds)
+    python benchmarks/bench_workloads.py --model      # also the scheduled figures under placer's chunk model
+    python benchmarks/bench_workloads.py --layers 18  # captures with 18 Repeat iterations (weights then "moving")
 
-Prints the Markdown table docs/workloads.md carries, then generation and measurement times. Exit status 1 when a
-figure is outside the tolerance.
+Scheduled figures are the reference's own rules (placer.ordering.reference). Prints the Markdown table
+docs/workloads.md carries, then generation and measurement times. Exit status 1 when a figure is outside the
+tolerance (the model-rule columns are for comparison only).
 """
 
 from __future__ import annotations
@@ -23,18 +26,27 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--no-cycles", action="store_true", help="skip the scheduled-cycle figures")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--model", action="store_true",
+                    help="also measure the scheduled figures under placer's chunk model (--rules model)")
+    ap.add_argument("--layers", type=int, default=1,
+                    help="Repeat iterations of the generated captures (weights read from as many addresses)")
     args = ap.parse_args()
     machine = load_machine()
     rows = []
+    other = []
     times = []
     for model in dict.fromkeys(t.model for t in TARGETS):
         t0 = time.perf_counter()
-        cap = generate(model, batch=2, layers=1, machine=machine, seed=args.seed)
+        cap = generate(model, batch=2, layers=args.layers, machine=machine, seed=args.seed)
         t1 = time.perf_counter()
         targets = [t for t in TARGETS if t.model == model and not (args.no_cycles and t.slow)]
         rows += measure(cap, machine, targets, model)
-        times.append(f"{model}: generate {t1 - t0:.1f} s, measure {time.perf_counter() - t1:.1f} s")
-    print(render_rows(rows))
+        t2 = time.perf_counter()
+        times.append(f"{model}: generate {t1 - t0:.1f} s, measure {t2 - t1:.1f} s")
+        if args.model and not args.no_cycles:
+            other += measure(cap, machine, [t for t in targets if t.slow], model, rules="model")
+            times[-1] += f", model rules {time.perf_counter() - t2:.1f} s"
+    print(render_rows(rows, other if args.model else None))
     out = [r for r in rows if not r.within]
     print(f"\n{len(rows) - len(out)} of {len(rows)} figures within ±{TOLERANCE:.0%}; " + "; ".join(times)
           + f"; load average {os.getloadavg()[0]:.1f}")

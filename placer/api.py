@@ -468,14 +468,15 @@ def solve(capture: CaptureLike, machine: MachineLike = None, *, budget: int | st
 def schedule_plan(program: Capture, machine: Machine) -> list[dict[str, Any]]:
     """Order every phase of ``program`` with the production scheduler and check each schedule (``placer solve
     --schedule``): one row per phase, ``valid`` and the first ``problems``."""
-    from placer.ordering.check import check_schedule
+    from placer.ordering.check import check_reference_schedule
     from placer.ordering.schedule import schedule_phase
     from placer.progress import track
 
     rows = []
     for phase in track(program.phases, "schedule and check phases", unit="phases"):
         ps = schedule_phase(phase, machine, "greedy", tiles=program.tile_count)
-        problems = check_schedule(phase, ps.schedule.tx_start, ps.schedule.rx_start, ps.schedule.horizon, machine)
+        problems = check_reference_schedule(phase, ps.schedule.tx_start, ps.schedule.rx_start, ps.schedule.horizon,
+                                            machine)
         rows.append({**ps.to_json(), "label": program.label(phase.phase), "valid": not problems,
                      "problems": problems[:5]})
     return rows
@@ -866,7 +867,7 @@ class ScheduleResult:
 
 def schedule(capture: CaptureLike, machine: MachineLike = None, *, phases: Sequence[int] | None = None,
              mode: ScheduleMode | str = ScheduleMode.GREEDY, params: SolverParams | None = None,
-             wave_words: int = 1024, rules: str = "model", check: bool = True,
+             wave_words: int = 1024, rules: str = "reference", check: bool = True,
              ray: str | None = None) -> ScheduleResult:
     """Order each phase's exchange streams and measure the order against a lower bound (``placer schedule``).
 
@@ -885,9 +886,9 @@ def schedule(capture: CaptureLike, machine: MachineLike = None, *, phases: Seque
     wave_words
         Largest chunk of a stream per wave, in words.
     rules
-        ``"model"``: placer's chunk model of the exchange (fast; what CP-SAT improves); ``"reference"``: the
-        reference compiler's own order and timing rules, transfer by transfer (slower; its B1024 figures). In cpsat
-        mode under ``"reference"``, CP-SAT's order is timed by the reference's rules too.
+        ``"reference"``: the reference compiler's own order and timing rules, transfer by transfer (its B1024
+        figures); ``"model"``: placer's chunk model of the exchange (faster; the model CP-SAT improves in). In
+        cpsat mode under ``"reference"``, CP-SAT's order is timed by the reference's rules too.
     check
         Verify every schedule with the independent checker (of the rules used).
     ray

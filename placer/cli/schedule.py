@@ -27,9 +27,9 @@ def schedule(
     seed: int | None = options.seed("Random seed (CP-SAT and neighbourhood choice; default 0)."),
     params: Path | None = options.params(),
     wave_words: int = typer.Option(1024, "--wave-words", help="Largest chunk of a stream per wave, in words."),
-    rules: str = typer.Option("model", "--rules", help="model: placer's chunk model of the exchange (fast; what "
-                              "CP-SAT improves); reference: the reference compiler's own order and timing, "
-                              "transfer by transfer (slower; compare with its figures)."),
+    rules: str = typer.Option("reference", "--rules", help="reference: the reference compiler's own order and "
+                              "timing, transfer by transfer (its B1024 figures); model: placer's chunk model of the "
+                              "exchange (faster; the model CP-SAT improves in)."),
     machine: str = options.machine(),
     json: bool = options.json("the schedules"),
     check: bool = typer.Option(True, "--check/--no-check", help="Verify every schedule with the independent "

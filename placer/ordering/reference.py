@@ -239,61 +239,71 @@ def _plan(phase: Phase, machine: Machine, tiles: int) -> _Plan:
 
 def materialize(phase: Phase, order: np.ndarray, deps: Dependencies, machine: Machine,
                 tiles: int) -> ReferenceSchedule:
-    """Time the transfers of ``phase`` in ``order`` (a topological order of ``deps``) by the reference's rules."""
+    """Time the transfers of ``phase`` in ``order`` (a topological order of ``deps``) by the reference's rules.
+
+    Each transfer goes at the earliest offset every rule allows (each rule's own earliest offset is monotone, so
+    advancing to it never skips an offset all of them allow). Plain Python over lists and one byte row of event
+    flags per tile: the per-transfer work is a few dozen operations per receiver, where numpy calls on a handful
+    of receivers would cost more than they save."""
     n = phase.n
     entries = int(phase.dst_tile.shape[0])
-    tx = np.zeros(n, np.int64)
-    rx = np.zeros(entries, np.int64)
-    cutover = np.zeros(entries, bool)
-    carries_all = np.zeros(entries, bool)
-    tile_horizon = np.zeros(tiles, np.int64)
     if n == 0:
-        return ReferenceSchedule(np.zeros(0, np.int64), tx, rx, cutover, carries_all, tile_horizon, 0)
+        return ReferenceSchedule(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(entries, np.int64),
+                                 np.zeros(entries, bool), np.zeros(entries, bool), np.zeros(tiles, np.int64), 0)
     plan = _plan(phase, machine, tiles)
-    words = phase.words.astype(np.int64)
     src_keys, dst_keys = _hazard_keys(phase)
     sends_on: dict[int, _History] = {}
     receives_on: dict[int, _History] = {}
     preds: list[list[int]] = [[] for _ in range(n)]
     for a, b in zip(deps.pred.tolist(), deps.succ.tolist(), strict=True):
         preds[b].append(a)
+    source = phase.source.tolist()
+    words = phase.words.tolist()
+    dptr = phase.dst_ptr.tolist()
+    dest = phase.dst_tile.tolist()
+    addr = phase.dst_addr.tolist()
+    sel_of = plan.select.tolist()
+    ptr_of = plan.pointer.tolist()
+    lead_of = plan.lead.tolist()
+    guard_of = plan.guard.tolist()
+    tx = [0] * n
+    rx = [0] * entries
+    cutover = [False] * entries
+    carries = [False] * entries
     completion = [0] * n
+    horizon = [0] * tiles
     lane_starts: list[list[int]] = [[] for _ in range(tiles)]
     lane_ends: list[list[int]] = [[] for _ in range(tiles)]
-    # receive streams: select end, payload end, next contiguous address (-1: no receive yet)
-    select_end = np.full(tiles, -1, np.int64)
-    payload_end = np.zeros(tiles, np.int64)
-    next_address = np.full(tiles, -1, np.int64)
-    span = int(words.sum() + plan.pointer.max(initial=0) + 4 * plan.lead.max(initial=0)) + 256
-    events = np.zeros((tiles, min(span, 1 << 16)), np.uint8)
-    source = phase.source.tolist()
-    dptr = phase.dst_ptr.tolist()
-    lead_l = plan.lead.tolist()
-    guard_l = plan.guard.tolist()
-    words_l = words.tolist()
+    select_end = [-1] * tiles  # receive streams: last select end (-1: none yet), payload end, next address
+    payload_end = [0] * tiles
+    next_address = [-1] * tiles
+    cap = 1 << 12
+    events = [bytearray(cap) for _ in range(tiles)]
     for i in np.asarray(order, np.int64).tolist():
-        s, w, lead = source[i], words_l[i], lead_l[i]
+        s, w, lead = source[i], words[i], lead_of[i]
         a, b = dptr[i], dptr[i + 1]
-        dest = phase.dst_tile[a:b].astype(np.int64)
-        sel = plan.select[a:b]
-        ptr = plan.pointer[a:b]
-        addr = phase.dst_addr[a:b]
-        known = select_end[dest] >= 0
-        carries = known & (addr == next_address[dest])
-        prev_sel = select_end[dest]
-        o = max((completion[p] for p in preds[i]), default=0)
-        if known.any():
-            o = max(o, int((prev_sel - sel)[known].max()))
-            fresh = known & ~carries
-            if fresh.any():
-                o = max(o, int((payload_end[dest] - ptr)[fresh].max()))
-        top = int(ptr.max()) + w + 2
+        o = 0
+        for p in preds[i]:
+            if completion[p] > o:
+                o = completion[p]
+        for e in range(a, b):  # the receive streams' own bounds (fixed while this transfer is placed)
+            d = dest[e]
+            if select_end[d] >= 0:
+                carries[e] = addr[e] == next_address[d]
+                if select_end[d] - sel_of[e] > o:
+                    o = select_end[d] - sel_of[e]
+                if not carries[e] and payload_end[d] - ptr_of[e] > o:
+                    o = payload_end[d] - ptr_of[e]
+        top = max(ptr_of[a:b]) + w + 2
         hazard_src = src_keys.get(i)
         hazard_dst = dst_keys.get(i)
-        starts, ends = lane_starts[s], lane_ends[s]
+        starts, ends, lane_ev = lane_starts[s], lane_ends[s], events[s]
         while True:
-            while o + top + lead >= events.shape[1]:
-                events = np.concatenate([events, np.zeros_like(events)], axis=1)
+            if o + top >= cap:
+                grow = max(cap, o + top - cap + 1)
+                for row in events:
+                    row.extend(bytes(grow))
+                cap += grow
             start = o + lead
             k = bisect.bisect_right(starts, start) - 1
             if k >= 0 and ends[k] > start:
@@ -302,35 +312,44 @@ def materialize(phase: Phase, order: np.ndarray, deps: Dependencies, machine: Ma
             if k + 1 < len(starts) and starts[k + 1] < start + w:
                 o = ends[k + 1] - lead
                 continue
-            if (events[s, start] | events[s, start + 1]) & (_XPIC | _PIC):
+            if (lane_ev[start] | lane_ev[start + 1]) & (_XPIC | _PIC):
                 o += 1
                 continue
-            x = o + sel
-            end = x + w
-            p = o + ptr
-            ex, en, ep = events[dest, x], events[dest, end], events[dest, p]
-            clash = ((ex & _XPIC) > 0) & ~(known & (x == prev_sel))
-            clash |= (en & _XPIC) > 0
-            clash |= ((ep & _PIC) > 0) & ~carries
-            clash |= ((ex | events[dest, x - 1] | en | events[dest, end - 1]) & _SEND) > 0
-            clash |= (((ep | events[dest, p - 1]) & _SEND) > 0) & ~carries
-            if clash.any():
+            clash = False
+            for e in range(a, b):
+                ev = events[dest[e]]
+                x = o + sel_of[e]
+                f = ev[x]
+                if f & _XPIC and x != select_end[dest[e]]:  # except a cutover onto the teardown
+                    clash = True
+                    break
+                g = ev[x + w]
+                if g & _XPIC or (f | ev[x - 1] | g | ev[x + w - 1]) & _SEND:
+                    clash = True
+                    break
+                if not carries[e]:
+                    pe = o + ptr_of[e]
+                    h = ev[pe]
+                    if h & _PIC or (h | ev[pe - 1]) & _SEND:
+                        clash = True
+                        break
+            if clash:
                 o += 1
                 continue
             delay = 0
             if hazard_src is not None:
                 lane_end = max(start + w, o + 6)
                 for key in hazard_src:
-                    h = receives_on.get(key)
-                    if h is not None:
-                        delay = max(delay, h.conflict_end(start, lane_end) - start)
+                    hist = receives_on.get(key)
+                    if hist is not None:
+                        delay = max(delay, hist.conflict_end(start, lane_end) - start)
             if hazard_dst is not None:
                 for k_entry, keys in hazard_dst:
-                    pk = o + int(ptr[k_entry])
+                    pk = o + ptr_of[a + k_entry]
                     for key in keys:
-                        h = sends_on.get(key)
-                        if h is not None:
-                            delay = max(delay, h.conflict_end(pk, pk + w + guard_l[i]) - pk)
+                        hist = sends_on.get(key)
+                        if hist is not None:
+                            delay = max(delay, hist.conflict_end(pk, pk + w + guard_of[i]) - pk)
             if delay > 0:
                 o += delay
                 continue
@@ -339,32 +358,42 @@ def materialize(phase: Phase, order: np.ndarray, deps: Dependencies, machine: Ma
         k = bisect.bisect_right(starts, start)
         starts.insert(k, start)
         ends.insert(k, start + w)
-        events[s, start] |= _SEND
+        lane_ev[start] |= _SEND
         lane_end = max(start + w, o + 6)
-        tile_horizon[s] = max(int(tile_horizon[s]), lane_end)
+        if lane_end > horizon[s]:
+            horizon[s] = lane_end
         tx[i] = start
-        x = o + sel
-        p = o + ptr
-        cutover[a:b] = known & (x == prev_sel)
-        carries_all[a:b] = carries
-        events[dest, x] |= _XPIC
-        events[dest, x + w] |= _XPIC
-        events[dest[~carries], p[~carries]] |= _PIC
-        select_end[dest] = x + w
-        payload_end[dest] = p + w
-        next_address[dest] = addr + 4 * w
-        np.maximum.at(tile_horizon, dest, p + w + guard_l[i])
-        rx[a:b] = p
-        completion[i] = max(start + w, int(p.max()) + w)
+        done = start + w
+        for e in range(a, b):
+            d = dest[e]
+            ev = events[d]
+            x = o + sel_of[e]
+            pe = o + ptr_of[e]
+            cutover[e] = x == select_end[d]
+            ev[x] |= _XPIC
+            ev[x + w] |= _XPIC
+            if not carries[e]:
+                ev[pe] |= _PIC
+            select_end[d] = x + w
+            payload_end[d] = pe + w
+            next_address[d] = addr[e] + 4 * w
+            if pe + w + guard_of[i] > horizon[d]:
+                horizon[d] = pe + w + guard_of[i]
+            rx[e] = pe
+            if pe + w > done:
+                done = pe + w
+        completion[i] = done
         if hazard_src is not None:
             for key in hazard_src:
                 sends_on.setdefault(key, _History()).record(start, lane_end)
         if hazard_dst is not None:
             for k_entry, keys in hazard_dst:
-                pk = o + int(ptr[k_entry])
+                pk = o + ptr_of[a + k_entry]
                 for key in keys:
-                    receives_on.setdefault(key, _History()).record(pk, pk + w + guard_l[i])
-    return ReferenceSchedule(np.asarray(order, np.int64), tx, rx, cutover, carries_all, tile_horizon,
+                    receives_on.setdefault(key, _History()).record(pk, pk + w + guard_of[i])
+    tile_horizon = np.asarray(horizon, np.int64)
+    return ReferenceSchedule(np.asarray(order, np.int64), np.asarray(tx, np.int64), np.asarray(rx, np.int64),
+                             np.asarray(cutover, bool), np.asarray(carries, bool), tile_horizon,
                              int(tile_horizon.max(initial=0)))
 
 

@@ -51,7 +51,7 @@ class OrderingParams:
     neighbourhood: int = 120  # initial chunks freed per neighbourhood step (adapts to how fast steps solve)
     step_time: float = 1.5  # seconds per neighbourhood step at most
     timing: Timing = field(default_factory=Timing)
-    rules: str = "model"  # "model": placer's chunk model; "reference": the reference's own rules (``reference``)
+    rules: str = "reference"  # the reference's own rules (``reference``); "model": placer's chunk model
     receive_gap_absorb: int = 128  # idle cycles a lone receive control absorbs (PIC; XPIC: 4,096)
     delay_max: int = 1 << 19  # cycles one DELAY word covers
 
@@ -182,7 +182,7 @@ class PhaseSchedule:
     greedy_seconds: float
     schedule: Schedule = field(repr=False)
     starts: np.ndarray = field(repr=False)  # chunk starts (model rules; empty under the reference's rules)
-    rules: str = "model"
+    rules: str = "reference"
 
     @property
     def lower(self) -> int:
@@ -281,6 +281,7 @@ def schedule_phase(
         greedy_seconds=greedy_s,
         schedule=schedule,
         starts=starts,
+        rules="model",
     )
 
 

@@ -14,7 +14,8 @@ from typing import Any, Literal
 import numpy as np
 
 from placer.capture.model import Phase
-from placer.ordering import Schedule, build_chunks, expand, greedy_starts, lower_bound
+from placer.ordering import Schedule
+from placer.ordering.reference import reference_bound, reference_schedule
 from placer.progress import task
 from placer.report.data import RULE_KEY, PlanView, ReportData, is_rule, rule_decisions, tile_grid
 from placer.units import format_size
@@ -312,12 +313,15 @@ class PhaseOrder:
 
 
 def schedule_of(data: ReportData, plan: PlanView | None, phase: int) -> PhaseOrder:
-    """The production B1024 order of the phase (placer.ordering), without the timed rows the chart does not need."""
+    """The production B1024 schedule of the phase under the reference's rules (placer.ordering.reference), without
+    the timed rows the chart does not need."""
     ph = phase_after(data, plan, phase)
+    tiles = max(data.tiles, data.machine.tiles)
     with task(f"schedule phase {phase} ({ph.n:,} transfers)"):
-        chunks = build_chunks(ph, data.machine, tiles=max(data.tiles, data.machine.tiles))
-        bound = lower_bound(chunks)
-        return PhaseOrder(expand(ph, chunks, greedy_starts(chunks)), bound.best, bound.kind)
+        sched = reference_schedule(ph, data.machine, tiles=tiles)
+        port, lane, chain = reference_bound(ph, data.machine, tiles=tiles)
+        kind = "chain" if chain > max(port, lane) else "port"
+        return PhaseOrder(Schedule(sched.tx_start, sched.rx_start, sched.horizon), max(port, lane, chain), kind)
 
 
 def busy_runs(port: np.ndarray, start: np.ndarray, length: np.ndarray, nbytes: np.ndarray,

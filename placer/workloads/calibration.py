@@ -6,8 +6,9 @@ part of it (the whole phase, or its activation transfers alone) and a metric. :f
 :class:`Row` per target with the generated value and the ratio; docs/workloads.md and ``benchmarks/bench_workloads.py``
 print the table, ``tests/workloads/test_calibration.py`` keeps the ratios inside :data:`TOLERANCE`.
 
-Scheduled cycles are the B1024 mirror's horizon (``placer schedule --mode greedy``), sync excluded, as the
-reference's figures are; rows are the cost model's worst-tile table bytes (BRIEF §3) unless the metric says timed.
+Scheduled cycles are the B1024 horizon (``placer schedule --mode greedy``), sync excluded, as the reference's
+figures are: under the reference's own rules by default (``placer.ordering.reference``), or placer's chunk model
+(``rules="model"``); rows are the cost model's worst-tile table bytes (BRIEF §3) unless the metric says timed.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 from placer.capture.model import Capture, Phase
 from placer.cost.model import program_cost, tile_counters
 from placer.machine import Machine
-from placer.ordering.schedule import PhaseSchedule, schedule_phase
+from placer.ordering.schedule import OrderingParams, PhaseSchedule, schedule_phase
 from placer.workloads.lowering import phase_steps
 from placer.workloads.spec import load_model
 
@@ -144,7 +145,7 @@ def weight_transfers(capture: Capture, phase: Phase) -> np.ndarray:
 
 
 def _phase_value(capture: Capture, phase: Phase, metric: str, machine: Machine,
-                 schedules: dict[tuple[int, int], PhaseSchedule]) -> float:
+                 schedules: dict[tuple[int, int], PhaseSchedule], rules: str) -> float:
     if metric == "transfers":
         return float(phase.n)
     if metric == "payload_mib":
@@ -153,15 +154,16 @@ def _phase_value(capture: Capture, phase: Phase, metric: str, machine: Machine,
         return float(tile_counters(phase, machine, capture.tile_count).worst_table())
     key = (phase.phase, phase.n)
     if key not in schedules:
-        schedules[key] = schedule_phase(phase, machine, "greedy", tiles=capture.tile_count)
+        schedules[key] = schedule_phase(phase, machine, "greedy", ordering=OrderingParams(rules=rules),
+                                        tiles=capture.tile_count)
     ps = schedules[key]
     return float(ps.horizon if metric == "cycles" else ps.table_worst)
 
 
 def measure(capture: Capture, machine: Machine, targets: tuple[Target, ...] | list[Target],
-            model: str | None = None) -> list[Row]:
+            model: str | None = None, *, rules: str = "reference") -> list[Row]:
     """The generated value of every target (of ``model``, default: the capture's) on ``capture``; each phase (or
-    activation part) is scheduled at most once."""
+    activation part) is scheduled at most once, under ``rules`` (``placer.ordering.schedule.RULES``)."""
     name = model or str(capture.extra.get("workload", {}).get("model", ""))
     ids = phase_ids(name)
     missing = sorted({t.phase for t in targets if t.model == name and t.phase and t.phase not in ids})
@@ -183,18 +185,29 @@ def measure(capture: Capture, machine: Machine, targets: tuple[Target, ...] | li
         phase = capture.phase_by_id(pid)
         if t.part == "act":
             phase = phase.take(np.flatnonzero(~weight_transfers(capture, phase)))
-        rows.append(Row(t, pid, _phase_value(capture, phase, t.metric, machine, schedules)))
+        rows.append(Row(t, pid, _phase_value(capture, phase, t.metric, machine, schedules, rules)))
     return rows
 
 
-def render_rows(rows: list[Row]) -> str:
-    """The calibration table as Markdown (docs/workloads.md and the benchmark print it)."""
-    out = ["| model | phase | figure | part | target | generated | ratio |", "|---|---:|---|---|---:|---:|---:|"]
+def render_rows(rows: list[Row], other: list[Row] | None = None, label: str = "model rules") -> str:
+    """The calibration table as Markdown (docs/workloads.md and the benchmark print it); with ``other`` (the
+    scheduled figures measured under other rules, named ``label``), two more columns for them."""
+    extra = {(r.target, r.phase_id): r for r in other or []}
+    head = "| model | phase | figure | part | target | generated | ratio |"
+    rule = "|---|---:|---|---|---:|---:|---:|"
+    if other is not None:
+        head += f" {label} | ratio |"
+        rule += "---:|---:|"
+    out = [head, rule]
     for r in rows:
         t = r.target
         fmt = "{:,.2f}" if t.metric == "payload_mib" else "{:,.0f}"
-        mark = "" if r.within else " **out**"
-        out.append(f"| {t.model} | {'' if r.phase_id is None else r.phase_id} | {t.what}: {t.metric} | "
-                   f"{'activations' if t.part == 'act' else 'phase'} | {fmt.format(t.value)} | "
-                   f"{fmt.format(r.value)} | {r.ratio:.3f}{mark} |")
+        line = (f"| {t.model} | {'' if r.phase_id is None else r.phase_id} | {t.what}: {t.metric} | "
+                f"{'activations' if t.part == 'act' else 'phase'} | {fmt.format(t.value)} | "
+                f"{fmt.format(r.value)} | {r.ratio:.3f}{'' if r.within else ' **out**'} |")
+        if other is not None:
+            x = extra.get((t, r.phase_id))
+            line += (" | |" if x is None else
+                     f" {fmt.format(x.value)} | {x.ratio:.3f}{'' if x.within else ' **out**'} |")
+        out.append(line)
     return "\n".join(out)

@@ -17,6 +17,7 @@ from placer.ordering.synthetic import relay_phase, replica_phase
 from .helpers import small_phases
 
 MACHINE = load_machine()
+MODEL = OrderingParams(rules="model")  # placer's chunk model (these tests pin its rules)
 TILES = 64
 
 
@@ -82,7 +83,7 @@ def test_dependency_depth_before_rank_and_no_fixed_lag() -> None:
     assert ch.level.tolist() == [0, 1] or sorted(ch.level.tolist()) == [0, 1]
     order = balanced_order(ch)
     assert ch.level[order].tolist() == [0, 1]
-    ps = schedule_phase(phase, MACHINE)
+    ps = schedule_phase(phase, MACHINE, ordering=MODEL)
     s = ps.schedule
     landed = int(s.rx_start[0] + 16)
     # the forward's first send is its base write (13 cycles) after the earliest cycle its data has landed
@@ -93,7 +94,7 @@ def test_dependency_depth_before_rank_and_no_fixed_lag() -> None:
 def test_latency_is_52_plus_twice_the_row() -> None:
     # logical tile 46 = pair 23 = block 1 (odd: row reversed) row 0 → 22; physical id >> 6 is the row
     phase = _phase([(0, 100, [(46, 0), (2, 0)], 0)])
-    ps = schedule_phase(phase, MACHINE)
+    ps = schedule_phase(phase, MACHINE, ordering=MODEL)
     rows = MACHINE.physical(np.array([46, 2])) >> 6
     assert rows.tolist() == [22, 1]
     tx = int(ps.schedule.tx_start[0])
@@ -103,12 +104,12 @@ def test_latency_is_52_plus_twice_the_row() -> None:
 def test_short_receive_holds_its_port_five_cycles() -> None:
     # two sources send 8 words each to tile 1 at non-adjacent addresses: the second waits 8 + 5 cycles
     phase = _phase([(0, 8, [(1, 0)], 0), (2, 8, [(1, 256)], 0)])
-    s = schedule_phase(phase, MACHINE).schedule
+    s = schedule_phase(phase, MACHINE, ordering=MODEL).schedule
     gap = abs(int(s.rx_start[1] - s.rx_start[0]))
     assert gap == 13
     # 52 words are not short: back to back
     phase = _phase([(0, 52, [(1, 0)], 0), (2, 52, [(1, 256)], 0)])
-    s = schedule_phase(phase, MACHINE).schedule
+    s = schedule_phase(phase, MACHINE, ordering=MODEL).schedule
     assert abs(int(s.rx_start[1] - s.rx_start[0])) == 52
     # the checker refuses a short receive followed at once by another one
     tx = np.array([13, 21], np.int64)
@@ -124,13 +125,13 @@ def test_short_receive_holds_its_port_five_cycles() -> None:
 def test_outgoing_base_write_costs_13_lane_cycles() -> None:
     # one source, two transfers to different tiles (two streams), source addresses not contiguous
     phase = _phase([(0, 20, [(1, 0)], 0), (0, 20, [(2, 0)], 400)])
-    s = schedule_phase(phase, MACHINE).schedule
+    s = schedule_phase(phase, MACHINE, ordering=MODEL).schedule
     tx = sorted(s.tx_start.tolist())
     assert tx[0] == 13 and tx[1] == tx[0] + 20 + 13
     _valid(phase, s.tx_start, s.rx_start, s.horizon)
     # contiguous source addresses inside one stream: no second base write, back to back
     phase = _phase([(0, 60, [(1, 0)], 0), (0, 60, [(1, 240)], 240)])
-    s = schedule_phase(phase, MACHINE).schedule
+    s = schedule_phase(phase, MACHINE, ordering=MODEL).schedule
     assert sorted(s.tx_start.tolist()) == [13, 73]
     _valid(phase, s.tx_start, s.rx_start, s.horizon)
     # the checker wants the 13 idle lane cycles

@@ -22,6 +22,7 @@ from placer.solver import SolverParams, Status
 from .helpers import brute_force_horizon, small_phases
 
 MACHINE = load_machine()
+MODEL = OrderingParams(rules="model")  # placer's chunk model (these tests pin its rules)
 FAST = SolverParams(time_limit=5.0, workers=2, seed=0)
 
 
@@ -52,7 +53,7 @@ def test_every_schedule_is_valid_and_bounded(phase: Phase, wave: int) -> None:
 @settings(max_examples=25, deadline=None)
 @given(small_phases(max_transfers=6))
 def test_cpsat_never_worse_than_greedy(phase: Phase) -> None:
-    ps = schedule_phase(phase, MACHINE, "cpsat", FAST)
+    ps = schedule_phase(phase, MACHINE, "cpsat", FAST, MODEL)
     assert ps.horizon <= ps.greedy_horizon
     assert ps.horizon >= ps.lower
     assert ps.cpsat is not None and ps.cpsat.status in (Status.OPTIMAL, Status.FEASIBLE)
@@ -75,7 +76,7 @@ def test_exact_equals_brute_force(phase: Phase) -> None:
 
 def test_relay_phase_forwards_after_gathers() -> None:
     phase = relay_phase(groups=3, replicas=5, fragments=40, segments=2)
-    ps = schedule_phase(phase, MACHINE)
+    ps = schedule_phase(phase, MACHINE, ordering=MODEL)
     s = ps.schedule
     assert check_schedule(phase, s.tx_start, s.rx_start, s.horizon, MACHINE) == []
     deps = build_chunks(phase, MACHINE).transfer_deps
@@ -89,7 +90,7 @@ def test_relay_phase_forwards_after_gathers() -> None:
 @pytest.mark.parametrize("mode", ["greedy", "cpsat"])
 def test_workload_shapes(mode: str) -> None:
     phase = replica_phase(groups=6, replicas=8, fragments=120, sources=10, weight_words=1500, tiles=128)
-    ps = schedule_phase(phase, MACHINE, mode, SolverParams(time_limit=3.0, workers=2))
+    ps = schedule_phase(phase, MACHINE, mode, SolverParams(time_limit=3.0, workers=2), MODEL)
     s = ps.schedule
     assert check_schedule(phase, s.tx_start, s.rx_start, s.horizon, MACHINE) == []
     assert ps.lower <= ps.horizon <= ps.greedy_horizon
@@ -99,7 +100,7 @@ def test_workload_shapes(mode: str) -> None:
 def test_large_phase_uses_neighbourhoods_and_keeps_incumbent() -> None:
     phase = replica_phase(groups=8, replicas=10, fragments=200, sources=16, weight_words=2500, tiles=256)
     ps = schedule_phase(phase, MACHINE, "cpsat", SolverParams(time_limit=1.5, workers=2),
-                        OrderingParams(exact_chunks=10))
+                        OrderingParams(exact_chunks=10, rules="model"))
     assert ps.method == "neighbourhood"
     assert ps.horizon <= ps.greedy_horizon
     assert ps.cpsat is not None and ps.cpsat.objective == ps.horizon and ps.cpsat.bound == ps.lower
@@ -109,7 +110,7 @@ def test_large_phase_uses_neighbourhoods_and_keeps_incumbent() -> None:
 
 def test_checker_catches_each_violation() -> None:
     phase = relay_phase(groups=1, replicas=3, fragments=8, segments=1)
-    ps = schedule_phase(phase, MACHINE)
+    ps = schedule_phase(phase, MACHINE, ordering=MODEL)
     s = ps.schedule
     ok = (s.tx_start.copy(), s.rx_start.copy())
 
@@ -147,7 +148,7 @@ def test_checker_catches_each_violation() -> None:
 
 def test_empty_phase() -> None:
     phase = Phase.empty(4)
-    ps = schedule_phase(phase, MACHINE, "cpsat", FAST)
+    ps = schedule_phase(phase, MACHINE, "cpsat", FAST, MODEL)
     assert ps.horizon == ps.lower == ps.greedy_horizon == 0 and ps.chunks == 0
     assert check_schedule(phase, ps.schedule.tx_start, ps.schedule.rx_start, 0, MACHINE) == []
 
@@ -155,8 +156,8 @@ def test_empty_phase() -> None:
 @settings(max_examples=15, deadline=None)
 @given(small_phases(max_transfers=6))
 def test_same_seed_same_schedule(phase: Phase) -> None:
-    a = schedule_phase(phase, MACHINE, "cpsat", FAST)
-    b = schedule_phase(phase, MACHINE, "cpsat", FAST)
+    a = schedule_phase(phase, MACHINE, "cpsat", FAST, MODEL)
+    b = schedule_phase(phase, MACHINE, "cpsat", FAST, MODEL)
     assert a.schedule.tx_start.tolist() == b.schedule.tx_start.tolist()
     assert a.horizon == b.horizon
 
@@ -164,7 +165,8 @@ def test_same_seed_same_schedule(phase: Phase) -> None:
 def test_neighbourhood_search_is_deterministic() -> None:
     phase = replica_phase(groups=4, replicas=6, fragments=80, sources=8, weight_words=1200, tiles=128)
     params = SolverParams(time_limit=1.5, workers=2, seed=3)
-    runs = [schedule_phase(phase, MACHINE, "cpsat", params, OrderingParams(exact_chunks=10)) for _ in range(2)]
+    ordering = OrderingParams(exact_chunks=10, rules="model")
+    runs = [schedule_phase(phase, MACHINE, "cpsat", params, ordering) for _ in range(2)]
     assert runs[0].method == "neighbourhood"
     assert runs[0].schedule.tx_start.tolist() == runs[1].schedule.tx_start.tolist()
     s = runs[0].schedule
