@@ -98,10 +98,10 @@ def _replica_layout(low: MatmulLowering, b_of: np.ndarray, tpos: np.ndarray, wid
     Layout [image][panel][token][the panel's columns]: a panel is ``panel`` grain columns (the last one may be
     narrower), rows are packed inside it with no gap; ``tm`` is this M block's token count, so a group's
     extent has no padding hole and every native segment is complete (an M block with fewer tokens simply has a
-    smaller extent: replicas of one group still share theirs). With one panel per block (QKV, MLP-up) each source
-    row's fragments are contiguous on a replica, so a B1024 stream delivers them as one receive run longer than a
-    short receive, which the reference's final capture implies (1,314 separate short receives could not fit its 11,426
-    cycles; docs/ordering.md); with one-column panels every fragment is its own run.
+    smaller extent: replicas of one group still share theirs). With one-column panels (``panel = 1``: the AMP layout
+    of the reference's matmul inputs, QKV, proj and MLP-up) a source's fragments land one per panel, each its own
+    receive with its own pointer, as the reference's timed rows imply (docs/workloads.md, "Calibration"); wider
+    panels make a source's fragments in one panel one contiguous run.
     Listing: rows in runs of ``owner_run``; inside a run panel by panel, row by row, column by column (so
     ``owner_run = 1`` lists each source's fragments together). Native segments: image x panel, the row axis cut
     into ``row_blocks`` blocks.
