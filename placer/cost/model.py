@@ -7,8 +7,9 @@ Per tile and phase:
   in listed order -- the first receive of a phase always resets); the total rounded up to ``table_rounding``.
 - fragments: sends + receives.
 - cycles: max(⌈tx/4⌉, ⌈rx/4⌉, controls) with controls = 2·sends + 2·receives + 1·resets; the phase estimate is the
-  max over tiles plus the sync. A Paired64 send moves 8 bytes a cycle by borrowing the partner lane (logical tile
-  XOR 1, i.e. physical XOR 2), so its bytes are charged half to the sender's lane and half to the partner's.
+  max over tiles plus the sync. A transfer's bytes are all charged to its source tile, whatever its width: the
+  reference's estimate runs before widths are chosen and has no Paired64 term (BRIEF §3), and the rule's
+  ``cycles_after <= cycles_before`` test must compare what the reference compares.
 
 Tiles idle in a phase (no send, no receive) pay nothing for it: their table holds no entry for that phase.
 Whole program: table bytes and fragments sum over stored phases (a Repeat body is stored once), a tile's identical
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from placer.capture.model import PAIRED64, WORD_BYTES, Capture, Phase, tile_order
+from placer.capture.model import WORD_BYTES, Capture, Phase, tile_order
 from placer.cost.sharing import Sharing, share_tables
 from placer.errors import InputError
 from placer.machine import Machine
@@ -107,11 +108,7 @@ def _count(phase: Phase, machine: Machine, tiles: int) -> tuple[PhaseCost, np.nd
     long = (phase.words > machine.exchange.send_count_words).astype(np.int64)
     sends = np.bincount(phase.source, minlength=tiles).astype(np.int64)
     long_sends = np.bincount(phase.source, weights=long, minlength=tiles).astype(np.int64)
-
-    paired = phase.width == PAIRED64
-    tx = np.bincount(phase.source, weights=np.where(paired, nbytes // 2, nbytes), minlength=tiles)
-    if paired.any():
-        tx += np.bincount(phase.source[paired] ^ 1, weights=nbytes[paired] // 2, minlength=tiles)[:tiles]
+    tx = np.bincount(phase.source, weights=nbytes, minlength=tiles)
 
     dst_transfer = phase.dst_transfer()
     dst_bytes = nbytes[dst_transfer]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from placer.capture.model import PAIRED64, Phase, csr_gather
+from placer.capture.model import WORD_BYTES, Phase, csr_gather
 from placer.cost.model import tile_counters
 from placer.machine import Machine
 
@@ -100,22 +100,13 @@ class PhaseState:
         pos = {int(t): i for i, t in enumerate(tiles)}
         long_limit = self.machine.exchange.send_count_words
         # sends removed and appended
-        for arr_src, arr_words, arr_width, sign in (
-            (ph.source[remove], ph.words[remove], ph.width[remove], -1),
-            (append.source, append.words, append.width, +1),
-        ):
+        for arr_src, arr_words, sign in ((ph.source[remove], ph.words[remove], -1), (append.source, append.words, +1)):
             if len(arr_src) == 0:
                 continue
             idx = np.searchsorted(tiles, arr_src)
-            nb = arr_words.astype(np.int64) * 4
-            paired = arr_width == PAIRED64
             np.add.at(sends, idx, sign)
             np.add.at(long_sends, idx, sign * (arr_words > long_limit))
-            np.add.at(tx, idx, sign * np.where(paired, nb // 2, nb))
-            if paired.any():
-                partner = np.searchsorted(tiles, arr_src[paired] ^ 1)
-                ok = (partner < len(tiles)) & (tiles[np.minimum(partner, len(tiles) - 1)] == (arr_src[paired] ^ 1))
-                np.add.at(tx, partner[ok], sign * (nb[paired][ok] // 2))
+            np.add.at(tx, idx, sign * arr_words.astype(np.int64) * WORD_BYTES)
         receives = np.zeros(len(tiles), np.int64)
         resets = np.zeros(len(tiles), np.int64)
         rx = np.zeros(len(tiles), np.int64)

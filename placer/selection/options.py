@@ -21,7 +21,7 @@ import numpy as np
 from placer.alternatives.groups import ReplicaGroup
 from placer.alternatives.relay import Variant, cut_runs, source_joins
 from placer.alternatives.segments import Segmentation, candidate_counts, native, with_count
-from placer.capture.model import PAIRED64, csr_gather
+from placer.capture.model import csr_gather
 from placer.cost.state import PhaseState
 from placer.machine import Machine
 
@@ -138,14 +138,14 @@ def group_options(state: PhaseState, group: ReplicaGroup, machine: Machine, *, l
 
     # direct-receive: replicas get the forwards instead of the group's fragments (a row per segmentation), with a
     # pointer reset at the first forward unless it continues the replica's last receive and one per hole between
-    # fragments; a gather replaces each multicast, and only a Paired64 multicast changes its sender's lane use
+    # fragments; a gather replaces each multicast one for one, so the senders' counters do not change
     rec2 = rec1 + sg.forwards[:, None]
     res2 = res1 + (group.bases + group.offsets[0] != last_end).astype(np.int64) + sg.holes
-    dr_tiles, dr_at_rep, dr_senders = _gather_senders(group, phase.width[group.transfers] == PAIRED64, replicas)
-    dr = np.repeat(dr_senders[None], len(segs), axis=0)
-    dr[:, 0, dr_at_rep] += cost.raw_table(sends_r, longs_r, rec2, res2, (sends_r + rec2) > 0) - raw0
-    dr[:, 1, dr_at_rep] += rec2 - rec0
-    dr[:, 4, dr_at_rep] += cost.controls(sends_r, rec2, res2) - ctrl0
+    dr_tiles = replicas.copy()
+    dr = np.zeros((len(segs), 5, len(dr_tiles)), np.int64)
+    dr[:, 0] = cost.raw_table(sends_r, longs_r, rec2, res2, (sends_r + rec2) > 0) - raw0
+    dr[:, 1] = rec2 - rec0
+    dr[:, 4] = cost.controls(sends_r, rec2, res2) - ctrl0
     dr_host = Load(raw=cost.raw_table(sg.pieces, sg.long_pieces, sg.frags, sg.intervals, no),
                    frag=sg.frags + sg.pieces, tx=sg.cover, rx=sg.cover,
                    ctrl=cost.controls(sg.pieces, sg.frags, sg.intervals))
@@ -286,26 +286,6 @@ def _union(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
     list's values can be added at those places with a plain fancy-index ``+=``)."""
     tiles = np.union1d(a, b).astype(np.int64)
     return tiles, np.searchsorted(tiles, a), np.searchsorted(tiles, b)
-
-
-def _gather_senders(group: ReplicaGroup, paired: np.ndarray, replicas: np.ndarray) -> tuple[
-        np.ndarray, np.ndarray, np.ndarray]:
-    """The tiles a direct-receive option changes, where the replicas sit among them, and the senders' part of the
-    change (rows: raw, frag, tx, rx, ctrl): a Paired64 multicast's whole word is now sent on its sender's own lane
-    and no longer on the partner's."""
-    if not paired.any():
-        tiles = replicas.copy()
-        return tiles, np.arange(len(tiles)), np.zeros((5, len(tiles)), np.int64)
-    nb = group.nbytes[paired]
-    src = group.sources[paired].astype(np.int64)
-    snd = np.unique(np.concatenate([src, src ^ 1]))
-    tx = np.zeros(len(snd), np.int64)
-    np.add.at(tx, np.searchsorted(snd, src), nb - nb // 2)
-    np.add.at(tx, np.searchsorted(snd, src ^ 1), -(nb // 2))
-    tiles, at_rep, at_snd = _union(replicas, snd)
-    d = np.zeros((5, len(tiles)), np.int64)
-    d[2, at_snd] = tx
-    return tiles, at_rep, d
 
 
 def _remaining_receives(state: PhaseState, tiles: np.ndarray, removed: np.ndarray) -> tuple[

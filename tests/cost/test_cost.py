@@ -67,9 +67,11 @@ def test_cycles_estimate() -> None:
     assert ctrl.cycles == 600 + 600
 
 
-def test_paired64_splits_transmit_with_partner_lane() -> None:
+def test_paired64_bytes_all_charged_to_the_source() -> None:
+    # no Paired64 term (BRIEF §3): the partner lane (tile 5) carries nothing in the estimate
     pc = tile_counters(phase([(4, [(1, 0)], 100)], width=[PAIRED64]), M, T)
-    assert pc.tx_bytes[4] == 200 and pc.tx_bytes[5] == 200
+    assert pc.tx_bytes[4] == 400 and pc.tx_bytes[5] == 0
+    assert pc.cycles == 100 + 600
 
 
 def test_program_totals_repeat_body_stored_once_cycles_per_iteration() -> None:

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from placer.alternatives.groups import scan_phase
-from placer.capture.model import Allocations, Capture, PanelHint, Phase
+from placer.capture.model import PAIRED64, Allocations, Capture, PanelHint, Phase
 from placer.cost.model import tile_counters
 from placer.selection.greedy import (
     ACCEPTED,
@@ -154,6 +154,20 @@ def test_cycles_rise_rejects_even_when_rows_fall() -> None:
     assert d.reason == CYCLES_ROSE and not plan.relays
     assert d.cycles_after is not None and d.cycles_after > d.cycles_before
     assert d.rows_after is not None and d.rows_after < d.rows_before
+
+
+def test_paired64_multicasts_are_estimated_on_the_source_lane_alone() -> None:
+    # Paired64 multicasts from tiles 4, 6, 8, 10 (partners 5, 7, 9, 11 send nothing) and 1,900 B more from tile 4.
+    # The reference's estimate charges a Paired64 transfer's bytes to its source (no width term), so the Word32
+    # gathers that replace the multicasts load tile 4 exactly as much as before: cycles hold and the phase is
+    # relayed. Charging half of each multicast to the partner lane would make the gathers look like a rise.
+    g = heavy_group(senders=(4, 6, 8, 10))
+    g.width[:] = PAIRED64
+    unicast = Phase.build(0, [4], [475], [1], [30], [0x68000], [0x58000])
+    cap = Capture(tile_count=48, phases=[Phase.concat(0, [g, unicast])])
+    plan, [d] = rule(cap)
+    assert d.reason == ACCEPTED and d.cycles_after == d.cycles_before and len(plan.relays) == 1
+    assert tile_counters(cap.phases[0], M, 48).tx_bytes[[4, 5]].tolist() == [16 * 32 + 1900, 0]
 
 
 # -- properties on random small captures -----------------------------------------------------------------------
