@@ -4,9 +4,12 @@ Phases are decided one at a time, in program order, each on its own (no whole-pr
 
 1. Skip a phase with no multicast, and a phase in which some destination byte is also read in the phase (on the
    same tile, at any Repeat source address): an existing receive-then-forward or alias ordering must be kept.
-2. Group the multicasts by their sorted destination set. A group is kept when it is coordinate-preserving with
-   non-overlapping fragments (so every destination buffer has the same extent) and splits into its native panels
-   (no fragment crosses a panel boundary). Other groups stay direct; every kept group joins the candidate.
+2. Group the multicasts by their sorted destination set. A group rejected for a reason that lies in a transfer
+   (a duplicated destination tile, offsets that differ between replicas, overlapping fragments) keeps the whole
+   phase direct: the reference drops or double-counts that transfer, its group's panels then miss or exceed their
+   bytes and the phase's candidate is abandoned. Otherwise a group is kept when it splits into its native panels
+   (no fragment crosses a panel boundary); groups that do not stay direct alone; every kept group joins the
+   candidate.
 3. The candidate relays every kept group at its native segmentation, direct-receive. Groups are taken in the order
    of their sorted destination lists, panels in offset order; each panel's host is the highest-numbered tile not
    already a relay in this candidate and neither a destination nor a sender of its group. placer passes over a
@@ -29,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from placer.alternatives.groups import GroupScan, ReplicaGroup, panel_index, scan_phase
+from placer.alternatives.groups import GroupScan, Rejection, ReplicaGroup, panel_index, scan_phase
 from placer.alternatives.memory import PhaseMemory
 from placer.alternatives.relay import RelayRewrite, direct_receive, direct_receive_all
 from placer.alternatives.segments import Segmentation, native
@@ -47,6 +50,7 @@ MAX_REASONS = 5  # reasons listed per phase for the groups that stay direct
 ACCEPTED = "accepted"
 NO_MULTICAST = "no multicast"
 RECEIVE_THEN_FORWARD = "receive-then-forward phase"
+INELIGIBLE_TRANSFER = "ineligible transfer"
 NO_ELIGIBLE_GROUP = "no eligible group"
 INCOMPLETE_PANEL = "incomplete panel"
 PANELS_OUTNUMBER_TILES = "panels outnumber tiles"
@@ -159,12 +163,13 @@ def incomplete_panel(group: ReplicaGroup, seg: Segmentation) -> str | None:
 
 @dataclass
 class Candidate:
-    """The phase's kept groups in host-assignment order, their native panels, and why the other groups stay
-    direct (one line per group)."""
+    """The phase's kept groups in host-assignment order, their native panels, why the other groups stay direct
+    (one line per group), and the first rejection that keeps the whole phase direct, if any."""
 
     groups: list[ReplicaGroup]
     panels: list[Segmentation]
     direct: list[str]
+    abort: Rejection | None = None
 
 
 def candidate_groups(phase: Phase, hints: dict, scan: GroupScan | None = None) -> Candidate:
@@ -182,7 +187,8 @@ def candidate_groups(phase: Phase, hints: dict, scan: GroupScan | None = None) -
         panels.append(seg)
     # groups keyed by their sorted destination set, visited in that key's order
     order = sorted(range(len(kept)), key=lambda i: kept[i].replicas.tolist())
-    return Candidate([kept[i] for i in order], [panels[i] for i in order], direct)
+    abort = next((r for r in scan.rejected if r.transfer_level), None)
+    return Candidate([kept[i] for i in order], [panels[i] for i in order], direct, abort)
 
 
 def assign_hosts(groups: list[ReplicaGroup], panels: list[Segmentation], memory: PhaseMemory,
@@ -233,6 +239,10 @@ def decide_phase(phase: Phase, before: PhaseCost, capture: Capture, machine: Mac
                             "which the phase also writes", **figures)
     cand = candidate_groups(phase, hints, scan)
     direct: dict[str, Any] = {"direct_groups": len(cand.direct), "direct_reasons": tuple(cand.direct[:MAX_REASONS])}
+    if cand.abort is not None:
+        bad = cand.abort
+        return [], Decision(phase.phase, INELIGIBLE_TRANSFER, groups=tuple(g.index for g in cand.groups),
+                            detail=f"group {bad.index}: {bad.reason} (transfer {bad.transfer})", **direct, **figures)
     if not cand.groups:
         return [], Decision(phase.phase, NO_ELIGIBLE_GROUP, **direct, **figures)
     ids = tuple(g.index for g in cand.groups)
