@@ -2,8 +2,10 @@
 
 Phases are decided one at a time, in program order, each on its own (no whole-program state):
 
-1. Skip a phase with no multicast, and a phase in which some destination byte is also read in the phase (on the
-   same tile, at any Repeat source address): an existing receive-then-forward or alias ordering must be kept.
+1. Skip a phase with no multicast, and a phase in which some destination is also read in the phase (on the same
+   tile, at any Repeat source address): an existing receive-then-forward or alias ordering must be kept. With the
+   capture's allocations, "destination" is the whole allocation written (the reference compares storage roots);
+   without them, the bytes written.
 2. Group the multicasts by their sorted destination set. A group rejected for a reason that lies in a transfer
    (a duplicated destination tile, offsets that differ between replicas, overlapping fragments) keeps the whole
    phase direct: the reference drops or double-counts that transfer, its group's panels then miss or exceed their
@@ -36,7 +38,7 @@ from placer.alternatives.groups import GroupScan, Rejection, ReplicaGroup, panel
 from placer.alternatives.memory import PhaseMemory
 from placer.alternatives.relay import RelayRewrite, direct_receive, direct_receive_all
 from placer.alternatives.segments import Segmentation, native
-from placer.capture.model import Capture, Phase
+from placer.capture.model import Allocations, Capture, Phase
 from placer.cost.model import PhaseCost, ProgramCost, program_cost, program_tiles, tile_counters
 from placer.cost.state import PhaseState, TileCounters
 from placer.machine import Machine
@@ -96,8 +98,13 @@ class Decision:
                 "skipped_hosts": self.skipped_hosts, "detail": self.detail}
 
 
-def reads_a_destination(phase: Phase) -> tuple[int, int] | None:
-    """A (tile, address) written by some transfer of the phase and read by some transfer of it, if any."""
+def reads_a_destination(phase: Phase, allocations: Allocations | None = None) -> tuple[int, int] | None:
+    """A (tile, address) read by some transfer of the phase where the phase also writes, if any.
+
+    With ``allocations`` (the capture's extension), "where" is the allocation: the reference compares storage
+    roots, so writing any part of an allocation that the phase reads any part of, on that tile, counts. Bytes in
+    no allocation live in the phase, and every byte of a capture without the extension, are compared as bytes.
+    """
     if phase.n == 0:
         return None
     band = np.int64(1) << 40  # addresses stay far below 2^40: one band per tile keeps tiles apart
@@ -107,8 +114,14 @@ def reads_a_destination(phase: Phase) -> tuple[int, int] | None:
     w_start = w_tile.astype(np.int64) * band + w_lo
     w_end = w_start + (w_hi - w_lo)
     src_rows = np.repeat(np.arange(phase.n), np.diff(phase.src_ptr))
-    r_start = phase.source[src_rows].astype(np.int64) * band + phase.src_addr
-    r_end = r_start + nb[src_rows]
+    r_at = phase.source[src_rows].astype(np.int64) * band + phase.src_addr
+    r_start, r_end = r_at, r_at + nb[src_rows]
+    if allocations is not None and len(allocations):
+        live = (allocations.first <= phase.phase) & (allocations.last >= phase.phase)
+        a_start = allocations.tile[live].astype(np.int64) * band + allocations.start[live]
+        a_end = allocations.tile[live].astype(np.int64) * band + allocations.end[live]
+        w_start, w_end = _widened(w_start, w_end, a_start, a_end)
+        r_start, r_end = _widened(r_start, r_end, a_start, a_end)
     order = np.argsort(w_start, kind="stable")
     w_start, reach = w_start[order], np.maximum.accumulate(w_end[order])
     # the last write starting before each read ends overlaps it iff the writes so far reach past the read's start
@@ -117,7 +130,21 @@ def reads_a_destination(phase: Phase) -> tuple[int, int] | None:
     if hit.size == 0:
         return None
     i = int(hit[0])
-    return int(r_start[i] // band), int(r_start[i] % band)
+    return int(r_at[i] // band), int(r_at[i] % band)
+
+
+def _widened(start: np.ndarray, end: np.ndarray, a_start: np.ndarray,
+             a_end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each [start, end) widened to the whole allocation [a_start, a_end) holding its first byte, if one does:
+    live allocations of a tile do not share bytes, so two widened intervals meet iff they touch one allocation."""
+    order = np.argsort(a_start, kind="stable")
+    a_start, a_end = a_start[order], a_end[order]
+    k = np.searchsorted(a_start, start, side="right") - 1
+    kk = np.maximum(k, 0)
+    inside = (k >= 0) & (a_end[kk] > start) if a_start.size else np.zeros(start.shape, bool)
+    if not inside.any():
+        return start, end
+    return np.where(inside, a_start[kk], start), np.where(inside, np.maximum(a_end[kk], end), end)
 
 
 def native_panels(group: ReplicaGroup) -> Segmentation | str:
@@ -233,10 +260,12 @@ def decide_phase(phase: Phase, before: PhaseCost, capture: Capture, machine: Mac
     figures: dict[str, Any] = {"cycles_before": before.cycles, "rows_before": before.worst_table()}
     if phase.n == 0 or not (phase.fanout >= 2).any():
         return [], Decision(phase.phase, NO_MULTICAST, **figures)
-    alias = reads_a_destination(phase)
+    alias = reads_a_destination(phase, capture.allocations)
     if alias is not None:
+        written = "in an allocation the phase also writes" if len(capture.allocations) else \
+            "which the phase also writes"
         return [], Decision(phase.phase, RECEIVE_THEN_FORWARD, detail=f"tile {alias[0]} reads {alias[1]:#x}, "
-                            "which the phase also writes", **figures)
+                            f"{written}", **figures)
     cand = candidate_groups(phase, hints, scan)
     direct: dict[str, Any] = {"direct_groups": len(cand.direct), "direct_reasons": tuple(cand.direct[:MAX_REASONS])}
     if cand.abort is not None:

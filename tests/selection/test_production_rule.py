@@ -136,6 +136,29 @@ def test_receive_then_forward_phase_is_skipped() -> None:
     assert reads_a_destination(apart) is None
 
 
+def _allocs(*rows: tuple[int, int, int, int, int]) -> Allocations:
+    tile, start, end, first, last = (np.array(c, np.int64) for c in zip(*rows, strict=True))
+    return Allocations(tile.astype(np.int32), start, end, first, last, [""] * len(rows))
+
+
+def test_receive_then_forward_is_per_allocation_when_allocations_are_known() -> None:
+    # tile 8 writes [0x61000, 0x61010) and reads [0x61010, 0x61020): no byte in common, one allocation in common
+    apart = Phase.build(0, [9, 8], [4, 4], [1, 1], [8, 40], [0x61000, 0x61000], [0x50000, 0x61010])
+    one = _allocs((8, 0x61000, 0x62000, 0, 0))
+    assert reads_a_destination(apart, one) == (8, 0x61010)
+    cap = Capture(tile_count=48, phases=[Phase.concat(0, [heavy_group(), apart])], allocations=one)
+    plan, [d] = rule(cap)
+    assert d.reason == RECEIVE_THEN_FORWARD and "allocation" in d.detail and not plan.relays
+    # two allocations meeting at 0x61010, the same allocation on another tile, or one not live in the phase:
+    # the written and the read bytes are apart, so is everything else
+    assert reads_a_destination(apart, _allocs((8, 0x61000, 0x61010, 0, 0), (8, 0x61010, 0x62000, 0, 0))) is None
+    assert reads_a_destination(apart, _allocs((7, 0x61000, 0x62000, 0, 0))) is None
+    assert reads_a_destination(apart, _allocs((8, 0x61000, 0x62000, 1, 3))) is None
+    # a read in no allocation still meets a written byte
+    fwd = Phase.build(0, [9, 8], [4, 4], [1, 1], [8, 40], [0x61000, 0x61000], [0x50000, 0x61008])
+    assert reads_a_destination(fwd, _allocs((8, 0x70000, 0x71000, 0, 0))) == (8, 0x61008)
+
+
 def test_incomplete_panel_keeps_the_phase_direct() -> None:
     cap = Capture(tile_count=48, phases=[Phase.concat(0, [heavy_group(holes=(5,)), heavy_group(
         0, (8, 9, 10, 11), (12, 13, 14, 15))])])
