@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from placer.capture.model import WORD_BYTES, Phase, csr_gather
-from placer.cost.model import tile_counters
+from placer.capture.model import WORD_BYTES, Allocations, Phase, csr_gather
+from placer.cost.model import allocation_bounds, tile_counters, tile_resets
 from placer.machine import Machine
 
 
@@ -32,13 +32,14 @@ class TileCounters:
 
 
 class PhaseState:
-    def __init__(self, phase: Phase, machine: Machine, tiles: int) -> None:
+    def __init__(self, phase: Phase, machine: Machine, tiles: int, allocations: Allocations | None = None) -> None:
         self.phase = phase
         self.machine = machine
         self.tiles = tiles
-        # the cached counters of the program's cost (same machine and tiles), plus one phantom tile past the last
-        # real one, with nothing on it: a placeholder host when only the other tiles matter
-        pc = tile_counters(phase, machine, tiles)
+        self.bounds = allocation_bounds(allocations, phase.phase)  # allocation starts and ends: pointer resets
+        # the cached counters of the program's cost (same machine, tiles and allocations), plus one phantom tile past
+        # the last real one, with nothing on it: a placeholder host when only the other tiles matter
+        pc = tile_counters(phase, machine, tiles, allocations)
 
         def padded(a: np.ndarray) -> np.ndarray:
             return np.append(a, np.zeros(1, a.dtype))
@@ -123,8 +124,7 @@ class PhaseState:
                 e = np.concatenate([e, append.dst_addr[sel] + app_bytes[sel]])
             receives[i] = a.shape[0]
             rx[i] = int((e - a).sum())
-            if a.shape[0]:
-                resets[i] = 1 + int((a[1:] != e[:-1]).sum())
+            resets[i] = tile_resets(a, e, t, self.bounds)
         return TileCounters(tiles, sends, long_sends, receives, resets, tx, rx)
 
     def _receive_sequence(self, t: int, removed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

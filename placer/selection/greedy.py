@@ -39,7 +39,7 @@ from placer.alternatives.memory import PhaseMemory
 from placer.alternatives.relay import RelayRewrite, direct_receive, direct_receive_all
 from placer.alternatives.segments import Segmentation, native
 from placer.capture.model import Allocations, Capture, Phase
-from placer.cost.model import PhaseCost, ProgramCost, program_cost, program_tiles, tile_counters
+from placer.cost.model import BAND_SHIFT, PhaseCost, ProgramCost, program_cost, program_tiles, tile_counters
 from placer.cost.state import PhaseState, TileCounters
 from placer.machine import Machine
 from placer.progress import track
@@ -107,7 +107,7 @@ def reads_a_destination(phase: Phase, allocations: Allocations | None = None) ->
     """
     if phase.n == 0:
         return None
-    band = np.int64(1) << 40  # addresses stay far below 2^40: one band per tile keeps tiles apart
+    band = np.int64(1) << BAND_SHIFT  # one band per tile keeps tiles apart
     nb = phase.nbytes
     # the written bytes as merged runs (the same union as the receive entries, a small fraction of their number)
     w_tile, w_lo, w_hi = phase.dst_runs()
@@ -295,7 +295,8 @@ def decide_phase(phase: Phase, before: PhaseCost, capture: Capture, machine: Mac
     kept = np.ones(phase.n, bool)
     kept[trial.remove] = False
     after = tile_counters(Phase.concat(phase.phase, [phase.take(np.flatnonzero(kept)), trial.gathers,
-                                                     trial.forwards], extra=phase.extra), machine, tiles)
+                                                     trial.forwards], extra=phase.extra), machine, tiles,
+                          capture.allocations)
     scratch = np.zeros(tiles, np.int64)
     for _, seg, hosts, _ in relays:
         np.add.at(scratch, hosts, seg.segment_bytes())
@@ -430,7 +431,8 @@ def budget_plan(capture: Capture, scans: list[GroupScan], machine: Machine, tabl
                 continue
             phase = phases[group.phase]
             if group.phase not in states:
-                states[group.phase] = (PhaseState(phase, machine, tiles), PhaseMemory(capture, phase, machine),
+                states[group.phase] = (PhaseState(phase, machine, tiles, capture.allocations),
+                                       PhaseMemory(capture, phase, machine),
                                        np.concatenate([pinned[group.phase][:tiles], [False]]))
             state, memory, hosting = states[group.phase]
             seg = native(group)
