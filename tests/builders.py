@@ -68,6 +68,24 @@ def relay_capture(tiles: int = 48, groups: int = 4, replicas: int = 4, fragments
     return Capture(tile_count=tiles, phases=out, allocations=Allocations.empty())
 
 
+def striped_allocations(tiles: int, start: int, end: int, stripe: int, first: int = 0,
+                        last: int = 1 << 30) -> Allocations:
+    """[start, end) cut into back-to-back allocations of ``stripe`` bytes on every tile, live from phase ``first``
+    to ``last``: receives that run on from one stripe into the next cross an allocation."""
+    starts = np.arange(start, end, stripe, dtype=np.int64)
+    tile = np.repeat(np.arange(tiles, dtype=np.int32), starts.size)
+    lo = np.tile(starts, tiles)
+    n = lo.size
+    return Allocations(tile, lo, np.minimum(lo + stripe, end), np.full(n, first, np.int64),
+                       np.full(n, last, np.int64), [""] * n)
+
+
+def joined(*parts: Allocations) -> Allocations:
+    """The allocations of every part, in order."""
+    cols = [np.concatenate([getattr(p, k) for p in parts]) for k in ("tile", "start", "end", "first", "last")]
+    return Allocations(*cols, [n for p in parts for n in p.name])
+
+
 def small_machine(tiles: int = 48):
     from dataclasses import replace
 

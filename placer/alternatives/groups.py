@@ -49,6 +49,15 @@ class ReplicaGroup:
         return (self.phase, self.index)
 
 
+DUPLICATE_TILE = "a transfer lists the same destination tile twice"
+SKEWED = "not coordinate-preserving: offsets differ between replicas"
+OVERLAP = "fragments overlap"
+# Rejections that the reference makes per transfer: it drops the offending transfer (or keeps both overlapping
+# ones), its group's panels then miss (or double) bytes, and the whole phase's candidate is abandoned. The other
+# rejections are of the group as a whole and leave only that group direct.
+TRANSFER_LEVEL = frozenset({DUPLICATE_TILE, SKEWED, OVERLAP})
+
+
 @dataclass(frozen=True)
 class Rejection:
     """Why a multicast group stays direct."""
@@ -59,6 +68,12 @@ class Rejection:
     transfers: int
     reason: str
     transfer: int  # first offending transfer index in the phase
+
+    @property
+    def transfer_level(self) -> bool:
+        """True when the reason lies in a transfer (``TRANSFER_LEVEL``): the production rule keeps the whole
+        phase direct."""
+        return self.reason in TRANSFER_LEVEL
 
 
 @dataclass(eq=False)
@@ -204,15 +219,15 @@ def _check_groups(phase: Phase, members: np.ndarray, starts: np.ndarray, ends: n
                 return Rejection(phase.phase, index, f, int(gsize[g]), reason, transfer)
 
             if dup_g[k]:
-                out.append(reject("a transfer lists the same destination tile twice",
+                out.append(reject(DUPLICATE_TILE,
                                   int(tr[a + int(np.argmax(dup_row[a:b]))])))
                 continue
             if skew_g[k]:
-                out.append(reject("not coordinate-preserving: offsets differ between replicas",
+                out.append(reject(SKEWED,
                                   int(tr[a + int(np.argmax(skew_row[a:b]))])))
                 continue
             if ov_any[k]:
-                out.append(reject("fragments overlap", int(tr_s[sa + int(np.argmax(overlap_at[sa:sb])) + 1])))
+                out.append(reject(OVERLAP, int(tr_s[sa + int(np.argmax(overlap_at[sa:sb])) + 1])))
                 continue
             replicas = tiles[a]
             ext = int(extent[k])
@@ -251,19 +266,19 @@ def _check_group(
 
     dup = np.flatnonzero((np.diff(tiles, axis=1) == 0).any(axis=1))
     if dup.size:
-        return reject("a transfer lists the same destination tile twice", int(dup[0]))
+        return reject(DUPLICATE_TILE, int(dup[0]))
     bases = addrs.min(axis=0)
     offsets = addrs - bases[None, :]
     skew = np.flatnonzero((offsets != offsets[:, :1]).any(axis=1))
     if skew.size:
-        return reject("not coordinate-preserving: offsets differ between replicas", int(skew[0]))
+        return reject(SKEWED, int(skew[0]))
     off = offsets[:, 0]
     nbytes = phase.nbytes[members]
     by_offset = np.argsort(off, kind="stable")
     off_s, nb_s = off[by_offset], nbytes[by_offset]
     overlap = np.flatnonzero(off_s[1:] < off_s[:-1] + nb_s[:-1])
     if overlap.size:
-        return reject("fragments overlap", int(by_offset[overlap[0] + 1]))
+        return reject(OVERLAP, int(by_offset[overlap[0] + 1]))
     runs = 1 + int((off_s[1:] != off_s[:-1] + nb_s[:-1]).sum())
     extent = int(off_s[-1] + nb_s[-1])
     hint = hints.get((phase.phase, tuple(int(t) for t in replicas)))

@@ -97,8 +97,11 @@ def _per_tile(tile: np.ndarray, value: np.ndarray, tiles: int,
     return sig, order, counts
 
 
-# per phase (a phase is not changed once built) and tile count: its rows' signatures, computed once
-_ROWS: weakref.WeakKeyDictionary[Phase, dict[int, RowSignatures]] = weakref.WeakKeyDictionary()
+# per phase (a phase is not changed once built), tile count and reset flags (with and without the capture's
+# allocations they differ): its rows' signatures, computed once; the flags are kept with them, so their id stays
+# theirs
+_ROWS: weakref.WeakKeyDictionary[Phase, dict[tuple[int, int], tuple[np.ndarray, RowSignatures]]] = \
+    weakref.WeakKeyDictionary()
 
 
 def row_signatures(phase: Phase, resets: np.ndarray, tiles: int) -> RowSignatures:
@@ -107,9 +110,10 @@ def row_signatures(phase: Phase, resets: np.ndarray, tiles: int) -> RowSignature
     per = _ROWS.get(phase)
     if per is None:
         per = _ROWS.setdefault(phase, {})
-    if tiles not in per:
-        per[tiles] = _row_signatures(phase, resets, tiles)
-    return per[tiles]
+    key = (tiles, id(resets))
+    if key not in per:
+        per[key] = (resets, _row_signatures(phase, resets, tiles))
+    return per[key][1]
 
 
 def _row_signatures(phase: Phase, resets: np.ndarray, tiles: int) -> RowSignatures:

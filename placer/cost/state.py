@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from placer.capture.model import PAIRED64, Phase, csr_gather
-from placer.cost.model import tile_counters
+from placer.capture.model import WORD_BYTES, Allocations, Phase, csr_gather
+from placer.cost.model import allocation_bounds, tile_counters, tile_resets
 from placer.machine import Machine
 
 
@@ -32,13 +32,14 @@ class TileCounters:
 
 
 class PhaseState:
-    def __init__(self, phase: Phase, machine: Machine, tiles: int) -> None:
+    def __init__(self, phase: Phase, machine: Machine, tiles: int, allocations: Allocations | None = None) -> None:
         self.phase = phase
         self.machine = machine
         self.tiles = tiles
-        # the cached counters of the program's cost (same machine and tiles), plus one phantom tile past the last
-        # real one, with nothing on it: a placeholder host when only the other tiles matter
-        pc = tile_counters(phase, machine, tiles)
+        self.bounds = allocation_bounds(allocations, phase.phase)  # allocation starts and ends: pointer resets
+        # the cached counters of the program's cost (same machine, tiles and allocations), plus one phantom tile past
+        # the last real one, with nothing on it: a placeholder host when only the other tiles matter
+        pc = tile_counters(phase, machine, tiles, allocations)
 
         def padded(a: np.ndarray) -> np.ndarray:
             return np.append(a, np.zeros(1, a.dtype))
@@ -100,22 +101,13 @@ class PhaseState:
         pos = {int(t): i for i, t in enumerate(tiles)}
         long_limit = self.machine.exchange.send_count_words
         # sends removed and appended
-        for arr_src, arr_words, arr_width, sign in (
-            (ph.source[remove], ph.words[remove], ph.width[remove], -1),
-            (append.source, append.words, append.width, +1),
-        ):
+        for arr_src, arr_words, sign in ((ph.source[remove], ph.words[remove], -1), (append.source, append.words, +1)):
             if len(arr_src) == 0:
                 continue
             idx = np.searchsorted(tiles, arr_src)
-            nb = arr_words.astype(np.int64) * 4
-            paired = arr_width == PAIRED64
             np.add.at(sends, idx, sign)
             np.add.at(long_sends, idx, sign * (arr_words > long_limit))
-            np.add.at(tx, idx, sign * np.where(paired, nb // 2, nb))
-            if paired.any():
-                partner = np.searchsorted(tiles, arr_src[paired] ^ 1)
-                ok = (partner < len(tiles)) & (tiles[np.minimum(partner, len(tiles) - 1)] == (arr_src[paired] ^ 1))
-                np.add.at(tx, partner[ok], sign * (nb[paired][ok] // 2))
+            np.add.at(tx, idx, sign * arr_words.astype(np.int64) * WORD_BYTES)
         receives = np.zeros(len(tiles), np.int64)
         resets = np.zeros(len(tiles), np.int64)
         rx = np.zeros(len(tiles), np.int64)
@@ -132,8 +124,7 @@ class PhaseState:
                 e = np.concatenate([e, append.dst_addr[sel] + app_bytes[sel]])
             receives[i] = a.shape[0]
             rx[i] = int((e - a).sum())
-            if a.shape[0]:
-                resets[i] = 1 + int((a[1:] != e[:-1]).sum())
+            resets[i] = tile_resets(a, e, t, self.bounds)
         return TileCounters(tiles, sends, long_sends, receives, resets, tx, rx)
 
     def _receive_sequence(self, t: int, removed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

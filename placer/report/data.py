@@ -131,11 +131,11 @@ def load_plan_view(capture: Capture, machine: Machine, path: Path, before: np.nd
             main = Phase.concat(orig.phase, [orig.take(kept), d.append], extra=orig.extra)
             rewritten[orig.phase] = main
         i = index[orig.phase]
-        pc = tile_counters(main, machine, tiles)
+        pc = tile_counters(main, machine, tiles, capture.allocations)
         table[i] = pc.table_bytes[:tiles]
         cycles[i] = pc.cycles
         for extra in inserted.get(orig.phase, []):
-            ec = tile_counters(extra, machine, tiles)
+            ec = tile_counters(extra, machine, tiles, capture.allocations)
             table[i] += ec.table_bytes[:tiles]
             cycles[i] += ec.cycles
     hosts: dict[int, list[int]] = {}

@@ -2,11 +2,16 @@
 
 Phases are decided one at a time, in program order, each on its own (no whole-program state):
 
-1. Skip a phase with no multicast, and a phase in which some destination byte is also read in the phase (on the
-   same tile, at any Repeat source address): an existing receive-then-forward or alias ordering must be kept.
-2. Group the multicasts by their sorted destination set. A group is kept when it is coordinate-preserving with
-   non-overlapping fragments (so every destination buffer has the same extent) and splits into its native panels
-   (no fragment crosses a panel boundary). Other groups stay direct; every kept group joins the candidate.
+1. Skip a phase with no multicast, and a phase in which some destination is also read in the phase (on the same
+   tile, at any Repeat source address): an existing receive-then-forward or alias ordering must be kept. With the
+   capture's allocations, "destination" is the whole allocation written (the reference compares storage roots);
+   without them, the bytes written.
+2. Group the multicasts by their sorted destination set. A group rejected for a reason that lies in a transfer
+   (a duplicated destination tile, offsets that differ between replicas, overlapping fragments) keeps the whole
+   phase direct: the reference drops or double-counts that transfer, its group's panels then miss or exceed their
+   bytes and the phase's candidate is abandoned. Otherwise a group is kept when it splits into its native panels
+   (no fragment crosses a panel boundary); groups that do not stay direct alone; every kept group joins the
+   candidate.
 3. The candidate relays every kept group at its native segmentation, direct-receive. Groups are taken in the order
    of their sorted destination lists, panels in offset order; each panel's host is the highest-numbered tile not
    already a relay in this candidate and neither a destination nor a sender of its group. placer passes over a
@@ -29,12 +34,12 @@ from typing import Any
 
 import numpy as np
 
-from placer.alternatives.groups import GroupScan, ReplicaGroup, panel_index, scan_phase
+from placer.alternatives.groups import GroupScan, Rejection, ReplicaGroup, panel_index, scan_phase
 from placer.alternatives.memory import PhaseMemory
 from placer.alternatives.relay import RelayRewrite, direct_receive, direct_receive_all
 from placer.alternatives.segments import Segmentation, native
-from placer.capture.model import Capture, Phase
-from placer.cost.model import PhaseCost, ProgramCost, program_cost, program_tiles, tile_counters
+from placer.capture.model import Allocations, Capture, Phase
+from placer.cost.model import BAND_SHIFT, PhaseCost, ProgramCost, program_cost, program_tiles, tile_counters
 from placer.cost.state import PhaseState, TileCounters
 from placer.machine import Machine
 from placer.progress import track
@@ -47,6 +52,7 @@ MAX_REASONS = 5  # reasons listed per phase for the groups that stay direct
 ACCEPTED = "accepted"
 NO_MULTICAST = "no multicast"
 RECEIVE_THEN_FORWARD = "receive-then-forward phase"
+INELIGIBLE_TRANSFER = "ineligible transfer"
 NO_ELIGIBLE_GROUP = "no eligible group"
 INCOMPLETE_PANEL = "incomplete panel"
 PANELS_OUTNUMBER_TILES = "panels outnumber tiles"
@@ -92,19 +98,30 @@ class Decision:
                 "skipped_hosts": self.skipped_hosts, "detail": self.detail}
 
 
-def reads_a_destination(phase: Phase) -> tuple[int, int] | None:
-    """A (tile, address) written by some transfer of the phase and read by some transfer of it, if any."""
+def reads_a_destination(phase: Phase, allocations: Allocations | None = None) -> tuple[int, int] | None:
+    """A (tile, address) read by some transfer of the phase where the phase also writes, if any.
+
+    With ``allocations`` (the capture's extension), "where" is the allocation: the reference compares storage
+    roots, so writing any part of an allocation that the phase reads any part of, on that tile, counts. Bytes in
+    no allocation live in the phase, and every byte of a capture without the extension, are compared as bytes.
+    """
     if phase.n == 0:
         return None
-    band = np.int64(1) << 40  # addresses stay far below 2^40: one band per tile keeps tiles apart
+    band = np.int64(1) << BAND_SHIFT  # one band per tile keeps tiles apart
     nb = phase.nbytes
     # the written bytes as merged runs (the same union as the receive entries, a small fraction of their number)
     w_tile, w_lo, w_hi = phase.dst_runs()
     w_start = w_tile.astype(np.int64) * band + w_lo
     w_end = w_start + (w_hi - w_lo)
     src_rows = np.repeat(np.arange(phase.n), np.diff(phase.src_ptr))
-    r_start = phase.source[src_rows].astype(np.int64) * band + phase.src_addr
-    r_end = r_start + nb[src_rows]
+    r_at = phase.source[src_rows].astype(np.int64) * band + phase.src_addr
+    r_start, r_end = r_at, r_at + nb[src_rows]
+    if allocations is not None and len(allocations):
+        live = (allocations.first <= phase.phase) & (allocations.last >= phase.phase)
+        a_start = allocations.tile[live].astype(np.int64) * band + allocations.start[live]
+        a_end = allocations.tile[live].astype(np.int64) * band + allocations.end[live]
+        w_start, w_end = _widened(w_start, w_end, a_start, a_end)
+        r_start, r_end = _widened(r_start, r_end, a_start, a_end)
     order = np.argsort(w_start, kind="stable")
     w_start, reach = w_start[order], np.maximum.accumulate(w_end[order])
     # the last write starting before each read ends overlaps it iff the writes so far reach past the read's start
@@ -113,7 +130,21 @@ def reads_a_destination(phase: Phase) -> tuple[int, int] | None:
     if hit.size == 0:
         return None
     i = int(hit[0])
-    return int(r_start[i] // band), int(r_start[i] % band)
+    return int(r_at[i] // band), int(r_at[i] % band)
+
+
+def _widened(start: np.ndarray, end: np.ndarray, a_start: np.ndarray,
+             a_end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each [start, end) widened to the whole allocation [a_start, a_end) holding its first byte, if one does:
+    live allocations of a tile do not share bytes, so two widened intervals meet iff they touch one allocation."""
+    order = np.argsort(a_start, kind="stable")
+    a_start, a_end = a_start[order], a_end[order]
+    k = np.searchsorted(a_start, start, side="right") - 1
+    kk = np.maximum(k, 0)
+    inside = (k >= 0) & (a_end[kk] > start) if a_start.size else np.zeros(start.shape, bool)
+    if not inside.any():
+        return start, end
+    return np.where(inside, a_start[kk], start), np.where(inside, np.maximum(a_end[kk], end), end)
 
 
 def native_panels(group: ReplicaGroup) -> Segmentation | str:
@@ -159,12 +190,13 @@ def incomplete_panel(group: ReplicaGroup, seg: Segmentation) -> str | None:
 
 @dataclass
 class Candidate:
-    """The phase's kept groups in host-assignment order, their native panels, and why the other groups stay
-    direct (one line per group)."""
+    """The phase's kept groups in host-assignment order, their native panels, why the other groups stay direct
+    (one line per group), and the first rejection that keeps the whole phase direct, if any."""
 
     groups: list[ReplicaGroup]
     panels: list[Segmentation]
     direct: list[str]
+    abort: Rejection | None = None
 
 
 def candidate_groups(phase: Phase, hints: dict, scan: GroupScan | None = None) -> Candidate:
@@ -182,7 +214,8 @@ def candidate_groups(phase: Phase, hints: dict, scan: GroupScan | None = None) -
         panels.append(seg)
     # groups keyed by their sorted destination set, visited in that key's order
     order = sorted(range(len(kept)), key=lambda i: kept[i].replicas.tolist())
-    return Candidate([kept[i] for i in order], [panels[i] for i in order], direct)
+    abort = next((r for r in scan.rejected if r.transfer_level), None)
+    return Candidate([kept[i] for i in order], [panels[i] for i in order], direct, abort)
 
 
 def assign_hosts(groups: list[ReplicaGroup], panels: list[Segmentation], memory: PhaseMemory,
@@ -227,12 +260,18 @@ def decide_phase(phase: Phase, before: PhaseCost, capture: Capture, machine: Mac
     figures: dict[str, Any] = {"cycles_before": before.cycles, "rows_before": before.worst_table()}
     if phase.n == 0 or not (phase.fanout >= 2).any():
         return [], Decision(phase.phase, NO_MULTICAST, **figures)
-    alias = reads_a_destination(phase)
+    alias = reads_a_destination(phase, capture.allocations)
     if alias is not None:
+        written = "in an allocation the phase also writes" if len(capture.allocations) else \
+            "which the phase also writes"
         return [], Decision(phase.phase, RECEIVE_THEN_FORWARD, detail=f"tile {alias[0]} reads {alias[1]:#x}, "
-                            "which the phase also writes", **figures)
+                            f"{written}", **figures)
     cand = candidate_groups(phase, hints, scan)
     direct: dict[str, Any] = {"direct_groups": len(cand.direct), "direct_reasons": tuple(cand.direct[:MAX_REASONS])}
+    if cand.abort is not None:
+        bad = cand.abort
+        return [], Decision(phase.phase, INELIGIBLE_TRANSFER, groups=tuple(g.index for g in cand.groups),
+                            detail=f"group {bad.index}: {bad.reason} (transfer {bad.transfer})", **direct, **figures)
     if not cand.groups:
         return [], Decision(phase.phase, NO_ELIGIBLE_GROUP, **direct, **figures)
     ids = tuple(g.index for g in cand.groups)
@@ -256,7 +295,8 @@ def decide_phase(phase: Phase, before: PhaseCost, capture: Capture, machine: Mac
     kept = np.ones(phase.n, bool)
     kept[trial.remove] = False
     after = tile_counters(Phase.concat(phase.phase, [phase.take(np.flatnonzero(kept)), trial.gathers,
-                                                     trial.forwards], extra=phase.extra), machine, tiles)
+                                                     trial.forwards], extra=phase.extra), machine, tiles,
+                          capture.allocations)
     scratch = np.zeros(tiles, np.int64)
     for _, seg, hosts, _ in relays:
         np.add.at(scratch, hosts, seg.segment_bytes())
@@ -391,7 +431,8 @@ def budget_plan(capture: Capture, scans: list[GroupScan], machine: Machine, tabl
                 continue
             phase = phases[group.phase]
             if group.phase not in states:
-                states[group.phase] = (PhaseState(phase, machine, tiles), PhaseMemory(capture, phase, machine),
+                states[group.phase] = (PhaseState(phase, machine, tiles, capture.allocations),
+                                       PhaseMemory(capture, phase, machine),
                                        np.concatenate([pinned[group.phase][:tiles], [False]]))
             state, memory, hosting = states[group.phase]
             seg = native(group)

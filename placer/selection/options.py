@@ -21,7 +21,8 @@ import numpy as np
 from placer.alternatives.groups import ReplicaGroup
 from placer.alternatives.relay import Variant, cut_runs, source_joins
 from placer.alternatives.segments import Segmentation, candidate_counts, native, with_count
-from placer.capture.model import PAIRED64, csr_gather
+from placer.capture.model import csr_gather
+from placer.cost.model import BAND_SHIFT, receive_resets, tile_resets
 from placer.cost.state import PhaseState
 from placer.machine import Machine
 
@@ -124,7 +125,7 @@ def group_options(state: PhaseState, group: ReplicaGroup, machine: Machine, *, l
     longs_r = state.long_sends[replicas]
     raw0 = state.raw_table()[replicas]
     ctrl0 = cost.controls(sends_r, rec0, res0)
-    rec1, res1, last_end = _remaining_receives(state, replicas, removed)
+    rec1, res1, last_start, last_end = _remaining_receives(state, replicas, removed)
     covered = int(group.nbytes.sum())
 
     direct = Option(group, "direct", None, np.zeros(0, np.int64), _zero(0), None, np.zeros(0, np.int64), None, None,
@@ -138,14 +139,16 @@ def group_options(state: PhaseState, group: ReplicaGroup, machine: Machine, *, l
 
     # direct-receive: replicas get the forwards instead of the group's fragments (a row per segmentation), with a
     # pointer reset at the first forward unless it continues the replica's last receive and one per hole between
-    # fragments; a gather replaces each multicast, and only a Paired64 multicast changes its sender's lane use
+    # fragments; a gather replaces each multicast one for one, so the senders' counters do not change
     rec2 = rec1 + sg.forwards[:, None]
-    res2 = res1 + (group.bases + group.offsets[0] != last_end).astype(np.int64) + sg.holes
-    dr_tiles, dr_at_rep, dr_senders = _gather_senders(group, phase.width[group.transfers] == PAIRED64, replicas)
-    dr = np.repeat(dr_senders[None], len(segs), axis=0)
-    dr[:, 0, dr_at_rep] += cost.raw_table(sends_r, longs_r, rec2, res2, (sends_r + rec2) > 0) - raw0
-    dr[:, 1, dr_at_rep] += rec2 - rec0
-    dr[:, 4, dr_at_rep] += cost.controls(sends_r, rec2, res2) - ctrl0
+    first_fwd = group.bases + group.offsets[0]
+    res2 = res1 + ((first_fwd != last_end) | _crosses(replicas, last_start, first_fwd, state.bounds)).astype(np.int64) \
+        + sg.holes
+    dr_tiles = replicas.copy()
+    dr = np.zeros((len(segs), 5, len(dr_tiles)), np.int64)
+    dr[:, 0] = cost.raw_table(sends_r, longs_r, rec2, res2, (sends_r + rec2) > 0) - raw0
+    dr[:, 1] = rec2 - rec0
+    dr[:, 4] = cost.controls(sends_r, rec2, res2) - ctrl0
     dr_host = Load(raw=cost.raw_table(sg.pieces, sg.long_pieces, sg.frags, sg.intervals, no),
                    frag=sg.frags + sg.pieces, tx=sg.cover, rx=sg.cover,
                    ctrl=cost.controls(sg.pieces, sg.frags, sg.intervals))
@@ -288,39 +291,20 @@ def _union(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
     return tiles, np.searchsorted(tiles, a), np.searchsorted(tiles, b)
 
 
-def _gather_senders(group: ReplicaGroup, paired: np.ndarray, replicas: np.ndarray) -> tuple[
-        np.ndarray, np.ndarray, np.ndarray]:
-    """The tiles a direct-receive option changes, where the replicas sit among them, and the senders' part of the
-    change (rows: raw, frag, tx, rx, ctrl): a Paired64 multicast's whole word is now sent on its sender's own lane
-    and no longer on the partner's."""
-    if not paired.any():
-        tiles = replicas.copy()
-        return tiles, np.arange(len(tiles)), np.zeros((5, len(tiles)), np.int64)
-    nb = group.nbytes[paired]
-    src = group.sources[paired].astype(np.int64)
-    snd = np.unique(np.concatenate([src, src ^ 1]))
-    tx = np.zeros(len(snd), np.int64)
-    np.add.at(tx, np.searchsorted(snd, src), nb - nb // 2)
-    np.add.at(tx, np.searchsorted(snd, src ^ 1), -(nb // 2))
-    tiles, at_rep, at_snd = _union(replicas, snd)
-    d = np.zeros((5, len(tiles)), np.int64)
-    d[2, at_snd] = tx
-    return tiles, at_rep, d
-
-
 def _remaining_receives(state: PhaseState, tiles: np.ndarray, removed: np.ndarray) -> tuple[
-        np.ndarray, np.ndarray, np.ndarray]:
-    """Per tile: receives left once ``removed`` transfers go, their pointer resets, and the end address of the last
-    one (-1 if none) -- every tile's receive sequence at once, in listed order."""
+        np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per tile: receives left once ``removed`` transfers go, their pointer resets, and the start and end address
+    of the last one (-1 if none) -- every tile's receive sequence at once, in listed order."""
     n = len(tiles)
     if any(int(t) in state._app_recv for t in tiles.tolist()):  # a state with appended receives: tile by tile
-        rec, res, last = np.zeros(n, np.int64), np.zeros(n, np.int64), np.full(n, -1, np.int64)
+        rec, res = np.zeros(n, np.int64), np.zeros(n, np.int64)
+        first, last = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
         for i, t in enumerate(tiles.tolist()):
             a, e = state._receive_sequence(t, removed)
             rec[i] = a.shape[0]
-            res[i] = (1 + int((a[1:] != e[:-1]).sum())) if a.shape[0] else 0
-            last[i] = e[-1] if e.shape[0] else -1
-        return rec, res, last
+            res[i] = tile_resets(a, e, t, state.bounds)
+            first[i], last[i] = (a[-1], e[-1]) if e.shape[0] else (-1, -1)
+        return rec, res, first, last
     pos = csr_gather(state._entry_ptr, tiles)
     owner = np.repeat(np.arange(n), state._entry_ptr[tiles + 1] - state._entry_ptr[tiles])
     ent = state._entries[pos]
@@ -329,13 +313,23 @@ def _remaining_receives(state: PhaseState, tiles: np.ndarray, removed: np.ndarra
     a = state.phase.dst_addr[ent].astype(np.int64)
     e = a + state._dst_bytes[ent]
     rec = np.bincount(owner, minlength=n).astype(np.int64)
-    brk = np.ones(len(a), bool)
-    brk[1:] = (owner[1:] != owner[:-1]) | (a[1:] != e[:-1])
+    # entries are in tile order already (``tiles`` ascending), listed order within a tile
+    brk = receive_resets(tiles[owner], a, e - a, np.arange(len(a)), state.bounds)
     res = np.bincount(owner, weights=brk, minlength=n).astype(np.int64)
-    last = np.full(n, -1, np.int64)
+    first, last = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
     tail = np.flatnonzero(np.r_[owner[1:] != owner[:-1], True]) if len(owner) else np.zeros(0, np.int64)
+    first[owner[tail]] = a[tail]
     last[owner[tail]] = e[tail]
-    return rec, res, last
+    return rec, res, first, last
+
+
+def _crosses(tiles: np.ndarray, before: np.ndarray, addr: np.ndarray, bounds: np.ndarray | None) -> np.ndarray:
+    """Whether a receive at ``addr`` lies in another allocation than one starting at ``before`` on the same tile
+    (an allocation bound in (before, addr], ``allocation_bounds``): a pointer reset even if it continues it."""
+    if bounds is None or not bounds.size:
+        return np.zeros(tiles.shape, bool)
+    band = tiles.astype(np.int64) << BAND_SHIFT
+    return np.searchsorted(bounds, band + before, side="right") != np.searchsorted(bounds, band + addr, side="right")
 
 
 def _zero(n: int) -> Load:

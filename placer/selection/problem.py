@@ -131,7 +131,7 @@ def build_problem(capture: Capture, machine: Machine, table_budget: int, fragmen
 
     def effects(w: tuple[int, Phase, GroupScan]) -> tuple[PhaseState, PhaseMemory, list[list[Option]], np.ndarray]:
         pi, phase, scan = w
-        state = PhaseState(phase, machine, tiles)
+        state = PhaseState(phase, machine, tiles, capture.allocations)
         memory = PhaseMemory(capture, phase, machine)
         options = [group_options(state, g, machine, local_pack=local_pack and not pinned[pi][g.sources].any(),
                                  max_counts=max_counts) for g in scan.groups]

@@ -392,10 +392,10 @@ def phase_fixed(problem: SelectionProblem, plan: Plan, only: set[int] | None = N
         pid = pd.phase.phase
         mine = [r for r in plan.relays if r.group.phase == pid]
         main, extra = plan.phase_rewrite(pd.phase)
-        pc = tile_counters(main, machine, tiles)
+        pc = tile_counters(main, machine, tiles, problem.capture.allocations)
         table, frags, cycles = pc.table_bytes.copy(), pc.fragments.copy(), pc.cycles
         if extra is not None:
-            ext = tile_counters(extra, machine, tiles)
+            ext = tile_counters(extra, machine, tiles, problem.capture.allocations)
             table += ext.table_bytes
             frags += ext.fragments
             packs = [r for r in mine if r.variant == "local-pack"]

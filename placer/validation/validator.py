@@ -598,7 +598,7 @@ def _check_budget(
     capture: Capture, program: list[Phase], plan: Plan, machine: Machine
 ) -> tuple[dict[str, Any], list[str]]:
     tiles = capture.tile_count
-    table, frags = program_table(program, tiles, machine)
+    table, frags = program_table(program, tiles, machine, capture.allocations)
     wt = int(np.argmax(table))
     wf = int(np.argmax(frags))
     stats = {

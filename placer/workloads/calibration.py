@@ -151,7 +151,7 @@ def _phase_value(capture: Capture, phase: Phase, metric: str, machine: Machine,
     if metric == "payload_mib":
         return float((phase.nbytes * phase.fanout).sum()) / MIB
     if metric == "rows":
-        return float(tile_counters(phase, machine, capture.tile_count).worst_table())
+        return float(tile_counters(phase, machine, capture.tile_count, capture.allocations).worst_table())
     key = (phase.phase, phase.n)
     if key not in schedules:
         schedules[key] = schedule_phase(phase, machine, "greedy", ordering=OrderingParams(rules=rules),

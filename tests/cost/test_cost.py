@@ -5,10 +5,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from placer.capture.model import PAIRED64, Capture, Phase, Repeat
 from placer.cost.model import program_cost, receive_resets, tile_counters
 from placer.machine import load_machine
+from placer.validation.table import phase_table
+from tests.builders import striped_allocations
 
 M = load_machine()
 T = 8
@@ -67,9 +71,52 @@ def test_cycles_estimate() -> None:
     assert ctrl.cycles == 600 + 600
 
 
-def test_paired64_splits_transmit_with_partner_lane() -> None:
+def test_a_receive_into_another_allocation_resets_even_when_contiguous() -> None:
+    # tile 1 receives [0x100, 0x120), [0x120, 0x140), [0x140, 0x160): contiguous, one run without allocations
+    rows = [(0, [(1, 0x100)], 8), (0, [(1, 0x120)], 8), (0, [(1, 0x140)], 8)]
+    assert tile_counters(phase(rows), M, T).resets[1] == 1
+    three = striped_allocations(T, 0x100, 0x160, 0x20)  # each receive in its own allocation
+    assert tile_counters(phase(rows), M, T, three).resets[1] == 3
+    assert tile_counters(phase(rows), M, T, striped_allocations(T, 0x100, 0x160, 0x40)).resets[1] == 2
+    # allocations not live in the phase do not count; the validator's own count agrees each time
+    idle = striped_allocations(T, 0x100, 0x160, 0x20, first=1, last=3)
+    assert tile_counters(phase(rows), M, T, idle).resets[1] == 1
+    for allocs, table in ((three, 48), (idle, 40)):  # 8 + 3 * 8 + 4 per reset, rounded up to 8
+        assert tile_counters(phase(rows), M, T, allocs).table_bytes[1] == table
+        assert phase_table(phase(rows), T, M, allocs)[0][1] == table
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10**6), stripe=st.sampled_from([8, 32, 48, 96, 4096]))
+def test_allocation_resets_agree_with_the_validator(seed: int, stripe: int) -> None:
+    """Random receive runs over striped allocations, some receives running past their allocation's end: the cost
+    model's vectorised count (allocation bounds searched by bisection within runs) and the validator's lookup of
+    each receive's allocation (the one holding its first byte) give the same rows."""
+    rng = np.random.default_rng(seed)
+    top = 0x1000 + 16 * stripe
+    rows = []
+    for _ in range(int(rng.integers(1, 60))):
+        t, addr = int(rng.integers(0, T)), 0x1000 + 8 * int(rng.integers(0, 2 * stripe))
+        for _ in range(int(rng.integers(1, 12))):  # a run of contiguous receives, sometimes past the stripes
+            nbytes = 8 * int(rng.integers(1, 12))
+            if addr < top and rng.integers(0, 2):  # most receives stop at their stripe's end, some run past it
+                nbytes = min(nbytes, stripe - (addr - 0x1000) % stripe)
+            rows.append((int(rng.integers(0, T)), [(t, addr)], nbytes // 4))
+            addr += nbytes
+    rng.shuffle(rows)  # runs interleave across tiles; some stay contiguous within a tile
+    rows.sort(key=lambda r: r[1][0][0])
+    ph = phase(rows)
+    allocs = striped_allocations(T, 0x1000, 0x1000 + 16 * stripe, stripe)
+    mine = tile_counters(ph, M, T, allocs)
+    assert np.array_equal(mine.table_bytes, phase_table(ph, T, M, allocs)[0])
+    assert (mine.resets >= tile_counters(ph, M, T).resets).all()
+
+
+def test_paired64_bytes_all_charged_to_the_source() -> None:
+    # no Paired64 term (BRIEF §3): the partner lane (tile 5) carries nothing in the estimate
     pc = tile_counters(phase([(4, [(1, 0)], 100)], width=[PAIRED64]), M, T)
-    assert pc.tx_bytes[4] == 200 and pc.tx_bytes[5] == 200
+    assert pc.tx_bytes[4] == 400 and pc.tx_bytes[5] == 0
+    assert pc.cycles == 100 + 600
 
 
 def test_program_totals_repeat_body_stored_once_cycles_per_iteration() -> None:

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from placer.alternatives.groups import scan_phase
-from placer.capture.model import Allocations, Capture, PanelHint, Phase
+from placer.alternatives.groups import DUPLICATE_TILE, OVERLAP, SKEWED, scan_phase
+from placer.capture.model import PAIRED64, Allocations, Capture, PanelHint, Phase
 from placer.cost.model import tile_counters
 from placer.selection.greedy import (
     ACCEPTED,
     CYCLES_ROSE,
     INCOMPLETE_PANEL,
+    INELIGIBLE_TRANSFER,
     NO_ELIGIBLE_GROUP,
     NO_HOST,
     NO_MULTICAST,
@@ -80,12 +84,43 @@ def test_small_group_vetoes_the_whole_phase() -> None:
 
 def test_no_multicast_and_no_eligible_group() -> None:
     unicast = Phase.build(0, [1], [8], [1], [2], [0x60000], [0x50000])
-    skewed = heavy_group(1, fragments=8)
-    skewed.dst_addr[skewed.dst_ptr[2] + 1] += 4  # not coordinate-preserving: the only group stays direct
-    cap = Capture(tile_count=48, phases=[unicast, skewed])
+    # the only group's operand has no native panels (a group-level rejection): it stays direct, nothing is left
+    unsplit = PanelHint(1, (0, 1, 2, 3), (), "w", splits=False)
+    cap = Capture(tile_count=48, phases=[unicast, heavy_group(1, fragments=8)], panels=[unsplit])
     plan, decisions = rule(cap)
     assert [d.reason for d in decisions] == [NO_MULTICAST, NO_ELIGIBLE_GROUP]
     assert decisions[1].direct_groups == 1 and not plan.relays
+
+
+def _skew(g: Phase) -> Phase:
+    g.dst_addr[g.dst_ptr[2] + 1] += 4  # transfer 2 lands 4 bytes further on its second replica than on the others
+    return g
+
+
+def _overlap(g: Phase) -> Phase:
+    g.dst_addr[g.dst_ptr[3]: g.dst_ptr[4]] -= 4  # transfer 3 starts inside transfer 2, on every replica
+    return g
+
+
+def _duplicate(g: Phase) -> Phase:
+    g.dst_tile[g.dst_ptr[:-1] + 1] = g.dst_tile[g.dst_ptr[:-1]]  # every transfer names its first replica twice
+    return g
+
+
+@pytest.mark.parametrize(("spoil", "why"), [(_skew, SKEWED), (_overlap, OVERLAP), (_duplicate, DUPLICATE_TILE)])
+def test_transfer_level_rejection_keeps_the_whole_phase_direct(spoil: Callable[[Phase], Phase], why: str) -> None:
+    # the reference drops (or double-counts) the offending transfer, so its group's panels miss (or exceed) bytes
+    # and it abandons the phase's candidate: the healthy group beside it is not relayed either
+    healthy = heavy_group(0, (8, 9, 10, 11), (12, 13, 14, 15))
+    spoilt = spoil(heavy_group())
+    cap = Capture(tile_count=48, phases=[Phase.concat(0, [spoilt, healthy])])
+    assert [r.reason for r in scan_phase(cap.phases[0], gainful_only=False).rejected] == [why]
+    plan, [d] = rule(cap)
+    assert d.reason == INELIGIBLE_TRANSFER and not plan.relays
+    assert d.detail.startswith(f"group 0: {why}") and d.direct_groups == 1 and d.groups == (1,)
+    # without the spoilt group the healthy one is relayed
+    _, [alone] = rule(Capture(tile_count=48, phases=[healthy]))
+    assert alone.accepted
 
 
 def test_receive_then_forward_phase_is_skipped() -> None:
@@ -99,6 +134,29 @@ def test_receive_then_forward_phase_is_skipped() -> None:
     # reading right after the written range is no overlap
     apart = Phase.build(0, [9, 8], [4, 4], [1, 1], [8, 40], [0x61000, 0x61000], [0x50000, 0x61010])
     assert reads_a_destination(apart) is None
+
+
+def _allocs(*rows: tuple[int, int, int, int, int]) -> Allocations:
+    tile, start, end, first, last = (np.array(c, np.int64) for c in zip(*rows, strict=True))
+    return Allocations(tile.astype(np.int32), start, end, first, last, [""] * len(rows))
+
+
+def test_receive_then_forward_is_per_allocation_when_allocations_are_known() -> None:
+    # tile 8 writes [0x61000, 0x61010) and reads [0x61010, 0x61020): no byte in common, one allocation in common
+    apart = Phase.build(0, [9, 8], [4, 4], [1, 1], [8, 40], [0x61000, 0x61000], [0x50000, 0x61010])
+    one = _allocs((8, 0x61000, 0x62000, 0, 0))
+    assert reads_a_destination(apart, one) == (8, 0x61010)
+    cap = Capture(tile_count=48, phases=[Phase.concat(0, [heavy_group(), apart])], allocations=one)
+    plan, [d] = rule(cap)
+    assert d.reason == RECEIVE_THEN_FORWARD and "allocation" in d.detail and not plan.relays
+    # two allocations meeting at 0x61010, the same allocation on another tile, or one not live in the phase:
+    # the written and the read bytes are apart, so is everything else
+    assert reads_a_destination(apart, _allocs((8, 0x61000, 0x61010, 0, 0), (8, 0x61010, 0x62000, 0, 0))) is None
+    assert reads_a_destination(apart, _allocs((7, 0x61000, 0x62000, 0, 0))) is None
+    assert reads_a_destination(apart, _allocs((8, 0x61000, 0x62000, 1, 3))) is None
+    # a read in no allocation still meets a written byte
+    fwd = Phase.build(0, [9, 8], [4, 4], [1, 1], [8, 40], [0x61000, 0x61000], [0x50000, 0x61008])
+    assert reads_a_destination(fwd, _allocs((8, 0x70000, 0x71000, 0, 0))) == (8, 0x61008)
 
 
 def test_incomplete_panel_keeps_the_phase_direct() -> None:
@@ -156,13 +214,28 @@ def test_cycles_rise_rejects_even_when_rows_fall() -> None:
     assert d.rows_after is not None and d.rows_after < d.rows_before
 
 
+def test_paired64_multicasts_are_estimated_on_the_source_lane_alone() -> None:
+    # Paired64 multicasts from tiles 4, 6, 8, 10 (partners 5, 7, 9, 11 send nothing) and 1,900 B more from tile 4.
+    # The reference's estimate charges a Paired64 transfer's bytes to its source (no width term), so the Word32
+    # gathers that replace the multicasts load tile 4 exactly as much as before: cycles hold and the phase is
+    # relayed. Charging half of each multicast to the partner lane would make the gathers look like a rise.
+    g = heavy_group(senders=(4, 6, 8, 10))
+    g.width[:] = PAIRED64
+    unicast = Phase.build(0, [4], [475], [1], [30], [0x68000], [0x58000])
+    cap = Capture(tile_count=48, phases=[Phase.concat(0, [g, unicast])])
+    plan, [d] = rule(cap)
+    assert d.reason == ACCEPTED and d.cycles_after == d.cycles_before and len(plan.relays) == 1
+    assert tile_counters(cap.phases[0], M, 48).tx_bytes[[4, 5]].tolist() == [16 * 32 + 1900, 0]
+
+
 # -- properties on random small captures -----------------------------------------------------------------------
 
 
 @st.composite
 def captures(draw: st.DrawFn) -> Capture:
-    """1-3 phases, each with 1-3 replica groups on disjoint tiles (some with holes, some with few fragments), maybe
-    unicast traffic, maybe a receive-then-forward pair, on 48 tiles with the top ones free."""
+    """1-3 phases, each with 1-3 replica groups on disjoint tiles (some with holes, some with few fragments, a few
+    not coordinate-preserving), maybe unicast traffic, maybe a receive-then-forward pair, on 48 tiles with the top
+    ones free."""
     phases = []
     for pid in range(draw(st.integers(1, 3))):
         parts = []
@@ -172,10 +245,13 @@ def captures(draw: st.DrawFn) -> Capture:
             senders = draw(st.integers(1, 4))
             fragments = draw(st.integers(1, 40))
             holes = (draw(st.integers(0, fragments - 1)),) if fragments > 2 and draw(st.integers(0, 4)) == 0 else ()
-            parts.append(group_phase(pid, list(range(first, first + replicas)),
-                                     list(range(first + replicas, first + replicas + senders)), fragments,
-                                     frag_words=draw(st.sampled_from([4, 8, 64])), holes=holes,
-                                     interleave=draw(st.booleans()), seed=draw(st.integers(0, 99))))
+            g = group_phase(pid, list(range(first, first + replicas)),
+                            list(range(first + replicas, first + replicas + senders)), fragments,
+                            frag_words=draw(st.sampled_from([4, 8, 64])), holes=holes,
+                            interleave=draw(st.booleans()), seed=draw(st.integers(0, 99)))
+            if fragments > 3 and draw(st.integers(0, 7)) == 0:
+                _skew(g)
+            parts.append(g)
             first += replicas + senders
         if draw(st.booleans()):
             parts.append(Phase.build(pid, [first], [draw(st.integers(1, 300))], [1], [first + 1], [0x68000],
@@ -202,6 +278,8 @@ def test_rule_properties(cap: Capture) -> None:
     for phase, new, d in zip(cap.phases, rewritten.phases, decisions, strict=True):
         relayed = {r.group.index for r in plan.relays if r.group.phase == phase.phase}
         event(d.reason)
+        if any(r.transfer_level for r in scan_phase(phase, gainful_only=False).rejected):
+            assert not d.accepted and d.reason in (INELIGIBLE_TRANSFER, RECEIVE_THEN_FORWARD)
         if not d.accepted:
             # a rejected phase is byte-identical to the input
             assert not relayed and new.equals(phase)

@@ -20,7 +20,7 @@ from placer.selection.greedy import greedy_plan
 from placer.selection.plan import Plan, RelayChoice
 from placer.selection.select import plan_objectives, select
 from placer.solver import SolverParams, Status
-from tests.builders import group_phase, relay_capture, small_machine
+from tests.builders import BASE, group_phase, joined, relay_capture, small_machine, striped_allocations
 
 M = small_machine(48)
 FAST = SolverParams(time_limit=10, workers=2, seed=0)
@@ -59,11 +59,14 @@ def test_forward_intervals_skip_holes_and_cut_at_limit() -> None:
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10**6), interleave=st.booleans(), fragments=st.integers(3, 30))
-def test_incremental_state_matches_full_recost(seed: int, interleave: bool, fragments: int) -> None:
+@given(seed=st.integers(0, 10**6), interleave=st.booleans(), fragments=st.integers(3, 30), striped=st.booleans())
+def test_incremental_state_matches_full_recost(seed: int, interleave: bool, fragments: int, striped: bool) -> None:
     cap = relay_capture(groups=2, fragments=fragments, phases=1, seed=seed, interleave=interleave)
+    # striped: 96-byte allocations (every third fragment starts one) and one ending where the relay buffers start
+    allocs = joined(striped_allocations(M.tiles, BASE, BASE + 0x8000, 96),
+                    striped_allocations(M.tiles, 0x6ff00, 0x70000, 0x100)) if striped else None
     phase = cap.phases[0]
-    state = PhaseState(phase, M, M.tiles)
+    state = PhaseState(phase, M, M.tiles, allocs)
     rng = np.random.default_rng(seed)
     for g in scan_phase(phase).groups:
         seg = list(candidates(g).values())[rng.integers(len(candidates(g)))]
@@ -72,8 +75,9 @@ def test_incremental_state_matches_full_recost(seed: int, interleave: bool, frag
         app = Phase.concat(0, [rw.gathers, rw.forwards])
         counters = state.evaluate(rw.remove, app)
         state.commit(rw.remove, app, counters, {})
-    full = tile_counters(state.result(), M, M.tiles)
+    full = tile_counters(state.result(), M, M.tiles, allocs)
     assert np.array_equal(state.table()[: M.tiles], full.table_bytes)
+    assert np.array_equal(state.resets[: M.tiles], full.resets)
     assert state.cycles() == full.cycles
 
 
