@@ -5,6 +5,7 @@ compiler's direct figures (BRIEF §8), every ratio and whether it is inside the 
     python benchmarks/bench_workloads.py --no-cycles  # skip the scheduled-cycle figures (a few seconds)
     python benchmarks/bench_workloads.py --model      # also the scheduled figures under placer's chunk model
     python benchmarks/bench_workloads.py --layers 18  # captures with 18 Repeat iterations (weights then "moving")
+    python benchmarks/bench_workloads.py --programs   # the whole-program table (batches 1, 2, 4, every group direct)
 
 Scheduled figures are the reference's own rules (placer.ordering.reference). Prints the Markdown table
 docs/workloads.md carries, then generation and measurement times. Exit status 1 when a figure is outside the
@@ -17,7 +18,8 @@ import argparse
 import os
 import time
 
-from placer.machine import load_machine
+from placer.cost.model import program_cost
+from placer.machine import Machine, load_machine
 from placer.workloads.calibration import TARGETS, TOLERANCE, measure, render_rows
 from placer.workloads.generate import generate
 
@@ -28,10 +30,14 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--model", action="store_true",
                     help="also measure the scheduled figures under placer's chunk model (--rules model)")
+    ap.add_argument("--programs", action="store_true",
+                    help="print the whole-program table of docs/workloads.md (batches 1, 2, 4) instead")
     ap.add_argument("--layers", type=int, default=1,
                     help="Repeat iterations of the generated captures (weights read from as many addresses)")
     args = ap.parse_args()
     machine = load_machine()
+    if args.programs:
+        return programs(machine, args.seed, args.layers)
     rows = []
     other = []
     times = []
@@ -51,6 +57,24 @@ def main() -> int:
     print(f"\n{len(rows) - len(out)} of {len(rows)} figures within ±{TOLERANCE:.0%}; " + "; ".join(times)
           + f"; load average {os.getloadavg()[0]:.1f}")
     return 1 if out else 0
+
+
+def programs(machine: Machine, seed: int, layers: int) -> int:
+    """docs/workloads.md's "Whole program, all groups direct" table."""
+    print("| model | batch | transfers | largest phase | worst-tile table B | (without sharing) | Σ of phase maxima B "
+          "| worst fragments | fits 80 KiB |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    for model, label in (("siglip-so400m", "SigLIP So400m"), ("pe-core-l14", "PE-core L/14")):
+        for batch in (1, 2, 4):
+            cap = generate(model, batch=batch, layers=layers, machine=machine, seed=seed)
+            cost = program_cost(cap, machine)
+            big = max(cap.phases, key=lambda p: p.n)
+            worst = cost.worst_table()
+            unshared = int(sum(ph.table_bytes for ph in cost.phases).max())
+            print(f"| {label} | {batch} | {cap.transfer_count():,} | {big.n:,} ({big.phase}) | {worst:,} | "
+                  f"{unshared:,} | {cost.row_estimate:,} | {cost.worst_fragments():,} | "
+                  f"{'yes' if worst <= machine.budget.table_bytes else 'no'} |")
+    return 0
 
 
 if __name__ == "__main__":

@@ -114,10 +114,8 @@ def reference_order(phase: Phase, levels: np.ndarray, *, wave_words: int = 1024,
     first = order[brk]
     item_words = np.bincount(item_of, weights=w_sorted).astype(np.int64)
     totals = np.bincount(s_sorted, weights=w_sorted).astype(np.int64)
-    sets, dset = np.unique(lid[first], return_inverse=True)
-    rep = {int(v): i for i, v in enumerate(lid.tolist())}
-    set_tiles = [phase.dst_tile[phase.dst_ptr[rep[int(v)]]:phase.dst_ptr[rep[int(v)] + 1]].astype(np.int64)
-                 for v in sets.tolist()]
+    _, at, dset = np.unique(lid[first], return_index=True, return_inverse=True)
+    set_tiles = [phase.dst_tile[phase.dst_ptr[t]:phase.dst_ptr[t + 1]].astype(np.int64) for t in first[at].tolist()]
     picks = balanced_picks(tiles, item_words, s_sorted[brk], wave_sorted[brk], totals[s_sorted[brk]],
                            phase.source[first].astype(np.int64), dset.reshape(-1).astype(np.int64), set_tiles)
     pick = np.empty(n, np.int64)

@@ -1,9 +1,15 @@
 """Scheduling a phase end to end: chunks → greedy → (CP-SAT) → per-transfer times, bounds and timed table rows.
 
-Times are exchange cycles from the start of the phase's exchange, sync excluded (a phase costs horizon + the
-machine's ``sync_cycles``). The horizon is the last cycle any payload lands.
+Under ``OrderingParams.rules == "reference"`` (the default) the greedy is the reference's own B1024 schedule
+(``placer.ordering.reference``: its order, timing, bounds and row encoding), and a CP-SAT order found in the chunk
+model is timed by the same rules before it is compared. Under ``"model"`` everything below is placer's chunk model.
 
-Timed rows (the table bytes of a scheduled phase, BRIEF §7), per tile, from its events in time order:
+Times are exchange cycles from the start of the phase's exchange, sync excluded (a phase costs horizon + the
+machine's ``sync_cycles``). The horizon is the last cycle any payload lands (under the reference's rules, + its
+5-cycle guard).
+
+Timed rows of the chunk model (the table bytes of a scheduled phase, BRIEF §7), per tile, from its events in time
+order:
 - instructions are 4-byte words; a send is one word for up to 64 words plus one per further 4,096, preceded by an
   outgoing base write (one word) when its source does not continue the lane's previous send;
 - a receive is one receive control (two words: source select and count), plus one incoming base word when its
@@ -300,8 +306,10 @@ def _schedule_reference(phase: Phase, machine: Machine, mode: Mode | str, params
     if mode == "cpsat" and chunks.count:
         started, _, method = _improve(chunks, greedy_starts(chunks), lower_bound(chunks), params, ordering,
                                       progress)
+        # CP-SAT's order is its start times (a topological order: every dependency lag is positive), not the
+        # depth-first order of B1024, which appends every gather before any forward
         tx = expand(phase, chunks, retime(chunks, started)).tx_start
-        order = np.lexsort((np.arange(phase.n), tx, transfer_levels(phase.n, deps)))
+        order = np.lexsort((np.arange(phase.n), transfer_levels(phase.n, deps), tx))
         candidate = materialize(phase, order, deps, machine, tiles)
         if candidate.horizon < greedy.horizon:
             best = candidate
