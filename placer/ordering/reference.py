@@ -409,17 +409,16 @@ def reference_bound(phase: Phase, machine: Machine, *, tiles: int | None = None,
                     deps: Dependencies | None = None) -> tuple[int, int, int]:
     """Lower bounds on any horizon under the reference's rules: (port, lane, chain).
 
-    Port: a tile's selects are disjoint and the first is at cycle 1 or later, so its last payload lands no sooner
-    than 1 + its received words + 52 + 2·row, and the guard follows. Lane: a tile's sends are disjoint. Chain: the
-    dependency chains alone, each transfer no sooner than its predecessors' last arrival + its lead."""
+    Chain: the dependency chains alone, each transfer no sooner than its predecessors' last arrival + its lead;
+    this also gives each receive its earliest select (its *release*). Port: a tile's selects are disjoint, so for
+    any release r the receives released at r or later end no sooner than r + their words, and the payload then
+    lands 52 + 2·row later, followed by the guard (on a relayed phase: a replica's forwards wait for their gathers).
+    Lane: a tile's sends are disjoint."""
     tiles = tiles or _tiles(phase, machine)
     if phase.n == 0:
         return 0, 0, 0
     words = phase.words.astype(np.int64)
     owner = phase.dst_transfer()
-    received = np.bincount(phase.dst_tile, weights=words[owner], minlength=tiles).astype(np.int64)
-    row = machine.row(np.arange(tiles))
-    port = int(np.where(received > 0, 1 + received + POINTER_DELAY + 2 * row + GUARD, 0).max(initial=0))
     lane = int(np.bincount(phase.source, weights=words, minlength=tiles).max(initial=0))
     deps = deps if deps is not None else transfer_dependencies(phase)
     plan = _plan(phase, machine, tiles)
@@ -435,6 +434,15 @@ def reference_bound(phase: Phase, machine: Machine, *, tiles: int | None = None,
             sel = edge_level == lv
             np.maximum.at(ready, succ[sel], ready[pred[sel]] + landed[pred[sel]])
     chain = int((ready + last + words + plan.guard).max(initial=0))
+    release = ready[owner] + plan.select
+    o = np.lexsort((-release, phase.dst_tile))  # each tile's receives, latest release first
+    tile, w = phase.dst_tile[o].astype(np.int64), words[owner][o]
+    first = np.ones(len(o), bool)
+    first[1:] = tile[1:] != tile[:-1]
+    total = np.cumsum(w)
+    since = total - np.repeat((total - w)[first], np.diff(np.append(np.flatnonzero(first), len(o))))
+    ends = release[o] + since  # the receives released at this one's release or later all end by then
+    port = int((ends + POINTER_DELAY + GUARD + 2 * machine.row(tile)).max(initial=0))
     return port, lane, chain
 
 
