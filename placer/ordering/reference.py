@@ -409,11 +409,12 @@ def reference_bound(phase: Phase, machine: Machine, *, tiles: int | None = None,
                     deps: Dependencies | None = None) -> tuple[int, int, int]:
     """Lower bounds on any horizon under the reference's rules: (port, lane, chain).
 
-    Chain: the dependency chains alone, each transfer no sooner than its predecessors' last arrival + its lead;
-    this also gives each receive its earliest select (its *release*). Port: a tile's selects are disjoint, so for
-    any release r the receives released at r or later end no sooner than r + their words, and the payload then
-    lands 52 + 2·row later, followed by the guard (on a relayed phase: a replica's forwards wait for their gathers).
-    Lane: a tile's sends are disjoint."""
+    Chain: the dependency chains, each transfer no sooner than its predecessors' last arrival + its lead, and no
+    sooner than the predecessors that land on one tile can have landed one after another there (a relay's gathers
+    on its host); this also gives each receive its earliest select (its *release*). Port: a tile's selects are
+    disjoint, so for any release r the receives released at r or later end no sooner than r + their words, and the
+    payload then lands 52 + 2·row later, followed by the guard (on a relayed phase: a replica's forwards wait for
+    their gathers). Lane: a tile's sends are disjoint."""
     tiles = tiles or _tiles(phase, machine)
     if phase.n == 0:
         return 0, 0, 0
@@ -430,9 +431,23 @@ def reference_bound(phase: Phase, machine: Machine, *, tiles: int | None = None,
         by_level = np.argsort(levels[deps.succ], kind="stable")
         pred, succ = deps.pred[by_level], deps.succ[by_level]
         edge_level = levels[succ]
+        fan = np.diff(phase.dst_ptr)
         for lv in np.unique(edge_level).tolist():
             sel = edge_level == lv
-            np.maximum.at(ready, succ[sel], ready[pred[sel]] + landed[pred[sel]])
+            a, b = pred[sel], succ[sel]
+            np.maximum.at(ready, b, ready[a] + landed[a])
+            # the predecessors that land on one tile do so one after another (a relay's gathers on its host):
+            # the last of them lands no sooner than the first select + all their words + the row's latency
+            k = np.repeat(np.arange(len(a)), fan[a])
+            entry = phase.dst_ptr[a][k] + np.arange(len(k)) - np.repeat(np.cumsum(fan[a]) - fan[a], fan[a])
+            tile = phase.dst_tile[entry].astype(np.int64)
+            group, inv = np.unique(b[k] * tiles + tile, return_inverse=True)
+            first = np.full(len(group), np.iinfo(np.int64).max)
+            np.minimum.at(first, inv, ready[a][k] + plan.select[entry])
+            total = np.bincount(inv, weights=words[a][k], minlength=len(group)).astype(np.int64)
+            tile_g = group % tiles
+            np.maximum.at(ready, group // tiles,
+                          first + total + POINTER_DELAY - 1 + 2 * machine.row(tile_g))
     chain = int((ready + last + words + plan.guard).max(initial=0))
     release = ready[owner] + plan.select
     o = np.lexsort((-release, phase.dst_tile))  # each tile's receives, latest release first

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from placer.capture.model import Phase
 from placer.machine import load_machine
@@ -18,6 +19,7 @@ from placer.ordering.reference import (
     reference_table_bytes,
 )
 from placer.ordering.streams import transfer_dependencies, transfer_levels
+from placer.ordering.synthetic import relay_phase
 
 from .helpers import small_phases
 
@@ -154,3 +156,20 @@ def test_any_topological_order_gives_a_valid_schedule(phase: Phase) -> None:
     sched = materialize(phase, order, deps, MACHINE, TILES)
     _valid(phase, sched)
     assert sched.horizon >= max(reference_bound(phase, MACHINE, tiles=TILES, deps=deps))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000))
+def test_relay_bound_follows_the_gathers_onto_the_host_and_holds(seed: int) -> None:
+    phase = relay_phase(groups=2, replicas=4, fragments=30, seed=seed)
+    deps = transfer_dependencies(phase)
+    port, lane, chain = reference_bound(phase, MACHINE, deps=deps)
+    # a forward waits for its gathers, which land on the host one after another, and then sends its own words
+    words = phase.words.astype(np.int64)
+    gathered = np.bincount(deps.succ, weights=words[deps.pred], minlength=phase.n)
+    forward = gathered > 0
+    assert chain >= int((gathered + words)[forward].max()) + 52
+    order = np.lexsort((np.random.default_rng(seed).permutation(phase.n), transfer_levels(phase.n, deps)))
+    sched = materialize(phase, order, deps, MACHINE, MACHINE.tiles)
+    assert sched.horizon >= max(port, lane, chain)
+    assert check_reference_schedule(phase, sched.tx_start, sched.rx_start, sched.horizon, MACHINE) == []
