@@ -176,9 +176,10 @@ def memory_elements(addr: np.ndarray, nbytes: np.ndarray) -> tuple[np.ndarray, n
     return access, lo[access] + within
 
 
-def _hazard_keys(phase: Phase) -> tuple[dict[int, list[int]], dict[int, list[tuple[int, list[int]]]]]:
+def _hazard_keys(phase: Phase) -> tuple[dict[int, list[int]], dict[int, tuple[list[int], list[int]]]]:
     """Per transfer, the (tile, element) keys on which its send or one of its receives can meet the other kind
-    of access on the same tile in this phase; everything else can never clash and is not tracked."""
+    of access on the same tile in this phase; everything else can never clash and is not tracked. Sends: the keys
+    of each transfer; receives: (entry offsets in the transfer, keys), one pair per (entry, key)."""
     n = phase.n
     nbytes = phase.nbytes
     s_tr = np.repeat(np.arange(n), np.diff(phase.src_ptr))
@@ -188,24 +189,27 @@ def _hazard_keys(phase: Phase) -> tuple[dict[int, list[int]], dict[int, list[tup
     d_acc, d_el = memory_elements(phase.dst_addr, nbytes[d_tr])
     d_key = phase.dst_tile[d_acc].astype(np.int64) * 4096 + d_el
     shared = np.intersect1d(s_key, d_key)
-    src_keys: dict[int, list[int]] = {}
-    dst_keys: dict[int, list[tuple[int, list[int]]]] = {}
     if shared.size == 0:
-        return src_keys, dst_keys
-    hit = np.isin(s_key, shared)
-    for t, k in zip(s_tr[s_acc[hit]].tolist(), s_key[hit].tolist(), strict=True):
-        keys = src_keys.setdefault(t, [])
-        if k not in keys:
-            keys.append(k)
+        return {}, {}
+    span = int(max(s_key.max(), d_key.max())) + 1
+    # a send's keys once each (its Repeat addresses may touch one element several times), grouped by transfer
+    pairs = np.unique(s_tr[s_acc] * span + s_key)
+    pairs = pairs[np.isin(pairs % span, shared)]
+    src_keys = _grouped(pairs // span, [pairs % span])
     hit = np.isin(d_key, shared)
-    entry_keys: dict[int, list[int]] = {}
-    for e, k in zip(d_acc[hit].tolist(), d_key[hit].tolist(), strict=True):
-        entry_keys.setdefault(e, []).append(k)
-    first_entry = phase.dst_ptr[:-1]
-    for e, keys in entry_keys.items():
-        t = int(d_tr[e])
-        dst_keys.setdefault(t, []).append((e - int(first_entry[t]), keys))
-    return src_keys, dst_keys
+    entry, key = d_acc[hit], d_key[hit]  # already in entry order, so grouped by transfer
+    t = d_tr[entry]
+    dst = _grouped(t, [entry - phase.dst_ptr[:-1][t], key])
+    return {i: v[0] for i, v in src_keys.items()}, {i: (v[0], v[1]) for i, v in dst.items()}
+
+
+def _grouped(owner: np.ndarray, columns: list[np.ndarray]) -> dict[int, list[list[int]]]:
+    """``owner`` sorted: for each owner, its slice of every column as a list."""
+    if owner.size == 0:
+        return {}
+    cut = np.flatnonzero(owner[1:] != owner[:-1]) + 1
+    parts = [np.split(c, cut) for c in columns]
+    return {int(o): [p[k].tolist() for p in parts] for k, o in enumerate(owner[np.append(0, cut)].tolist())}
 
 
 @dataclass(eq=False)
@@ -342,12 +346,11 @@ def materialize(phase: Phase, order: np.ndarray, deps: Dependencies, machine: Ma
                     if hist is not None:
                         delay = max(delay, hist.conflict_end(start, lane_end) - start)
             if hazard_dst is not None:
-                for k_entry, keys in hazard_dst:
-                    pk = o + ptr_of[a + k_entry]
-                    for key in keys:
-                        hist = sends_on.get(key)
-                        if hist is not None:
-                            delay = max(delay, hist.conflict_end(pk, pk + w + guard_of[i]) - pk)
+                for k_entry, key in zip(*hazard_dst, strict=True):
+                    hist = sends_on.get(key)
+                    if hist is not None:
+                        pk = o + ptr_of[a + k_entry]
+                        delay = max(delay, hist.conflict_end(pk, pk + w + guard_of[i]) - pk)
             if delay > 0:
                 o += delay
                 continue
@@ -385,10 +388,9 @@ def materialize(phase: Phase, order: np.ndarray, deps: Dependencies, machine: Ma
             for key in hazard_src:
                 sends_on.setdefault(key, _History()).record(start, lane_end)
         if hazard_dst is not None:
-            for k_entry, keys in hazard_dst:
+            for k_entry, key in zip(*hazard_dst, strict=True):
                 pk = o + ptr_of[a + k_entry]
-                for key in keys:
-                    receives_on.setdefault(key, _History()).record(pk, pk + w + guard_of[i])
+                receives_on.setdefault(key, _History()).record(pk, pk + w + guard_of[i])
     tile_horizon = np.asarray(horizon, np.int64)
     return ReferenceSchedule(np.asarray(order, np.int64), np.asarray(tx, np.int64), np.asarray(rx, np.int64),
                              np.asarray(cutover, bool), np.asarray(carries, bool), tile_horizon,
