@@ -26,15 +26,16 @@ class LowerBound:
     clique: int
     chain: int
     head_tail: int = 0
+    memory: int = 0  # the reference's rules only: sends and receives on one SRAM element never overlap
 
     @property
     def best(self) -> int:
-        return max(self.port, self.clique, self.chain, self.head_tail)
+        return max(self.port, self.clique, self.chain, self.head_tail, self.memory)
 
     @property
     def kind(self) -> str:
         return max((self.port, "port"), (self.clique, "clique"), (self.chain, "chain"),
-                   (self.head_tail, "head-tail"))[1]
+                   (self.head_tail, "head-tail"), (self.memory, "memory"))[1]
 
 
 def lower_bound(chunks: Chunks) -> LowerBound:

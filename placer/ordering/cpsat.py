@@ -212,16 +212,19 @@ def improve_lns(
     neighbourhood: int = 120,
     step_time: float = 1.5,
     progress: SolverCallback | None = None,
+    deadline: float | None = None,
 ) -> np.ndarray:
     """Improve ``incumbent`` within ``params.time_limit``; never returns a longer schedule.
 
     With ``params.deterministic`` the search is bounded by a work budget, not the clock: each step costs CP-SAT's
     deterministic time plus a charge for the Python passes proportional to the phase's edges and the freed chunks,
     and each neighbourhood is solved to a deterministic-time limit, so the same input and seed give the same
-    schedule (the wall clock, at three times the limit, is only a backstop). Otherwise the wall clock bounds it."""
+    schedule (the wall clock, at three times the limit or at ``deadline`` if sooner, is only a backstop). Otherwise
+    the wall clock bounds it."""
     start_clock = time.perf_counter()
     deterministic = bool(getattr(params, "deterministic", False))
-    deadline = start_clock + (3.0 * params.time_limit + 5.0 if deterministic else params.time_limit)
+    own = start_clock + (3.0 * params.time_limit + 5.0 if deterministic else params.time_limit)
+    deadline = own if deadline is None else min(own, deadline)
     work = 0.0
     graph = _graph(chunks)
     rng = np.random.default_rng(params.seed)

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -176,10 +177,11 @@ def memory_elements(addr: np.ndarray, nbytes: np.ndarray) -> tuple[np.ndarray, n
     return access, lo[access] + within
 
 
-def _hazard_keys(phase: Phase) -> tuple[dict[int, list[int]], dict[int, tuple[list[int], list[int]]]]:
-    """Per transfer, the (tile, element) keys on which its send or one of its receives can meet the other kind
-    of access on the same tile in this phase; everything else can never clash and is not tracked. Sends: the keys
-    of each transfer; receives: (entry offsets in the transfer, keys), one pair per (entry, key)."""
+def hazard_pairs(phase: Phase) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The (tile, element) keys on which a send and a receive of one tile can meet in this phase; everything else
+    can never clash and is not tracked. Returns (send transfer, its key) pairs, each once (a send's Repeat
+    addresses may touch one element several times), sorted by transfer, and (destination entry, its key) pairs in
+    entry order."""
     n = phase.n
     nbytes = phase.nbytes
     s_tr = np.repeat(np.arange(n), np.diff(phase.src_ptr))
@@ -190,15 +192,23 @@ def _hazard_keys(phase: Phase) -> tuple[dict[int, list[int]], dict[int, tuple[li
     d_key = phase.dst_tile[d_acc].astype(np.int64) * 4096 + d_el
     shared = np.intersect1d(s_key, d_key)
     if shared.size == 0:
-        return {}, {}
+        z = np.zeros(0, np.int64)
+        return z, z, z, z
     span = int(max(s_key.max(), d_key.max())) + 1
-    # a send's keys once each (its Repeat addresses may touch one element several times), grouped by transfer
     pairs = np.unique(s_tr[s_acc] * span + s_key)
     pairs = pairs[np.isin(pairs % span, shared)]
-    src_keys = _grouped(pairs // span, [pairs % span])
     hit = np.isin(d_key, shared)
-    entry, key = d_acc[hit], d_key[hit]  # already in entry order, so grouped by transfer
-    t = d_tr[entry]
+    return pairs // span, pairs % span, d_acc[hit].astype(np.int64), d_key[hit]
+
+
+def _hazard_keys(phase: Phase) -> tuple[dict[int, list[int]], dict[int, tuple[list[int], list[int]]]]:
+    """``hazard_pairs`` per transfer: its send's keys, and its receives' (entry offsets in the transfer, keys),
+    one pair per (entry, key)."""
+    s_tr, s_key, entry, key = hazard_pairs(phase)
+    if s_tr.size == 0:
+        return {}, {}
+    src_keys = _grouped(s_tr, [s_key])
+    t = phase.dst_transfer()[entry]  # entries in order, so grouped by transfer
     dst = _grouped(t, [entry - phase.dst_ptr[:-1][t], key])
     return {i: v[0] for i, v in src_keys.items()}, {i: (v[0], v[1]) for i, v in dst.items()}
 
@@ -237,6 +247,11 @@ def _plan(phase: Phase, machine: Machine, tiles: int) -> _Plan:
     pointer = select + POINTER_DELAY - (words[owner] == 52) + 2 * machine.row(phase.dst_tile)
     guard = GUARD + (words == 52)
     return _Plan(lead, select.astype(np.int64), pointer.astype(np.int64), guard.astype(np.int64))
+
+
+def leads(phase: Phase, machine: Machine, tiles: int) -> np.ndarray:
+    """Each transfer's lead: its sender's first word leaves at offset + lead (see the module docstring)."""
+    return _plan(phase, machine, tiles).lead
 
 
 def materialize(phase: Phase, order: np.ndarray, deps: Dependencies, machine: Machine,
@@ -407,49 +422,46 @@ def reference_schedule(phase: Phase, machine: Machine, *, tiles: int | None = No
     return materialize(phase, order, deps, machine, tiles)
 
 
+class ReferenceBound(NamedTuple):
+    """Lower bounds on any horizon of a phase under the reference's rules (see ``reference_bound``)."""
+
+    port: int
+    lane: int
+    chain: int
+    memory: int
+
+    @property
+    def best(self) -> int:
+        return max(self)
+
+    @property
+    def kind(self) -> str:
+        return max(zip(self, self._fields, strict=True))[1]
+
+
 def reference_bound(phase: Phase, machine: Machine, *, tiles: int | None = None,
-                    deps: Dependencies | None = None) -> tuple[int, int, int]:
-    """Lower bounds on any horizon under the reference's rules: (port, lane, chain).
+                    deps: Dependencies | None = None) -> ReferenceBound:
+    """Lower bounds on any horizon under the reference's rules: port, lane, chain and memory.
 
     Chain: the dependency chains, each transfer no sooner than its predecessors' last arrival + its lead, and no
     sooner than the predecessors that land on one tile can have landed one after another there (a relay's gathers
-    on its host); this also gives each receive its earliest select (its *release*). Port: a tile's selects are
+    on its host); this also gives each transfer its earliest start (its *release*). Port: a tile's selects are
     disjoint, so for any release r the receives released at r or later end no sooner than r + their words, and the
     payload then lands 52 + 2·row later, followed by the guard (on a relayed phase: a replica's forwards wait for
-    their gathers). Lane: a tile's sends are disjoint."""
+    their gathers). Lane: a tile's sends are disjoint. Memory: on one (tile, SRAM element), the sends that read it
+    and the receives that write it never overlap in time (nor do two sends, nor two receives), so the same
+    release argument holds over all of them, each followed by its smallest tail (a relay host whose forwards
+    read the element its later segments are gathered into)."""
     tiles = tiles or _tiles(phase, machine)
     if phase.n == 0:
-        return 0, 0, 0
+        return ReferenceBound(0, 0, 0, 0)
     words = phase.words.astype(np.int64)
     owner = phase.dst_transfer()
     lane = int(np.bincount(phase.source, weights=words, minlength=tiles).max(initial=0))
     deps = deps if deps is not None else transfer_dependencies(phase)
     plan = _plan(phase, machine, tiles)
     last = np.maximum.reduceat(plan.pointer, phase.dst_ptr[:-1])  # P − O of the latest receiver
-    landed = np.maximum(plan.lead, last) + words  # completion − O
-    ready = np.zeros(phase.n, np.int64)
-    if len(deps):
-        levels = transfer_levels(phase.n, deps)
-        by_level = np.argsort(levels[deps.succ], kind="stable")
-        pred, succ = deps.pred[by_level], deps.succ[by_level]
-        edge_level = levels[succ]
-        fan = np.diff(phase.dst_ptr)
-        for lv in np.unique(edge_level).tolist():
-            sel = edge_level == lv
-            a, b = pred[sel], succ[sel]
-            np.maximum.at(ready, b, ready[a] + landed[a])
-            # the predecessors that land on one tile do so one after another (a relay's gathers on its host):
-            # the last of them lands no sooner than the first select + all their words + the row's latency
-            k = np.repeat(np.arange(len(a)), fan[a])
-            entry = phase.dst_ptr[a][k] + np.arange(len(k)) - np.repeat(np.cumsum(fan[a]) - fan[a], fan[a])
-            tile = phase.dst_tile[entry].astype(np.int64)
-            group, inv = np.unique(b[k] * tiles + tile, return_inverse=True)
-            first = np.full(len(group), np.iinfo(np.int64).max)
-            np.minimum.at(first, inv, ready[a][k] + plan.select[entry])
-            total = np.bincount(inv, weights=words[a][k], minlength=len(group)).astype(np.int64)
-            tile_g = group % tiles
-            np.maximum.at(ready, group // tiles,
-                          first + total + POINTER_DELAY - 1 + 2 * machine.row(tile_g))
+    ready = _releases(phase, machine, tiles, deps, plan, last)
     chain = int((ready + last + words + plan.guard).max(initial=0))
     release = ready[owner] + plan.select
     o = np.lexsort((-release, phase.dst_tile))  # each tile's receives, latest release first
@@ -460,7 +472,68 @@ def reference_bound(phase: Phase, machine: Machine, *, tiles: int | None = None,
     since = total - np.repeat((total - w)[first], np.diff(np.append(np.flatnonzero(first), len(o))))
     ends = release[o] + since  # the receives released at this one's release or later all end by then
     port = int((ends + POINTER_DELAY + GUARD + 2 * machine.row(tile)).max(initial=0))
-    return port, lane, chain
+    return ReferenceBound(port, lane, chain, _memory_bound(phase, plan, ready, last))
+
+
+def _releases(phase: Phase, machine: Machine, tiles: int, deps: Dependencies, plan: _Plan,
+              last: np.ndarray) -> np.ndarray:
+    """Each transfer's earliest offset O: its dependency chains, with the predecessors that land on one tile
+    landing one after another."""
+    words = phase.words.astype(np.int64)
+    landed = np.maximum(plan.lead, last) + words  # completion − O
+    ready = np.zeros(phase.n, np.int64)
+    if not len(deps):
+        return ready
+    levels = transfer_levels(phase.n, deps)
+    by_level = np.argsort(levels[deps.succ], kind="stable")
+    pred, succ = deps.pred[by_level], deps.succ[by_level]
+    edge_level = levels[succ]
+    fan = np.diff(phase.dst_ptr)
+    for lv in np.unique(edge_level).tolist():
+        sel = edge_level == lv
+        a, b = pred[sel], succ[sel]
+        np.maximum.at(ready, b, ready[a] + landed[a])
+        # the predecessors that land on one tile do so one after another (a relay's gathers on its host):
+        # the last of them lands no sooner than the first select + all their words + the row's latency
+        k = np.repeat(np.arange(len(a)), fan[a])
+        entry = phase.dst_ptr[a][k] + np.arange(len(k)) - np.repeat(np.cumsum(fan[a]) - fan[a], fan[a])
+        tile = phase.dst_tile[entry].astype(np.int64)
+        group, inv = np.unique(b[k] * tiles + tile, return_inverse=True)
+        first = np.full(len(group), np.iinfo(np.int64).max)
+        np.minimum.at(first, inv, ready[a][k] + plan.select[entry])
+        total = np.bincount(inv, weights=words[a][k], minlength=len(group)).astype(np.int64)
+        tile_g = group % tiles
+        np.maximum.at(ready, group // tiles,
+                      first + total + POINTER_DELAY - 1 + 2 * machine.row(tile_g))
+    return ready
+
+
+def _memory_bound(phase: Phase, plan: _Plan, ready: np.ndarray, last: np.ndarray) -> int:
+    """max over (tile, element) keys and releases r of r + the durations of its accesses released at r or later
+    + their smallest tail.
+
+    A send reads from S = O + lead for its words and its payload lands at its last receiver pointer − lead later,
+    then the guard; a receive writes from P for its words, then the guard. Two receives of a tile are spaced by
+    the first's words, less one when the second is a 52-word transfer (its pointer is a cycle earlier)."""
+    s_tr, s_key, entry, d_key = hazard_pairs(phase)
+    if s_tr.size == 0:
+        return 0
+    words = phase.words.astype(np.int64)
+    t = phase.dst_transfer()[entry]
+    key = np.concatenate([s_key, d_key])
+    release = np.concatenate([ready[s_tr] + plan.lead[s_tr], ready[t] + plan.pointer[entry]])
+    length = np.concatenate([words[s_tr], words[t] - (words[t] == 52)])
+    tail = np.concatenate([last[s_tr] - plan.lead[s_tr] + plan.guard[s_tr], plan.guard[t] + (words[t] == 52)])
+    o = np.lexsort((-release, key))
+    key, release, length, tail = key[o], release[o], length[o], tail[o]
+    first = np.ones(len(key), bool)
+    first[1:] = key[1:] != key[:-1]
+    group = np.cumsum(first) - 1
+    total = np.cumsum(length)
+    since = total - (total - length)[first][group]
+    shift = group * (int(tail.max()) - int(tail.min()) + 1)
+    least = np.minimum.accumulate(tail - shift) + shift  # the smallest tail walked so far in this key
+    return int((release + since + least).max(initial=0))
 
 
 def reference_table_bytes(phase: Phase, schedule: ReferenceSchedule, machine: Machine, tiles: int,

@@ -36,8 +36,15 @@ from placer.modes import ScheduleMode
 from placer.ordering.bounds import LowerBound, lower_bound
 from placer.ordering.cpsat import compact, horizon_of, improve_lns, solve_exact
 from placer.ordering.greedy import greedy_starts, retime
+from placer.ordering.improve import OrderSearch
 from placer.ordering.justify import forward_backward
-from placer.ordering.reference import materialize, reference_bound, reference_schedule, reference_table_bytes
+from placer.ordering.reference import (
+    leads,
+    materialize,
+    reference_bound,
+    reference_order,
+    reference_table_bytes,
+)
 from placer.ordering.streams import Chunks, Timing, build_chunks, continues_previous, transfer_levels
 from placer.progress import SolverCallback, both, task
 from placer.solver import RunConfig, SolveResult, SolverParams, Status
@@ -217,7 +224,7 @@ class PhaseSchedule:
             "lower_bound": self.lower,
             "lower_bound_kind": self.lower_kind,
             "bounds": {"port": self.bound.port, "clique": self.bound.clique, "chain": self.bound.chain,
-                       "head_tail": self.bound.head_tail},
+                       "head_tail": self.bound.head_tail, "memory": self.bound.memory},
             "gap": round(self.gap, 6),
             "method": self.method,
             "cpsat": None if self.cpsat is None else self.cpsat.to_json(),
@@ -294,28 +301,51 @@ def schedule_phase(
 def _schedule_reference(phase: Phase, machine: Machine, mode: Mode | str, params: SolverParams,
                         ordering: OrderingParams, chunks: Chunks, clock: float,
                         progress: SolverCallback | None) -> PhaseSchedule:
-    """The reference's B1024 order timed by its rules; in cpsat mode also the CP-SAT order of the chunk model,
-    timed by the same rules (the better one is kept). The bound is the reference rules' own."""
+    """The reference's B1024 order timed by its rules. In cpsat mode, also (``placer.ordering.improve``): gathers
+    by forward, the CP-SAT order of the chunk model (half the time limit), then by release, each timed by
+    the same rules while the time limit allows; the shortest is kept. The bound is the reference rules' own."""
     tiles = chunks.tiles
     deps = chunks.transfer_deps
-    greedy = reference_schedule(phase, machine, tiles=tiles, wave_words=ordering.wave_words, deps=deps)
+    levels = transfer_levels(phase.n, deps)
+    order = reference_order(phase, levels, wave_words=ordering.wave_words, tiles=tiles)
+    timed = time.perf_counter()
+    greedy = materialize(phase, order, deps, machine, tiles)
     greedy_s = time.perf_counter() - clock
-    port, lane, chain = reference_bound(phase, machine, tiles=tiles, deps=deps)
-    bound = LowerBound(max(port, lane), 0, chain)
+    timing_s = time.perf_counter() - timed  # one timing of an order: what each further candidate costs
+    ref = reference_bound(phase, machine, tiles=tiles, deps=deps)
+    bound = LowerBound(max(ref.port, ref.lane), 0, ref.chain, memory=ref.memory)
     best, method, result = greedy, "greedy", None
-    if mode == "cpsat" and chunks.count:
-        started, _, method = _improve(chunks, greedy_starts(chunks), lower_bound(chunks), params, ordering,
-                                      progress)
-        # CP-SAT's order is its start times (a topological order: every dependency lag is positive), not the
-        # depth-first order of B1024, which appends every gather before any forward
-        tx = expand(phase, chunks, retime(chunks, started)).tx_start
-        order = np.lexsort((np.arange(phase.n), transfer_levels(phase.n, deps), tx))
-        candidate = materialize(phase, order, deps, machine, tiles)
-        if candidate.horizon < greedy.horizon:
-            best = candidate
+    if mode == "cpsat" and chunks.count and greedy.horizon > bound.best:
+        deadline = clock + params.time_limit
+        search = OrderSearch(phase, deps, levels, lambda order: materialize(phase, order, deps, machine, tiles),
+                             leads(phase, machine, tiles), greedy, deadline, timing_s)
+        search.group()
+        search.hosts()
+        # CP-SAT in the chunk model on half the limit (as deterministic work, the deadline less one timing
+        # as its backstop), if its chunk-model greedy, one timing and a quarter of its share fit before the deadline
+        share = params.time_limit / 2
+        stage = time.perf_counter()
+        if search.best.horizon > bound.best and stage + greedy_s + timing_s + share / 4 < deadline:
+            started, _, how = _improve(chunks, greedy_starts(chunks), lower_bound(chunks),
+                                       replace(params, time_limit=share), ordering, progress,
+                                       deadline=deadline - search.step_seconds)
+            # CP-SAT's order is its start times (a topological order: every dependency lag is positive), not the
+            # depth-first order of B1024, which appends every gather before any forward
+            tx = expand(phase, chunks, retime(chunks, started)).tx_start
+            order = np.lexsort((np.arange(phase.n), levels, tx))
+            search.offer(materialize(phase, order, deps, machine, tiles), f"{how} (chunk model)")
+            search.cut = search.cut or time.perf_counter() >= deadline - search.step_seconds
+        elif search.best.horizon > bound.best:
+            search.cut = True
+        if search.best.horizon > bound.best:
+            search.release()
+        best, method = search.best, search.found
         h = best.horizon
         status = Status.OPTIMAL if h <= bound.best else Status.FEASIBLE
-        result = SolveResult(status, float(h), float(min(h, bound.best)), time.perf_counter() - clock)
+        result = SolveResult(status, float(h), float(min(h, bound.best)), time.perf_counter() - clock,
+                             backstop=search.cut)
+    elif mode == "cpsat" and chunks.count:  # B1024 reaches the bound
+        result = SolveResult(Status.OPTIMAL, float(greedy.horizon), float(greedy.horizon), greedy_s)
     cost = tile_counters(phase, machine, tiles)
     table = reference_table_bytes(phase, best, machine, tiles)
     return PhaseSchedule(
@@ -335,7 +365,10 @@ def _improve(
     params: SolverParams,
     ordering: OrderingParams,
     progress: SolverCallback | None,
+    deadline: float | None = None,
 ) -> tuple[np.ndarray, SolveResult, str]:
+    """CP-SAT in the chunk model: one exact model on small phases, else repairs then neighbourhoods (``deadline``:
+    a wall-clock backstop for the neighbourhoods)."""
     lower = bound.best
     greedy_h = horizon_of(chunks, greedy)
     if chunks.count <= ordering.exact_chunks:
@@ -364,7 +397,7 @@ def _improve(
     left = params.time_limit - (time.perf_counter() - clock)
     starts = improve_lns(chunks, incumbent, lower, replace(params, time_limit=max(0.1, left)),
                             neighbourhood=ordering.neighbourhood, step_time=ordering.step_time,
-                            progress=progress)
+                            progress=progress, deadline=deadline)
     h = horizon_of(chunks, starts)
     status = Status.OPTIMAL if h <= lower else Status.FEASIBLE
     return starts, SolveResult(status, float(h), float(lower), time.perf_counter() - clock), "neighbourhood"

@@ -319,9 +319,8 @@ def schedule_of(data: ReportData, plan: PlanView | None, phase: int) -> PhaseOrd
     tiles = max(data.tiles, data.machine.tiles)
     with task(f"schedule phase {phase} ({ph.n:,} transfers)"):
         sched = reference_schedule(ph, data.machine, tiles=tiles)
-        port, lane, chain = reference_bound(ph, data.machine, tiles=tiles)
-        kind = "chain" if chain > max(port, lane) else "port"
-        return PhaseOrder(Schedule(sched.tx_start, sched.rx_start, sched.horizon), max(port, lane, chain), kind)
+        bound = reference_bound(ph, data.machine, tiles=tiles)
+        return PhaseOrder(Schedule(sched.tx_start, sched.rx_start, sched.horizon), bound.best, bound.kind)
 
 
 def busy_runs(port: np.ndarray, start: np.ndarray, length: np.ndarray, nbytes: np.ndarray,

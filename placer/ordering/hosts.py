@@ -1,0 +1,197 @@
+"""Which forward a relay host sends first, and which gathers it takes before each (under the reference's rules).
+
+A host with several forwards receives their segments on one port and sends them on one lane, and a forward's
+send may not overlap a receive into an SRAM element it reads (the memory rule). When its segments share elements,
+the order decides how much of the gathering a send can overlap: with segments 1..4 over elements A|B, B, B|C, C,
+sending 1, 4, 2, 3 lets forward 1 go as soon as segment 1 is in (while segment 4 lands in C) where 1, 2, 3, 4
+holds forward 1 until segment 2 is in B too. This module tries, per host, every order of up to ``PERMUTED``
+forwards (else as listed and reversed), and two placements of a gather piece (in its own forward's block, or in
+the block of the first forward that reads its element), on a small model of the host alone: its port takes the
+pieces one after another, its lane the forwards, with the memory rule between them, list order first. It keeps
+the plan whose last forward ends first (then the smallest sum of forward starts, then the first tried).
+
+The model leaves out routes, latencies and the replicas; ``materialize`` times the resulting list by the real
+rules, and the order is kept only if that schedule is shorter.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from placer.capture.model import Phase
+from placer.ordering.reference import ReferenceSchedule, hazard_pairs
+from placer.ordering.streams import Dependencies
+
+PERMUTED = 5  # hosts with up to this many forwards try every order (120 at most)
+_LATENCY = 60  # about the cycles from a send to its payload on a replica (route, select, pointer)
+
+
+def _earliest(start: int, words: int, busy: list[tuple[int, int]]) -> int:
+    """The earliest t >= start with [t, t + words) clear of every interval in ``busy``."""
+    moved = True
+    while moved:
+        moved = False
+        for a, b in busy:
+            if a < start + words and start < b:
+                start, moved = b, True
+    return start
+
+
+Piece = tuple[frozenset[int], frozenset[int]]  # (the forwards a gather feeds, none if it feeds none; its keys)
+
+
+def _simulate(blocks: list[list[tuple[frozenset[int], int, frozenset[int]]]],
+              sends: list[tuple[int, int, frozenset[int]]], release: dict[int, int]) -> tuple[int, int]:
+    """Blocks of pieces (forwards fed, words, element keys), each followed by its forward (id, words, keys it
+    reads; no sooner than its release): (last send end, sum of send starts)."""
+    port = lane = total = 0
+    landed: dict[int, int] = {}
+    received: dict[int, list[tuple[int, int]]] = {}
+    sent: dict[int, list[tuple[int, int]]] = {}
+    for pieces, (f, fw, reads) in zip(blocks, sends, strict=True):
+        for feeds, w, keys in pieces:
+            t = _earliest(port, w, [iv for k in keys for iv in sent.get(k, [])])
+            port = t + w
+            for k in keys:
+                received.setdefault(k, []).append((t, port))
+            for g in feeds:
+                landed[g] = max(landed.get(g, 0), port)
+        t = _earliest(max(lane, landed.get(f, 0), release.get(f, 0)), fw,
+                      [iv for k in reads for iv in received.get(k, [])])
+        lane = t + fw
+        total += t
+        for k in reads:
+            sent.setdefault(k, []).append((t, lane))
+    return lane, total
+
+
+def plan_hosts(phase: Phase, deps: Dependencies, levels: np.ndarray, release: np.ndarray,
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Per transfer: the block of a gather of a planned host (-1 otherwise), and the lane rank of a forward of one
+    (-1 otherwise); ``release``: the earliest a forward's replicas can take it. Hosts with one forward keep the
+    incumbent's order (nothing to choose)."""
+    slot = np.full(phase.n, -1, np.int64)
+    rank = np.full(phase.n, -1, np.int64)
+    forwards = np.unique(deps.succ[levels[deps.succ] == 1])
+    hosts, count = np.unique(phase.source[forwards], return_counts=True)
+    planned = set(hosts[count > 1].tolist())
+    if not planned:
+        return slot, rank
+    owner = phase.dst_transfer()
+    s_tr, s_key, entry, d_key = hazard_pairs(phase)
+    reads: dict[int, set[int]] = {}
+    for t, k in zip(s_tr.tolist(), s_key.tolist(), strict=True):
+        reads.setdefault(t, set()).add(k)
+    writes: dict[int, set[int]] = {}
+    for e, k in zip(entry.tolist(), d_key.tolist(), strict=True):
+        writes.setdefault(e, set()).add(k)
+    fed: dict[int, set[int]] = {}  # gather → the forwards it feeds (a fragment may straddle two segments)
+    for a, b in zip(deps.pred.tolist(), deps.succ.tolist(), strict=True):
+        if levels[b] == 1 and int(phase.source[b]) in planned:
+            fed.setdefault(a, set()).add(b)
+    by_host: dict[int, list[int]] = {}
+    for f in forwards.tolist():
+        h = int(phase.source[f])
+        if h in planned:
+            by_host.setdefault(h, []).append(f)
+    pieces: dict[int, dict[Piece, int]] = {h: {} for h in by_host}
+    members: dict[tuple[int, Piece], list[int]] = {}
+    dst_tile = phase.dst_tile.tolist()
+    words = phase.words.tolist()
+    for e in range(len(dst_tile)):
+        h = dst_tile[e]
+        if h not in pieces:
+            continue
+        t = int(owner[e])
+        piece = frozenset(fed.get(t, ())), frozenset(writes.get(e, ()))
+        if not piece[0] and not piece[1]:
+            continue  # neither gathered nor in the way of a forward
+        pieces[h][piece] = pieces[h].get(piece, 0) + words[t]
+        members.setdefault((h, piece), []).append(t)
+    for h, fs in by_host.items():
+        orders = (itertools.permutations(fs) if len(fs) <= PERMUTED else iter([tuple(fs), tuple(reversed(fs))]))
+        best: tuple[int, int] | None = None
+        choice: tuple[tuple[int, ...], dict[Piece, int]] | None = None
+        for order in orders:
+            at = {f: k for k, f in enumerate(order)}
+            for early in (False, True):
+                place: dict[Piece, int] = {}
+                for feeds, keys in pieces[h]:
+                    own = min([at[f] for f in feeds if f in at], default=0)
+                    if early:  # before the first forward that reads what it writes
+                        own = min([own] + [at[f] for f in fs if keys & reads.get(f, set())])
+                    place[(feeds, keys)] = own
+                blocks: list[list[tuple[frozenset[int], int, frozenset[int]]]] = [[] for _ in order]
+                for (feeds, keys), b in place.items():
+                    blocks[b].append((feeds, pieces[h][(feeds, keys)], keys))
+                sends = [(f, words[f], frozenset(reads.get(f, set()))) for f in order]
+                score = _simulate(blocks, sends, {f: int(release[f]) for f in order})
+                if best is None or score < best:
+                    best, choice = score, (order, place)
+        assert choice is not None
+        order, place = choice
+        for k, f in enumerate(order):
+            rank[f] = k
+        for piece, b in place.items():
+            for t in members[(h, piece)]:
+                slot[t] = b if slot[t] < 0 else min(slot[t], b)
+    return slot, rank
+
+
+def host_order(phase: Phase, deps: Dependencies, levels: np.ndarray, schedule: ReferenceSchedule, *,
+               interleave: bool) -> np.ndarray | None:
+    """``base`` (an order) with each planned host's gathers permuted among the places its gathers held, block by
+    block, and its forwards in their planned order: among the places its forwards held (``interleave`` False:
+    after every gather, so each replica takes them after its direct receives), or each just after the last gather
+    of its block (so a forward is listed before the gathers its send must not overlap, but also before the direct
+    receives its replicas have not yet taken). None when no host has two forwards."""
+    # a forward's replicas take it after the direct receives listed before it: when those end in ``schedule``
+    owner = phase.dst_transfer()
+    words = phase.words.astype(np.int64)
+    direct = levels[owner] == 0
+    busy = np.zeros(int(phase.dst_tile.max(initial=0)) + 1, np.int64)
+    np.maximum.at(busy, phase.dst_tile[direct], (schedule.rx_start + words[owner])[direct])
+    release = np.zeros(phase.n, np.int64)
+    np.maximum.at(release, owner[~direct], busy[phase.dst_tile[~direct]] - _LATENCY)
+    slot, rank = plan_hosts(phase, deps, levels, release)
+    if (rank < 0).all():
+        return None
+    base = schedule.order
+    n = phase.n
+    place = np.empty(n, np.int64)
+    place[base] = np.arange(n)
+    key = place.astype(np.float64)
+    gathered = np.flatnonzero((slot >= 0) & (levels == 0))
+    host = np.zeros(n, np.int64)
+    host[gathered] = phase.dst_tile[phase.dst_ptr[gathered]]
+    _permute(key, place, gathered, host[gathered], slot[gathered])
+    forwards = np.flatnonzero(rank >= 0)
+    if not interleave:
+        _permute(key, place, forwards, phase.source[forwards].astype(np.int64), rank[forwards])
+        return np.lexsort((np.arange(n), key))
+    last = np.full(n, -1.0)
+    np.maximum.at(last, deps.succ, key[deps.pred])
+    ends: dict[tuple[int, int], float] = {}
+    for t, h, b in zip(gathered.tolist(), host[gathered].tolist(), slot[gathered].tolist(), strict=True):
+        ends[(h, b)] = max(ends.get((h, b), -1.0), float(key[t]))
+    src = phase.source[forwards].tolist()
+    for f, h, r in zip(forwards.tolist(), src, rank[forwards].tolist(), strict=True):
+        key[f] = max(ends.get((h, r), -1.0), float(last[f])) + 0.5 + 1e-6 * r
+    key[levels > 1] += n  # everything deeper keeps its place after depth one
+    for lv in range(1, int(levels.max(initial=0)) + 1):  # and every transfer after its predecessors
+        edge = levels[deps.succ] == lv
+        np.maximum.at(key, deps.succ[edge], key[deps.pred[edge]] + 0.25)
+    return np.lexsort((np.arange(n), key))
+
+
+def _permute(key: np.ndarray, place: np.ndarray, members: np.ndarray, group: np.ndarray,
+             rank: np.ndarray) -> None:
+    """Give each group's members the places they held, in (rank, place) order."""
+    by_rank = members[np.lexsort((place[members], rank, group))]
+    by_place = members[np.lexsort((place[members], group))]
+    key[by_rank] = place[by_place]
+
+
+__all__ = ["PERMUTED", "host_order", "plan_hosts"]

@@ -1,0 +1,142 @@
+"""Orders tried after B1024 under the reference's rules (``placer.ordering.improve``) and the memory bound they
+are measured against: every schedule keeps the rules (independent checker), never loses the incumbent, is
+reproducible, and on a relay host whose segments share SRAM elements the search gains what B1024 loses."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from placer.capture.model import Phase
+from placer.machine import load_machine
+from placer.ordering.check import check_reference_schedule
+from placer.ordering.improve import OrderSearch, gathers_by_forward
+from placer.ordering.reference import leads, materialize, reference_bound, reference_schedule
+from placer.ordering.streams import transfer_dependencies, transfer_levels
+from placer.ordering.synthetic import relay_phase
+
+MACHINE = load_machine()
+TILES = 64
+HOST, REPLICAS = 40, [50, 51, 52, 53]
+SEGMENTS = [0x7800, 0x8800, 0x9800]  # the first straddles 16 KiB elements 1 and 2; the others lie in element 2
+
+
+def host_phase(bases: list[int] | None = None, fragments: int = 16, direct: int = 0) -> Phase:
+    """One relay host: segments of ``fragments`` 64-word gathers at ``bases`` (default ``SEGMENTS``: every
+    forward reads element 2, which the later segments are gathered into), each forwarded to four replicas, which
+    also take ``direct`` 256-word direct transfers."""
+    rows = []
+    bases = SEGMENTS if bases is None else bases
+    for k, base in enumerate(bases):
+        for f in range(fragments):
+            n = fragments * k + f
+            rows.append((1 + n % 30, 64, [(HOST, base + 256 * f)], [0x20000 + 256 * n]))
+    for j in range(direct):
+        rows.append((1 + j % 30, 256, [(t, 0x60000 + 1024 * j) for t in REPLICAS], [0x30000 + 1024 * j]))
+    for k, base in enumerate(bases):
+        rows.append((HOST, 64 * fragments, [(t, 0x40000 + 256 * fragments * k) for t in REPLICAS], [base]))
+    return Phase.build(0, source=[r[0] for r in rows], words=[r[1] for r in rows],
+                       dst_counts=[len(r[2]) for r in rows], dst_tile=[t for r in rows for t, _ in r[2]],
+                       dst_addr=[a for r in rows for _, a in r[2]], src_addr=[a for r in rows for a in r[3]],
+                       src_counts=[len(r[3]) for r in rows])
+
+
+def _search(phase: Phase, tiles: int) -> OrderSearch:
+    deps = transfer_dependencies(phase)
+    levels = transfer_levels(phase.n, deps)
+    greedy = reference_schedule(phase, MACHINE, tiles=tiles, deps=deps)
+    search = OrderSearch(phase, deps, levels, lambda order: materialize(phase, order, deps, MACHINE, tiles),
+                         leads(phase, MACHINE, tiles), greedy, deadline=time.perf_counter() + 600, step_seconds=0.0)
+    search.group()
+    search.hosts()
+    search.release()
+    return search
+
+
+def _valid(phase: Phase, sched: object) -> None:
+    assert check_reference_schedule(phase, sched.tx_start, sched.rx_start, sched.horizon,  # type: ignore[attr-defined]
+                                    MACHINE) == []
+
+
+def test_the_memory_bound_sees_a_host_whose_forwards_read_what_it_still_gathers() -> None:
+    phase = host_phase()
+    bound = reference_bound(phase, MACHINE, tiles=TILES)
+    # element 2 takes the later segments' gathers and part of the first's (2,560 words), and all three forwards
+    # read it (3,072 words): 5,632 cycles that cannot overlap, more than the host's or a replica's port needs
+    assert bound.memory >= 5632 > max(bound.port, bound.lane, bound.chain)
+    assert bound.kind == "memory"
+    assert reference_schedule(phase, MACHINE, tiles=TILES).horizon >= bound.memory
+
+
+def test_the_search_gathers_the_segment_whose_elements_no_forward_needs_last() -> None:
+    phase = host_phase()
+    search = _search(phase, TILES)
+    greedy = reference_schedule(phase, MACHINE, tiles=TILES)
+    bound = reference_bound(phase, MACHINE, tiles=TILES)
+    assert search.best.horizon < greedy.horizon  # B1024 sends every forward after every gather
+    assert search.best.horizon <= 1.05 * bound.best
+    assert search.found != "greedy" and not search.cut
+    _valid(phase, search.best)
+
+
+def test_gathers_by_forward_is_a_topological_order_that_moves_only_what_feeds_a_forward() -> None:
+    phase = host_phase()
+    deps = transfer_dependencies(phase)
+    levels = transfer_levels(phase.n, deps)
+    greedy = reference_schedule(phase, MACHINE, tiles=TILES, deps=deps)
+    order = gathers_by_forward(phase, deps, levels, greedy, reverse=True)
+    place = np.empty(phase.n, np.int64)
+    place[order] = np.arange(phase.n)
+    assert sorted(order.tolist()) == list(range(phase.n))
+    assert (place[deps.pred] < place[deps.succ]).all()
+    # reversed: the third forward goes first, so everything gathered into element 2 (which it reads) comes
+    # before the first segment's part in element 1 (its fragments 0-7)
+    assert set(order[40:48].tolist()) == set(range(8))
+
+
+def test_a_host_plan_sends_first_the_forward_whose_elements_are_free() -> None:
+    # four 8 KiB segments over 16 KiB elements A|B, B, B|C, C: gathering by forward (1, 2, 3, 4) holds each
+    # forward until the next segment is in its element; a host plan sends a forward whose elements no pending
+    # gather writes while those land
+    phase = host_phase([0x7000, 0x9000, 0xB000, 0xD000], fragments=32, direct=8)
+    deps = transfer_dependencies(phase)
+    levels = transfer_levels(phase.n, deps)
+    greedy = reference_schedule(phase, MACHINE, tiles=TILES, deps=deps)
+    grouped = OrderSearch(phase, deps, levels, lambda order: materialize(phase, order, deps, MACHINE, TILES),
+                          leads(phase, MACHINE, TILES), greedy, deadline=time.perf_counter() + 600,
+                          step_seconds=0.0)
+    grouped.group()
+    search = _search(phase, TILES)
+    assert search.best.horizon < grouped.best.horizon < greedy.horizon
+    assert search.found.startswith("host plans")
+    _valid(phase, search.best)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(4, 32), min_size=2, max_size=4), st.integers(0, 60), st.integers(0, 6))
+def test_host_plans_keep_the_rules_on_random_hosts(sizes: list[int], start: int, direct: int) -> None:
+    # contiguous segments of random sizes from a random offset: which straddle an element boundary varies
+    bases = [0x6000 + 256 * (start + sum(sizes[:k])) for k in range(len(sizes))]
+    phase = host_phase(bases, fragments=max(sizes), direct=direct)
+    search = _search(phase, TILES)
+    greedy = reference_schedule(phase, MACHINE, tiles=TILES)
+    assert greedy.horizon >= search.best.horizon >= reference_bound(phase, MACHINE, tiles=TILES).best
+    _valid(phase, search.best)
+    again = _search(phase, TILES)
+    assert np.array_equal(again.best.tx_start, search.best.tx_start) and again.found == search.found
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 3))
+def test_the_search_keeps_the_rules_never_loses_the_incumbent_and_repeats_itself(seed: int, segments: int) -> None:
+    phase = relay_phase(groups=2, replicas=4, fragments=24, segments=segments, tiles=TILES, seed=seed)
+    search = _search(phase, TILES)
+    greedy = reference_schedule(phase, MACHINE, tiles=TILES)
+    assert search.best.horizon <= greedy.horizon
+    assert search.best.horizon >= reference_bound(phase, MACHINE, tiles=TILES).best
+    _valid(phase, search.best)
+    again = _search(phase, TILES)
+    assert np.array_equal(again.best.tx_start, search.best.tx_start) and again.found == search.found
