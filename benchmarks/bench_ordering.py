@@ -1,12 +1,14 @@
 """Benchmark of stream ordering (BRIEF §7, §9): greedy time and horizon on a ~586k-transfer phase, the gap to the
-lower bound, and CP-SAT improvement on QKV- and MLP-like phases.
+lower bound, and CP-SAT improvement on QKV- and MLP-like phases, under the reference's rules (the default; the
+schedule is checked by the checker of its rules).
 
     python benchmarks/bench_ordering.py [--time-limit 10] [--capture siglip_b2.json.gz] [--phases 16,50,54]
         [--relayed rw.json.gz --relayed-phases 9,50] [--no-synthetic] [--json out.json]
 
 For a capture, phases 16 and 50 are also run with their activations alone (the transfers of the largest fan-out),
 as the reference's BRIEF §8 figures are. Every row: estimate rows (cost model, worst tile), timed rows (the
-schedule's, worst tile), the cost model's cycles, the B1024 horizon, the CP-SAT horizon and the lower bound.
+schedule's, worst tile), the cost model's cycles, the B1024 horizon, the CP-SAT horizon, the lower bound, the
+order that won (cpsat mode) and whether the time limit cut the search short.
 
 Reference (Rust, one thread): 586k transfers in 33.4 s, 8.9 s with 1,024-word waves. Goal: greedy <= 10 s, and the
 CP-SAT-improved horizon within 1.10 x the lower bound on QKV- and MLP-like phases.
@@ -28,7 +30,7 @@ from placer.capture.io import read_capture
 from placer.capture.model import Phase
 from placer.fileio import write_json
 from placer.machine import load_machine
-from placer.ordering.check import check_schedule
+from placer.ordering.check import check_reference_schedule, check_schedule
 from placer.ordering.schedule import schedule_phase
 from placer.ordering.synthetic import replica_phase
 from placer.report.table import render
@@ -49,13 +51,15 @@ def run(name: str, phase: Phase, mode: str, params: SolverParams, machine: Any) 
     ps = schedule_phase(phase, machine, mode, params)  # type: ignore[arg-type]
     wall = time.perf_counter() - clock
     clock = time.perf_counter()
-    problems = check_schedule(phase, ps.schedule.tx_start, ps.schedule.rx_start, ps.schedule.horizon, machine)
+    check = check_reference_schedule if ps.rules == "reference" else check_schedule
+    problems = check(phase, ps.schedule.tx_start, ps.schedule.rx_start, ps.schedule.horizon, machine)
     return {
         "name": name, "mode": mode, "transfers": ps.transfers, "chunks": ps.chunks,
         "greedy_horizon": ps.greedy_horizon, "horizon": ps.horizon, "lower_bound": ps.lower,
         "bound_kind": ps.lower_kind, "ratio": ps.horizon / max(ps.lower, 1), "gap": ps.gap,
         "greedy_s": ps.greedy_seconds, "total_s": wall, "check_s": time.perf_counter() - clock,
-        "valid": not problems, "cpsat": ps.cpsat.describe() if ps.cpsat else "",
+        "valid": not problems, "cpsat": ps.cpsat.describe() if ps.cpsat else "", "method": ps.method,
+        "backstop": bool(ps.cpsat and ps.cpsat.backstop),
         "estimate_rows": ps.estimate_table_worst, "timed_rows": ps.table_worst, "estimate_cycles": ps.estimate_cycles,
     }
 
@@ -105,10 +109,11 @@ def main() -> None:
         print(f"{name}: {r['mode']} horizon {r['horizon']:,} / bound {r['lower_bound']:,} "
               f"({r['ratio']:.3f}x) in {r['total_s']:.1f} s", file=sys.stderr)
     print(render(["phase", "mode", "transfers", "chunks", "rows est", "rows timed", "est cycles", "greedy",
-                  "horizon", "lower bound", "kind", "x bound", "greedy s", "total s", "valid"],
+                  "horizon", "lower bound", "kind", "x bound", "order", "greedy s", "total s", "cut", "valid"],
                  [[r["name"], r["mode"], r["transfers"], r["chunks"], r["estimate_rows"], r["timed_rows"],
                    r["estimate_cycles"], r["greedy_horizon"], r["horizon"], r["lower_bound"], r["bound_kind"],
-                   f"{r['ratio']:.3f}", round(r["greedy_s"], 2), round(r["total_s"], 2), r["valid"]]
+                   f"{r['ratio']:.3f}", r["method"], round(r["greedy_s"], 2), round(r["total_s"], 2),
+                   "yes" if r["backstop"] else "", r["valid"]]
                   for r in rows],
                  title="stream ordering (cycles without sync; rows = worst tile bytes)"))
     if args.json:

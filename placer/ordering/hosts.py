@@ -7,11 +7,13 @@ sending 1, 4, 2, 3 lets forward 1 go as soon as segment 1 is in (while segment 4
 holds forward 1 until segment 2 is in B too. This module tries, per host, every order of up to ``PERMUTED``
 forwards (else as listed and reversed), and two placements of a gather piece (in its own forward's block, or in
 the block of the first forward that reads its element), on a small model of the host alone: its port takes the
-pieces one after another, its lane the forwards, with the memory rule between them, list order first. It keeps
-the plan whose last forward ends first (then the smallest sum of forward starts, then the first tried).
+pieces one after another, its lane the forwards, with the memory rule between them, list order first, and each
+forward no sooner than its replicas end the direct receives they take before it (in the schedule the search
+starts from). It keeps the plan whose last forward ends first (then the smallest sum of forward starts, then the
+first tried).
 
-The model leaves out routes, latencies and the replicas; ``materialize`` times the resulting list by the real
-rules, and the order is kept only if that schedule is shorter.
+The model leaves out routes, latencies and the gathers' senders; ``materialize`` times the resulting list by the
+real rules, and the order is kept only if that schedule is shorter.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ elements serialises its gathers and its forwards. ``OrderSearch`` tries, after B
 - *gathers by forward* (``group``): a host's gathers in blocks, one block per forward it feeds, the blocks in the
   forwards' lane order in the incumbent (or reversed); a receive into an element a forward reads joins that
   forward's block if it is earlier; everything else keeps its place;
+- *forwards first* (``forwards``): every gather, then every forward, then the direct traffic, so a replica takes
+  its forwards before its direct receives and a host's lane is not broken up by small sends before its forwards;
 - *host plans* (``hosts``, ``placer.ordering.hosts``): per host, the order of its forwards and which gathers go
   before each, chosen on a small model of the host, with its forwards after every gather or interleaved with
   them;
@@ -73,6 +75,27 @@ def gathers_by_forward(phase: Phase, deps: Dependencies, levels: np.ndarray, sch
         np.minimum.at(block, phase.dst_transfer()[entry[hit]], first_read[k[hit]])
     block[block == never] = 0
     return np.lexsort((place, block, levels))
+
+
+def forwards_first(phase: Phase, deps: Dependencies, levels: np.ndarray, schedule: ReferenceSchedule,
+                   ) -> np.ndarray:
+    """``schedule``'s order with every transfer some dependent waits for (its gathers, transitively) first, then
+    the dependents of depth one, then the rest of depth zero, then deeper transfers: every replica takes its
+    forwards before its direct receives, and a host's lane sends its forwards before the small sends that would
+    otherwise leave it no gap long enough."""
+    n = phase.n
+    place = np.empty(n, np.int64)
+    place[schedule.order] = np.arange(n)
+    needed = np.zeros(n, bool)
+    needed[deps.succ] = True
+    frontier = needed.copy()
+    while frontier.any():
+        before = np.zeros(n, bool)
+        before[deps.pred[frontier[deps.succ]]] = True
+        frontier = before & ~needed
+        needed |= before
+    group = np.select([levels > 1, levels == 1, needed], [3, 1, 0], default=2)
+    return np.lexsort((place, levels, group))
 
 
 def by_release(phase: Phase, deps: Dependencies, levels: np.ndarray, schedule: ReferenceSchedule,
@@ -159,6 +182,11 @@ class OrderSearch:
             self.grouped[reverse] = order, schedule
             self.offer(schedule, "gathers by forward" + (", reversed" if reverse else ""))
 
+    def forwards(self) -> None:
+        """Forwards first, on the greedy's order."""
+        if len(self.deps) and self.fits():
+            self.offer(self._time(forwards_first(self.phase, self.deps, self.levels, self.greedy)), "forwards first")
+
     def hosts(self) -> None:
         """Each relay host's plan (``placer.ordering.hosts``) on the greedy's schedule, its forwards after every
         gather and interleaved with them."""
@@ -179,4 +207,4 @@ class OrderSearch:
                        "gathers by forward" + (", reversed" if reverse else "") + " + by release")
 
 
-__all__ = ["OrderSearch", "by_release", "gathers_by_forward"]
+__all__ = ["OrderSearch", "by_release", "forwards_first", "gathers_by_forward"]

@@ -302,8 +302,9 @@ def _schedule_reference(phase: Phase, machine: Machine, mode: Mode | str, params
                         ordering: OrderingParams, chunks: Chunks, clock: float,
                         progress: SolverCallback | None) -> PhaseSchedule:
     """The reference's B1024 order timed by its rules. In cpsat mode, also (``placer.ordering.improve``): gathers
-    by forward, the CP-SAT order of the chunk model (half the time limit), then by release, each timed by
-    the same rules while the time limit allows; the shortest is kept. The bound is the reference rules' own."""
+    by forward, forwards first, host plans, the CP-SAT order of the chunk model (half the time limit), then by
+    release, each timed by the same rules while the time limit allows; the shortest is kept. The bound is the
+    reference rules' own."""
     tiles = chunks.tiles
     deps = chunks.transfer_deps
     levels = transfer_levels(phase.n, deps)
@@ -320,6 +321,7 @@ def _schedule_reference(phase: Phase, machine: Machine, mode: Mode | str, params
         search = OrderSearch(phase, deps, levels, lambda order: materialize(phase, order, deps, machine, tiles),
                              leads(phase, machine, tiles), greedy, deadline, timing_s)
         search.group()
+        search.forwards()
         search.hosts()
         # CP-SAT in the chunk model on half the limit (as deterministic work, the deadline less one timing
         # as its backstop), if its chunk-model greedy, one timing and a quarter of its share fit before the deadline

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from placer.capture.model import Phase
 from placer.machine import load_machine
 from placer.ordering.check import check_reference_schedule
-from placer.ordering.improve import OrderSearch, gathers_by_forward
+from placer.ordering.improve import OrderSearch, forwards_first, gathers_by_forward
 from placer.ordering.reference import leads, materialize, reference_bound, reference_schedule
 from placer.ordering.streams import transfer_dependencies, transfer_levels
 from placer.ordering.synthetic import relay_phase
@@ -51,6 +51,7 @@ def _search(phase: Phase, tiles: int) -> OrderSearch:
     search = OrderSearch(phase, deps, levels, lambda order: materialize(phase, order, deps, MACHINE, tiles),
                          leads(phase, MACHINE, tiles), greedy, deadline=time.perf_counter() + 600, step_seconds=0.0)
     search.group()
+    search.forwards()
     search.hosts()
     search.release()
     return search
@@ -113,6 +114,17 @@ def test_a_host_plan_sends_first_the_forward_whose_elements_are_free() -> None:
     assert search.best.horizon < grouped.best.horizon < greedy.horizon
     assert search.found.startswith("host plans")
     _valid(phase, search.best)
+
+
+def test_forwards_first_lists_gathers_then_forwards_then_direct_traffic() -> None:
+    phase = host_phase(fragments=16, direct=4)
+    deps = transfer_dependencies(phase)
+    levels = transfer_levels(phase.n, deps)
+    order = forwards_first(phase, deps, levels, reference_schedule(phase, MACHINE, tiles=TILES, deps=deps))
+    gathers, direct, forwards = range(48), range(48, 52), range(52, 55)
+    assert set(order[:48].tolist()) == set(gathers)
+    assert set(order[48:51].tolist()) == set(forwards)
+    assert set(order[51:].tolist()) == set(direct)
 
 
 @settings(max_examples=25, deadline=None)
