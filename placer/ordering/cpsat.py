@@ -251,8 +251,10 @@ def improve_lns(
         if len(free) == 0:
             break
         solve_clock = time.perf_counter()
-        cand, status, dtime = _solve_window(chunks, graph, best, length, free, best_h,
-                                            replace(params, time_limit=min(step_time, left)))
+        # each solve stops by the wall-clock deadline too (its own backstop is 2 x its limit + 5 s)
+        step = replace(params, time_limit=min(step_time, left),
+                       backstop=max(0.05, deadline - time.perf_counter() - step_cost))
+        cand, status, dtime = _solve_window(chunks, graph, best, length, free, best_h, step)
         solve_time = time.perf_counter() - solve_clock
         work += dtime + _WORK_PER_EDGE * edges + _WORK_PER_FREED * len(free)
         steps += 1

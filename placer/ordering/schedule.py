@@ -370,7 +370,7 @@ def _improve(
     deadline: float | None = None,
 ) -> tuple[np.ndarray, SolveResult, str]:
     """CP-SAT in the chunk model: one exact model on small phases, else repairs then neighbourhoods (``deadline``:
-    a wall-clock backstop for the neighbourhoods)."""
+    a wall-clock backstop for the neighbourhoods, and no second greedy rule when one is set)."""
     lower = bound.best
     greedy_h = horizon_of(chunks, greedy)
     if chunks.count <= ordering.exact_chunks:
@@ -390,7 +390,7 @@ def _improve(
     # of the budget goes to the repairs (as a work budget when deterministic)
     deterministic = bool(getattr(params, "deterministic", False))
     incumbent = greedy
-    if chunks.count <= _SECOND_RULE_CHUNKS:
+    if chunks.count <= _SECOND_RULE_CHUNKS and deadline is None:
         other = greedy_starts(chunks, "nowave")
         if horizon_of(chunks, other) < greedy_h:
             incumbent = other
