@@ -4,20 +4,18 @@
 that order: the list decides every receive stream. B1024's list appends every gather of a relay before any forward
 and a host's gathers interleave its segments, so every forward of a host waits for all of them; and a forward's
 send may not overlap a receive into an SRAM element it reads (the memory rule), so a host whose segments share
-elements serialises its gathers and its forwards. ``OrderSearch`` tries, after B1024, while the time limit allows:
+elements serialises its gathers and its forwards. ``OrderSearch`` holds the shortest schedule found, and its steps
+each time one order built from the greedy's (``placer.ordering.schedule`` runs them, and the chunk model's CP-SAT
+order, while the time limit allows):
 
 - *gathers by forward* (``group``): a host's gathers in blocks, one block per forward it feeds, the blocks in the
-  forwards' lane order in the incumbent (or reversed); a receive into an element a forward reads joins that
-  forward's block if it is earlier; everything else keeps its place;
+  forwards' lane order (or reversed); a receive into an element a forward reads joins that forward's block if it
+  is earlier; everything else keeps its place;
 - *forwards first* (``forwards``): every gather, then every forward, then the direct traffic, so a replica takes
   its forwards before its direct receives and a host's lane is not broken up by small sends before its forwards;
 - *host plans* (``hosts``, ``placer.ordering.hosts``): per host, the order of its forwards and which gathers go
   before each, chosen on a small model of the host, with its forwards after every gather or interleaved with
-  them;
-- the chunk model's CP-SAT order (in ``placer.ordering.schedule``);
-- *by release* (``release``): every transfer at its offset in a grouped schedule, a forward at its gathers' last
-  arrival (a source's forwards one after another), so a replica takes each forward when it can be sent, between
-  its direct receives, instead of after all of them.
+  them.
 
 Each order is a topological order of the dependencies, so each schedule keeps every rule (the checker runs on the
 result in ``schedule_phase``); only a shorter horizon replaces the incumbent.
@@ -98,38 +96,6 @@ def forwards_first(phase: Phase, deps: Dependencies, levels: np.ndarray, schedul
     return np.lexsort((place, levels, group))
 
 
-def by_release(phase: Phase, deps: Dependencies, levels: np.ndarray, schedule: ReferenceSchedule,
-               lead: np.ndarray) -> np.ndarray:
-    """Every transfer keyed by its offset in ``schedule``; a dependent by its predecessors' last arrival there,
-    a source's dependents one after another on its lane (see the module docstring)."""
-    words = phase.words.astype(np.int64)
-    owner = phase.dst_transfer()
-    arrival = schedule.tx_start + words
-    np.maximum.at(arrival, owner, schedule.rx_start + words[owner])
-    key = schedule.tx_start - lead
-    ready = np.zeros(phase.n, np.int64)
-    np.maximum.at(ready, deps.succ, arrival[deps.pred])
-    dependents = np.unique(deps.succ)
-    # never ahead of a receiving host's own gathers: they would wait for it, and so would its forwards
-    gathered = np.zeros(int(phase.dst_tile.max()) + 1, np.int64)
-    fed = np.isin(owner, deps.pred) & np.isin(phase.dst_tile, phase.source[dependents])
-    np.maximum.at(gathered, phase.dst_tile[fed], (schedule.rx_start + words[owner])[fed])
-    into = np.isin(owner, dependents)
-    np.maximum.at(ready, owner[into], gathered[phase.dst_tile[into]])
-    dependents = dependents[np.lexsort((ready[dependents], phase.source[dependents]))]
-    src = phase.source[dependents].tolist()
-    w = words[dependents].tolist()
-    at = ready[dependents].tolist()
-    for k in range(1, len(at)):
-        if src[k] == src[k - 1] and at[k] < at[k - 1] + w[k - 1]:
-            at[k] = at[k - 1] + w[k - 1]
-    key[dependents] = at
-    for lv in range(1, int(levels.max(initial=0)) + 1):  # a transfer after its predecessors, whatever the estimates
-        edge = levels[deps.succ] == lv
-        np.maximum.at(key, deps.succ[edge], key[deps.pred[edge]] + 1)
-    return np.lexsort((np.arange(phase.n), levels, key))
-
-
 @dataclass
 class OrderSearch:
     """The shortest schedule found so far for one phase, and the steps that try the orders of the module
@@ -140,13 +106,11 @@ class OrderSearch:
     deps: Dependencies
     levels: np.ndarray
     time_order: Timer
-    lead: np.ndarray
     best: ReferenceSchedule
     deadline: float
     step_seconds: float
     found: str = "greedy"
     cut: bool = False
-    grouped: dict[bool, tuple[np.ndarray, ReferenceSchedule]] = field(default_factory=dict)
     greedy: ReferenceSchedule = field(init=False)  # the schedule the search started from
 
     def __post_init__(self) -> None:
@@ -166,45 +130,28 @@ class OrderSearch:
         self.step_seconds = max(self.step_seconds, time.perf_counter() - clock)
         return schedule
 
-    def group(self) -> None:
-        """Gathers by forward, in the incumbent's forward order and reversed (an order equal to one already
-        timed is not timed again)."""
-        if not len(self.deps):
+    def group(self, *, reverse: bool = False) -> None:
+        """Gathers by forward on the greedy's order, in its forwards' lane order or reversed (not timed when the
+        order is the greedy's)."""
+        if not len(self.deps) or not self.fits():
             return
-        base = self.best
-        for reverse in (False, True):
-            order = gathers_by_forward(self.phase, self.deps, self.levels, base, reverse=reverse)
-            if np.array_equal(order, base.order) or any(np.array_equal(order, o) for o, _ in self.grouped.values()):
-                continue
-            if not self.fits():
-                return
-            schedule = self._time(order)
-            self.grouped[reverse] = order, schedule
-            self.offer(schedule, "gathers by forward" + (", reversed" if reverse else ""))
+        order = gathers_by_forward(self.phase, self.deps, self.levels, self.greedy, reverse=reverse)
+        if not np.array_equal(order, self.greedy.order):
+            self.offer(self._time(order), "gathers by forward" + (", reversed" if reverse else ""))
 
     def forwards(self) -> None:
         """Forwards first, on the greedy's order."""
         if len(self.deps) and self.fits():
             self.offer(self._time(forwards_first(self.phase, self.deps, self.levels, self.greedy)), "forwards first")
 
-    def hosts(self) -> None:
-        """Each relay host's plan (``placer.ordering.hosts``) on the greedy's schedule, its forwards after every
-        gather and interleaved with them."""
-        for interleave in (False, True):
-            order = host_order(self.phase, self.deps, self.levels, self.greedy, interleave=interleave)
-            if order is None:
-                return
-            if not self.fits():
-                return
+    def hosts(self, *, interleave: bool = False) -> None:
+        """The relay hosts' plans (``placer.ordering.hosts``) on the greedy's schedule, their forwards after every
+        gather or interleaved with them (none without a host of several forwards)."""
+        if not len(self.deps) or not self.fits():
+            return
+        order = host_order(self.phase, self.deps, self.levels, self.greedy, interleave=interleave)
+        if order is not None:
             self.offer(self._time(order), "host plans" + (", interleaved" if interleave else ""))
 
-    def release(self) -> None:
-        """By release, after each grouping (the costlier step: it is tried last)."""
-        for reverse, (_, schedule) in sorted(self.grouped.items()):
-            if not self.fits():
-                return
-            self.offer(self._time(by_release(self.phase, self.deps, self.levels, schedule, self.lead)),
-                       "gathers by forward" + (", reversed" if reverse else "") + " + by release")
 
-
-__all__ = ["OrderSearch", "by_release", "forwards_first", "gathers_by_forward"]
+__all__ = ["OrderSearch", "forwards_first", "gathers_by_forward"]

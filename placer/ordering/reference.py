@@ -249,11 +249,6 @@ def _plan(phase: Phase, machine: Machine, tiles: int) -> _Plan:
     return _Plan(lead, select.astype(np.int64), pointer.astype(np.int64), guard.astype(np.int64))
 
 
-def leads(phase: Phase, machine: Machine, tiles: int) -> np.ndarray:
-    """Each transfer's lead: its sender's first word leaves at offset + lead (see the module docstring)."""
-    return _plan(phase, machine, tiles).lead
-
-
 def materialize(phase: Phase, order: np.ndarray, deps: Dependencies, machine: Machine,
                 tiles: int) -> ReferenceSchedule:
     """Time the transfers of ``phase`` in ``order`` (a topological order of ``deps``) by the reference's rules.

@@ -39,7 +39,6 @@ from placer.ordering.greedy import greedy_starts, retime
 from placer.ordering.improve import OrderSearch
 from placer.ordering.justify import forward_backward
 from placer.ordering.reference import (
-    leads,
     materialize,
     reference_bound,
     reference_order,
@@ -302,9 +301,9 @@ def _schedule_reference(phase: Phase, machine: Machine, mode: Mode | str, params
                         ordering: OrderingParams, chunks: Chunks, clock: float,
                         progress: SolverCallback | None) -> PhaseSchedule:
     """The reference's B1024 order timed by its rules. In cpsat mode, also (``placer.ordering.improve``): gathers
-    by forward, forwards first, host plans, the CP-SAT order of the chunk model (half the time limit), then by
-    release, each timed by the same rules while the time limit allows; the shortest is kept. The bound is the
-    reference rules' own."""
+    by forward, forwards first, host plans, the CP-SAT order of the chunk model (half the time limit), interleaved
+    host plans, gathers by forward reversed, each timed by the same rules while the time limit allows; the shortest
+    is kept. The bound is the reference rules' own."""
     tiles = chunks.tiles
     deps = chunks.transfer_deps
     levels = transfer_levels(phase.n, deps)
@@ -319,8 +318,8 @@ def _schedule_reference(phase: Phase, machine: Machine, mode: Mode | str, params
     if mode == "cpsat" and chunks.count and greedy.horizon > bound.best:
         deadline = clock + params.time_limit
         search = OrderSearch(phase, deps, levels, lambda order: materialize(phase, order, deps, machine, tiles),
-                             leads(phase, machine, tiles), greedy, deadline, timing_s)
-        search.group()
+                             greedy, deadline, timing_s)
+        search.group()  # the steps that won on the measured phases first (docs/ordering.md)
         search.forwards()
         search.hosts()
         # CP-SAT in the chunk model on half the limit (as deterministic work, the deadline less one timing
@@ -340,7 +339,8 @@ def _schedule_reference(phase: Phase, machine: Machine, mode: Mode | str, params
         elif search.best.horizon > bound.best:
             search.cut = True
         if search.best.horizon > bound.best:
-            search.release()
+            search.hosts(interleave=True)
+            search.group(reverse=True)
         best, method = search.best, search.found
         h = best.horizon
         status = Status.OPTIMAL if h <= bound.best else Status.FEASIBLE

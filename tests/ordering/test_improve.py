@@ -14,7 +14,7 @@ from placer.capture.model import Phase
 from placer.machine import load_machine
 from placer.ordering.check import check_reference_schedule
 from placer.ordering.improve import OrderSearch, forwards_first, gathers_by_forward
-from placer.ordering.reference import leads, materialize, reference_bound, reference_schedule
+from placer.ordering.reference import materialize, reference_bound, reference_schedule
 from placer.ordering.streams import transfer_dependencies, transfer_levels
 from placer.ordering.synthetic import relay_phase
 
@@ -49,11 +49,12 @@ def _search(phase: Phase, tiles: int) -> OrderSearch:
     levels = transfer_levels(phase.n, deps)
     greedy = reference_schedule(phase, MACHINE, tiles=tiles, deps=deps)
     search = OrderSearch(phase, deps, levels, lambda order: materialize(phase, order, deps, MACHINE, tiles),
-                         leads(phase, MACHINE, tiles), greedy, deadline=time.perf_counter() + 600, step_seconds=0.0)
+                         greedy, deadline=time.perf_counter() + 600, step_seconds=0.0)
     search.group()
     search.forwards()
     search.hosts()
-    search.release()
+    search.hosts(interleave=True)
+    search.group(reverse=True)
     return search
 
 
@@ -107,9 +108,9 @@ def test_a_host_plan_sends_first_the_forward_whose_elements_are_free() -> None:
     levels = transfer_levels(phase.n, deps)
     greedy = reference_schedule(phase, MACHINE, tiles=TILES, deps=deps)
     grouped = OrderSearch(phase, deps, levels, lambda order: materialize(phase, order, deps, MACHINE, TILES),
-                          leads(phase, MACHINE, TILES), greedy, deadline=time.perf_counter() + 600,
-                          step_seconds=0.0)
+                          greedy, deadline=time.perf_counter() + 600, step_seconds=0.0)
     grouped.group()
+    grouped.group(reverse=True)
     search = _search(phase, TILES)
     assert search.best.horizon < grouped.best.horizon < greedy.horizon
     assert search.found.startswith("host plans")
