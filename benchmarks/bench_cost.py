@@ -38,10 +38,18 @@ def synthetic(transfers: int, seed: int = 0) -> Capture:
     rng = np.random.default_rng(seed)
     tiles = 1472
     fan = rng.choice([1, 2, 6], size=transfers, p=[0.5, 0.2, 0.3])
-    dst = rng.integers(0, tiles, size=int(fan.sum()))
-    addr = 0x60000 + 32 * rng.integers(0, 4096, size=int(fan.sum()))
-    phase = Phase.build(0, rng.integers(0, tiles, transfers), np.full(transfers, 8), fan, dst, addr,
-                        0x50000 + 32 * rng.integers(0, 4096, transfers))
+    src = rng.integers(0, tiles, transfers)
+    total = int(fan.sum())
+    row = np.repeat(np.arange(transfers), fan)
+    # The reader rejects a transfer naming its own source or one tile twice, so each transfer's destinations are
+    # src + distinct offsets in 1..tiles-1 (mod tiles). k distinct offsets without a per-transfer loop: k draws
+    # from 0..tiles-1-k, sorted, plus 0..k-1 are strictly increasing and stay within 0..tiles-2.
+    draw = rng.integers(0, tiles - fan[row])
+    draw = draw[np.lexsort((draw, row))]
+    rank = np.arange(total) - np.repeat(np.cumsum(fan) - fan, fan)
+    dst = (src[row] + 1 + draw + rank) % tiles
+    addr = 0x60000 + 32 * rng.integers(0, 4096, size=total)
+    phase = Phase.build(0, src, np.full(transfers, 8), fan, dst, addr, 0x50000 + 32 * rng.integers(0, 4096, transfers))
     return Capture(tile_count=tiles, phases=[phase])
 
 

@@ -35,6 +35,7 @@ or arrival + 5 (the row's guard); the phase horizon is the largest.
 from __future__ import annotations
 
 import bisect
+import weakref
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -256,7 +257,10 @@ def materialize(phase: Phase, order: np.ndarray, deps: Dependencies, machine: Ma
     Each transfer goes at the earliest offset every rule allows (each rule's own earliest offset is monotone, so
     advancing to it never skips an offset all of them allow). Plain Python over lists and one byte row of event
     flags per tile: the per-transfer work is a few dozen operations per receiver, where numpy calls on a handful
-    of receivers would cost more than they save."""
+    of receivers would cost more than they save.
+
+    Raises ValueError if a transfer names one destination tile twice."""
+    _check_distinct_destinations(phase)
     n = phase.n
     entries = int(phase.dst_tile.shape[0])
     if n == 0:
@@ -605,3 +609,27 @@ def reference_table_bytes(phase: Phase, schedule: ReferenceSchedule, machine: Ma
 def _tiles(phase: Phase, machine: Machine) -> int:
     top = max(int(phase.source.max(initial=-1)), int(phase.dst_tile.max(initial=-1))) + 1
     return max(machine.tiles, top)
+
+
+# phases whose destination lists are known to name each tile once: the order searches time one phase many times
+_DISTINCT: weakref.WeakSet[Phase] = weakref.WeakSet()
+
+
+def _check_distinct_destinations(phase: Phase) -> None:
+    """Raise ValueError if a transfer names one destination tile twice.
+
+    The capture reader rejects such a transfer, but a phase built in code is not checked there, and ``materialize``
+    would give the tile two overlapping receives of the one transfer: a schedule the checker rejects."""
+    if phase in _DISTINCT:
+        return
+    rows = phase.dst_transfer()
+    multi = (phase.fanout > 1)[rows]  # a single destination cannot repeat
+    r, t = rows[multi], phase.dst_tile[multi]
+    by = np.lexsort((t, r))
+    r, t = r[by], t[by]
+    dup = np.flatnonzero((r[1:] == r[:-1]) & (t[1:] == t[:-1]))
+    if dup.size:
+        k = int(dup[0])
+        raise ValueError(f"phase {phase.phase}, transfer {int(r[k])}: destination tile {int(t[k])} appears twice "
+                         "in one transfer")
+    _DISTINCT.add(phase)

@@ -4,6 +4,7 @@ schedule of random phases checked by the independent checker."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -107,6 +108,21 @@ def test_a_dependent_transfer_waits_for_every_arrival_of_its_predecessor() -> No
     sched = reference_schedule(phase, MACHINE, tiles=TILES)
     assert sched.tx_start[1] >= int((sched.rx_start[:2] + 64).max())
     _valid(phase, sched)
+
+
+def test_a_transfer_naming_one_tile_twice_is_refused() -> None:
+    # the reader refuses this in a capture; a phase built in code must not time tile 5's two receives of the one
+    # transfer on top of each other (a schedule its own checker rejects) but say which transfer and tile
+    ok = (0, 8, [(5, REGION1)], [0x4C000])
+    twice = (1, 8, [(6, REGION1), (5, REGION1 + 0x1000), (5, REGION1 + 0x2000)], [0x4C000])
+    phase = _phase([ok, twice])
+    with pytest.raises(ValueError, match=r"^phase 0, transfer 1: destination tile 5 appears twice in one transfer$"):
+        reference_schedule(phase, MACHINE, tiles=TILES)
+    with pytest.raises(ValueError, match="transfer 1: destination tile 5"):
+        _in_order(phase, [1, 0])
+    # tile 5 in two different transfers is fine
+    once = _phase([ok, (1, 8, [(6, REGION1), (5, REGION1 + 0x1000)], [0x4C000])])
+    _valid(once, reference_schedule(once, MACHINE, tiles=TILES))
 
 
 def test_checker_finds_a_moved_send() -> None:
