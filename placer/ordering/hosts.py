@@ -78,35 +78,30 @@ def plan_hosts(phase: Phase, deps: Dependencies, levels: np.ndarray, release: np
     rank = np.full(phase.n, -1, np.int64)
     forwards = np.unique(deps.succ[levels[deps.succ] == 1])
     hosts, count = np.unique(phase.source[forwards], return_counts=True)
-    planned = set(hosts[count > 1].tolist())
-    if not planned:
+    if not (count > 1).any():
         return slot, rank
     owner = phase.dst_transfer()
+    on_host = np.isin(phase.source, hosts[count > 1])  # transfers sent by a planned host
+    at_host = np.flatnonzero(np.isin(phase.dst_tile, hosts[count > 1]))  # entries received by one
     s_tr, s_key, entry, d_key = hazard_pairs(phase)
     reads: dict[int, set[int]] = {}
-    for t, k in zip(s_tr.tolist(), s_key.tolist(), strict=True):
+    for t, k in zip(s_tr[on_host[s_tr]].tolist(), s_key[on_host[s_tr]].tolist(), strict=True):
         reads.setdefault(t, set()).add(k)
     writes: dict[int, set[int]] = {}
-    for e, k in zip(entry.tolist(), d_key.tolist(), strict=True):
+    mine = np.isin(entry, at_host)
+    for e, k in zip(entry[mine].tolist(), d_key[mine].tolist(), strict=True):
         writes.setdefault(e, set()).add(k)
     fed: dict[int, set[int]] = {}  # gather → the forwards it feeds (a fragment may straddle two segments)
-    for a, b in zip(deps.pred.tolist(), deps.succ.tolist(), strict=True):
-        if levels[b] == 1 and int(phase.source[b]) in planned:
-            fed.setdefault(a, set()).add(b)
+    edge = (levels[deps.succ] == 1) & on_host[deps.succ]
+    for a, b in zip(deps.pred[edge].tolist(), deps.succ[edge].tolist(), strict=True):
+        fed.setdefault(a, set()).add(b)
     by_host: dict[int, list[int]] = {}
-    for f in forwards.tolist():
-        h = int(phase.source[f])
-        if h in planned:
-            by_host.setdefault(h, []).append(f)
+    for f in forwards[on_host[forwards]].tolist():
+        by_host.setdefault(int(phase.source[f]), []).append(f)
     pieces: dict[int, dict[Piece, int]] = {h: {} for h in by_host}
     members: dict[tuple[int, Piece], list[int]] = {}
-    dst_tile = phase.dst_tile.tolist()
     words = phase.words.tolist()
-    for e in range(len(dst_tile)):
-        h = dst_tile[e]
-        if h not in pieces:
-            continue
-        t = int(owner[e])
+    for e, h, t in zip(at_host.tolist(), phase.dst_tile[at_host].tolist(), owner[at_host].tolist(), strict=True):
         piece = frozenset(fed.get(t, ())), frozenset(writes.get(e, ()))
         if not piece[0] and not piece[1]:
             continue  # neither gathered nor in the way of a forward
@@ -144,7 +139,7 @@ def plan_hosts(phase: Phase, deps: Dependencies, levels: np.ndarray, release: np
 
 def host_order(phase: Phase, deps: Dependencies, levels: np.ndarray, schedule: ReferenceSchedule, *,
                interleave: bool) -> np.ndarray | None:
-    """``base`` (an order) with each planned host's gathers permuted among the places its gathers held, block by
+    """``schedule``'s order with each planned host's gathers permuted among the places its gathers held, block by
     block, and its forwards in their planned order: among the places its forwards held (``interleave`` False:
     after every gather, so each replica takes them after its direct receives), or each just after the last gather
     of its block (so a forward is listed before the gathers its send must not overlap, but also before the direct
@@ -175,12 +170,12 @@ def host_order(phase: Phase, deps: Dependencies, levels: np.ndarray, schedule: R
         return np.lexsort((np.arange(n), key))
     last = np.full(n, -1.0)
     np.maximum.at(last, deps.succ, key[deps.pred])
-    ends: dict[tuple[int, int], float] = {}
-    for t, h, b in zip(gathered.tolist(), host[gathered].tolist(), slot[gathered].tolist(), strict=True):
-        ends[(h, b)] = max(ends.get((h, b), -1.0), float(key[t]))
-    src = phase.source[forwards].tolist()
-    for f, h, r in zip(forwards.tolist(), src, rank[forwards].tolist(), strict=True):
-        key[f] = max(ends.get((h, r), -1.0), float(last[f])) + 0.5 + 1e-6 * r
+    # the last gather place of each (host, block), looked up by each forward's (source, rank)
+    blocks = int(max(slot.max(), rank.max())) + 1
+    block_end = np.full(int(max(phase.dst_tile.max(), phase.source.max())) * blocks + blocks, -1.0)
+    np.maximum.at(block_end, host[gathered] * blocks + slot[gathered], key[gathered])
+    ends = block_end[phase.source[forwards].astype(np.int64) * blocks + rank[forwards]]
+    key[forwards] = np.maximum(ends, last[forwards]) + 0.5 + 1e-6 * rank[forwards]
     key[levels > 1] += n  # everything deeper keeps its place after depth one
     for lv in range(1, int(levels.max(initial=0)) + 1):  # and every transfer after its predecessors
         edge = levels[deps.succ] == lv

@@ -44,12 +44,17 @@ def host_phase(bases: list[int] | None = None, fragments: int = 16, direct: int 
                        src_counts=[len(r[3]) for r in rows])
 
 
-def _search(phase: Phase, tiles: int) -> OrderSearch:
+def _start(phase: Phase, tiles: int) -> OrderSearch:
+    """A search from B1024, with no step run yet and no deadline to speak of."""
     deps = transfer_dependencies(phase)
     levels = transfer_levels(phase.n, deps)
     greedy = reference_schedule(phase, MACHINE, tiles=tiles, deps=deps)
-    search = OrderSearch(phase, deps, levels, lambda order: materialize(phase, order, deps, MACHINE, tiles),
-                         greedy, deadline=time.perf_counter() + 600, step_seconds=0.0)
+    return OrderSearch(phase, deps, levels, lambda order: materialize(phase, order, deps, MACHINE, tiles),
+                       greedy, deadline=time.perf_counter() + 600, step_seconds=0.0)
+
+
+def _search(phase: Phase, tiles: int) -> OrderSearch:
+    search = _start(phase, tiles)
     search.group()
     search.forwards()
     search.hosts()
@@ -104,11 +109,8 @@ def test_a_host_plan_sends_first_the_forward_whose_elements_are_free() -> None:
     # forward until the next segment is in its element; a host plan sends a forward whose elements no pending
     # gather writes while those land
     phase = host_phase([0x7000, 0x9000, 0xB000, 0xD000], fragments=32, direct=8)
-    deps = transfer_dependencies(phase)
-    levels = transfer_levels(phase.n, deps)
-    greedy = reference_schedule(phase, MACHINE, tiles=TILES, deps=deps)
-    grouped = OrderSearch(phase, deps, levels, lambda order: materialize(phase, order, deps, MACHINE, TILES),
-                          greedy, deadline=time.perf_counter() + 600, step_seconds=0.0)
+    greedy = reference_schedule(phase, MACHINE, tiles=TILES)
+    grouped = _start(phase, TILES)
     grouped.group()
     grouped.group(reverse=True)
     search = _search(phase, TILES)
