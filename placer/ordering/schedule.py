@@ -301,9 +301,9 @@ def _schedule_reference(phase: Phase, machine: Machine, mode: Mode | str, params
                         ordering: OrderingParams, chunks: Chunks, clock: float,
                         progress: SolverCallback | None) -> PhaseSchedule:
     """The reference's B1024 order timed by its rules. In cpsat mode, also (``placer.ordering.improve``): gathers
-    by forward, forwards first, host plans, the CP-SAT order of the chunk model (half the time limit), interleaved
-    host plans, gathers by forward reversed, each timed by the same rules while the time limit allows; the shortest
-    is kept. The bound is the reference rules' own."""
+    by forward, forwards first, host plans, host slots, the CP-SAT order of the chunk model (half the time limit),
+    interleaved host plans, gathers by forward reversed, each timed by the same rules while the time limit allows;
+    the shortest is kept. The bound is the reference rules' own."""
     tiles = chunks.tiles
     deps = chunks.transfer_deps
     levels = transfer_levels(phase.n, deps)
@@ -322,10 +322,12 @@ def _schedule_reference(phase: Phase, machine: Machine, mode: Mode | str, params
         search.group()  # the steps that won on the measured phases first (docs/ordering.md)
         search.forwards()
         search.hosts()
+        search.slots()
         # CP-SAT in the chunk model on half the limit (as deterministic work, the deadline less one timing
         # as its backstop), if its chunk-model greedy, one timing and a quarter of its share fit before the deadline
         share = params.time_limit / 2
         stage = time.perf_counter()
+        skipped = False  # the CP-SAT step did not fit; the cheaper steps after it still run if they fit
         if search.best.horizon > bound.best and stage + greedy_s + timing_s + share / 4 < deadline:
             started, _, how = _improve(chunks, greedy_starts(chunks), lower_bound(chunks),
                                        replace(params, time_limit=share), ordering, progress,
@@ -337,10 +339,11 @@ def _schedule_reference(phase: Phase, machine: Machine, mode: Mode | str, params
             search.offer(materialize(phase, order, deps, machine, tiles), f"{how} (chunk model)")
             search.cut = search.cut or time.perf_counter() >= deadline - search.step_seconds
         elif search.best.horizon > bound.best:
-            search.cut = True
+            skipped = True
         if search.best.horizon > bound.best:
             search.hosts(interleave=True)
             search.group(reverse=True)
+        search.cut = search.cut or skipped
         best, method = search.best, search.found
         h = best.horizon
         status = Status.OPTIMAL if h <= bound.best else Status.FEASIBLE

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from placer.capture.model import Phase
 from placer.machine import load_machine
 from placer.ordering.check import check_reference_schedule
-from placer.ordering.improve import OrderSearch, forwards_first, gathers_by_forward
+from placer.ordering.improve import OrderSearch, forwards_first, gathers_by_forward, host_slots
 from placer.ordering.reference import materialize, reference_bound, reference_schedule
 from placer.ordering.streams import transfer_dependencies, transfer_levels
 from placer.ordering.synthetic import relay_phase
@@ -44,6 +44,34 @@ def host_phase(bases: list[int] | None = None, fragments: int = 16, direct: int 
                        src_counts=[len(r[3]) for r in rows])
 
 
+def homes_phase(columns: int = 4, rows: int = 5, hosts_from: int = 3, fragments: int = 16,
+                slice_words: int = 256) -> Phase:
+    """A miniature of a relayed QKV phase: tile (m, c) = m * columns + c. Every tile of rows 1.. is a weight home
+    that multicasts its two-piece slice to the rest of its column (row 0 holds none, so it takes every slice);
+    the homes of rows ``hosts_from``.. are also relay hosts, each gathering ``fragments`` 8-word fragments from
+    16 owner tiles and forwarding the segment to the whole of row 0."""
+    rows_out: list[tuple[int, int, list[tuple[int, int]], list[int]]] = []
+    owners = rows * columns
+    for m in range(1, rows):
+        for c in range(columns):
+            for p in range(2):
+                rows_out.append((m * columns + c, slice_words,
+                                 [(o * columns + c, 0x20000 + 4 * slice_words * (2 * m + p)) for o in range(rows)
+                                  if o != m], [0x10000 + 4 * slice_words * p]))
+    hosts = [m * columns + c for m in range(hosts_from, rows) for c in range(columns)]
+    for h, host in enumerate(hosts):
+        for f in range(fragments):
+            rows_out.append((owners + (h * fragments + f) % 16, 8, [(host, 0x40000 + 32 * f)],
+                             [0x60000 + 32 * (h * fragments + f)]))
+    for h, host in enumerate(hosts):
+        rows_out.append((host, 8 * fragments, [(c, 0x50000 + 32 * fragments * h) for c in range(columns)],
+                         [0x40000]))
+    return Phase.build(0, source=[r[0] for r in rows_out], words=[r[1] for r in rows_out],
+                       dst_counts=[len(r[2]) for r in rows_out], dst_tile=[t for r in rows_out for t, _ in r[2]],
+                       dst_addr=[a for r in rows_out for _, a in r[2]], src_addr=[a for r in rows_out for a in r[3]],
+                       src_counts=[len(r[3]) for r in rows_out])
+
+
 def _start(phase: Phase, tiles: int) -> OrderSearch:
     """A search from B1024, with no step run yet and no deadline to speak of."""
     deps = transfer_dependencies(phase)
@@ -58,6 +86,7 @@ def _search(phase: Phase, tiles: int) -> OrderSearch:
     search.group()
     search.forwards()
     search.hosts()
+    search.slots()
     search.hosts(interleave=True)
     search.group(reverse=True)
     return search
@@ -128,6 +157,55 @@ def test_forwards_first_lists_gathers_then_forwards_then_direct_traffic() -> Non
     assert set(order[:48].tolist()) == set(gathers)
     assert set(order[48:51].tolist()) == set(forwards)
     assert set(order[51:].tolist()) == set(direct)
+
+
+def test_host_slots_let_hosts_that_are_weight_homes_gather_while_they_send() -> None:
+    # B1024 lists each host's gathers before the weight slices it receives, so every multicast to its column
+    # waits for them; slots give each host's gathers the window of its own send and reach the port bound
+    phase = homes_phase()
+    bound = reference_bound(phase, MACHINE, tiles=TILES)
+    greedy = reference_schedule(phase, MACHINE, tiles=TILES)
+    others = _start(phase, TILES)
+    others.group()
+    others.forwards()
+    others.hosts()
+    search = _search(phase, TILES)
+    assert search.found == "host slots"
+    assert search.best.horizon < others.best.horizon and search.best.horizon <= 1.01 * bound.best < greedy.horizon
+    _valid(phase, search.best)
+
+
+def test_host_slots_rank_hosts_from_the_top_and_list_their_gathers_just_before_their_own_sends() -> None:
+    phase = homes_phase(columns=2, rows=4, hosts_from=2, fragments=4)
+    deps = transfer_dependencies(phase)
+    levels = transfer_levels(phase.n, deps)
+    order = host_slots(phase, deps, levels, reference_schedule(phase, MACHINE, tiles=TILES, deps=deps))
+    place = np.empty(phase.n, np.int64)
+    place[order] = np.arange(phase.n)
+    assert (place[deps.pred] < place[deps.succ]).all()
+    # transfers 0-11: slices of rows 1, 2, 3 (two columns, two pieces); 12-27: gathers into hosts 4, 5, 6, 7
+    slices = {row: set(range(4 * (row - 1), 4 * row)) for row in (1, 2, 3)}
+    gathers = {host: set(range(12 + 4 * (host - 4), 16 + 4 * (host - 4))) for host in (4, 5, 6, 7)}
+    listed = order[:28].tolist()
+    assert set(listed[:8]) == gathers[6] | gathers[7]  # the top row's hosts rank 0: their gathers, then sends
+    assert set(listed[8:12]) == slices[3]
+    assert set(listed[12:20]) == gathers[4] | gathers[5]  # rank 1
+    assert set(listed[20:24]) == slices[2]
+    assert set(listed[24:28]) == slices[1]  # not a host: after every slot
+    assert listed[8:12] == [10, 11, 8, 9]  # within a slot, from the top tile (7, then 6)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(2, 5), st.integers(3, 6), st.integers(1, 3), st.integers(2, 24), st.sampled_from([64, 256]))
+def test_host_slots_keep_the_rules_on_random_columns(columns: int, rows: int, host_rows: int, fragments: int,
+                                                     slice_words: int) -> None:
+    phase = homes_phase(columns, rows, max(1, rows - host_rows), fragments, slice_words)
+    search = _search(phase, TILES)
+    greedy = reference_schedule(phase, MACHINE, tiles=TILES)
+    assert greedy.horizon >= search.best.horizon >= reference_bound(phase, MACHINE, tiles=TILES).best
+    _valid(phase, search.best)
+    again = _search(phase, TILES)
+    assert np.array_equal(again.best.tx_start, search.best.tx_start) and again.found == search.found
 
 
 @settings(max_examples=25, deadline=None)
