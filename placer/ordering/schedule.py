@@ -315,29 +315,38 @@ def _schedule_reference(phase: Phase, machine: Machine, mode: Mode | str, params
     ref = reference_bound(phase, machine, tiles=tiles, deps=deps)
     bound = LowerBound(max(ref.port, ref.lane), 0, ref.chain, memory=ref.memory)
     best, method, result = greedy, "greedy", None
+    greedy_table: np.ndarray | None = None
     if mode == "cpsat" and chunks.count and greedy.horizon > bound.best:
-        deadline = clock + params.time_limit
+        # the time limit bounds the whole call: the winner's row encoding (timed here on the greedy's, reused if
+        # the greedy stays best) must still fit after the search
+        encoded = time.perf_counter()
+        greedy_table = reference_table_bytes(phase, greedy, machine, tiles)
+        deadline = clock + params.time_limit - (time.perf_counter() - encoded)
         search = OrderSearch(phase, deps, levels, lambda order: materialize(phase, order, deps, machine, tiles),
                              greedy, deadline, timing_s)
         search.group()  # the steps that won on the measured phases first (docs/ordering.md)
         search.forwards()
         search.hosts()
         search.slots()
-        # CP-SAT in the chunk model on half the limit (as deterministic work, the deadline less one timing
-        # as its backstop), if its chunk-model greedy, one timing and a quarter of its share fit before the deadline
+        # CP-SAT in the chunk model on half the limit (as deterministic work), if, after its chunk-model greedy
+        # (its hint), a quarter of its share and one timing fit; its backstop leaves room to re-time its order in
+        # the chunk model (about as long as the hint took) and to time it by the reference's rules
         share = params.time_limit / 2
-        stage = time.perf_counter()
+        reserve = search.margin * search.step_seconds
         skipped = False  # the CP-SAT step did not fit; the cheaper steps after it still run if they fit
-        if search.best.horizon > bound.best and stage + greedy_s + timing_s + share / 4 < deadline:
-            started, _, how = _improve(chunks, greedy_starts(chunks), lower_bound(chunks),
-                                       replace(params, time_limit=share), ordering, progress,
-                                       deadline=deadline - search.step_seconds)
-            # CP-SAT's order is its start times (a topological order: every dependency lag is positive), not the
-            # depth-first order of B1024, which appends every gather before any forward
-            tx = expand(phase, chunks, retime(chunks, started)).tx_start
-            order = np.lexsort((np.arange(phase.n), levels, tx))
-            search.offer(materialize(phase, order, deps, machine, tiles), f"{how} (chunk model)")
-            search.cut = search.cut or time.perf_counter() >= deadline - search.step_seconds
+        if search.best.horizon > bound.best and time.perf_counter() + reserve + share / 4 < deadline:
+            hinted = time.perf_counter()
+            hint = greedy_starts(chunks)
+            chunk_s = time.perf_counter() - hinted
+            skipped = time.perf_counter() + chunk_s + reserve + share / 4 >= deadline
+            if not skipped:
+                started, _, how = _improve(chunks, hint, lower_bound(chunks), replace(params, time_limit=share),
+                                           ordering, progress, deadline=deadline - reserve - chunk_s)
+                # CP-SAT's order is its start times (a topological order: every dependency lag is positive), not
+                # the depth-first order of B1024, which appends every gather before any forward
+                tx = expand(phase, chunks, retime(chunks, started)).tx_start
+                order = np.lexsort((np.arange(phase.n), levels, tx))
+                search.offer(search.timed(order), f"{how} (chunk model)")
         elif search.best.horizon > bound.best:
             skipped = True
         if search.best.horizon > bound.best:
@@ -352,7 +361,8 @@ def _schedule_reference(phase: Phase, machine: Machine, mode: Mode | str, params
     elif mode == "cpsat" and chunks.count:  # B1024 reaches the bound
         result = SolveResult(Status.OPTIMAL, float(greedy.horizon), float(greedy.horizon), greedy_s)
     cost = tile_counters(phase, machine, tiles)
-    table = reference_table_bytes(phase, best, machine, tiles)
+    table = greedy_table if best is greedy and greedy_table is not None else \
+        reference_table_bytes(phase, best, machine, tiles)
     return PhaseSchedule(
         phase=phase.phase, transfers=phase.n, chunks=chunks.count, dependencies=len(deps),
         greedy_horizon=greedy.horizon, horizon=best.horizon, bound=bound, cpsat=result, method=method,

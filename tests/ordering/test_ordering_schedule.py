@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+import placer.ordering.schedule as schedule_module
 from placer.capture.model import Phase
 from placer.machine import load_machine
 from placer.ordering.bounds import lower_bound
-from placer.ordering.check import check_schedule
+from placer.ordering.check import check_reference_schedule, check_schedule
 from placer.ordering.cpsat import horizon_of, solve_exact
 from placer.ordering.greedy import RULES, greedy_starts, retime
 from placer.ordering.justify import forward_backward
@@ -172,3 +175,22 @@ def test_neighbourhood_search_is_deterministic() -> None:
     s = runs[0].schedule
     assert check_schedule(phase, s.tx_start, s.rx_start, s.horizon, MACHINE) == []
     assert runs[0].horizon <= runs[0].greedy_horizon
+
+
+def test_the_time_limit_bounds_the_whole_call_row_encoding_included(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the winner's row encoding runs after the search: its time is reserved up front (timed on the greedy), so
+    # a slow encoding shortens the search instead of overrunning the limit
+    encode = schedule_module.reference_table_bytes
+
+    def slow_encoding(*args: object, **kwargs: object) -> np.ndarray:
+        time.sleep(0.4)
+        return encode(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(schedule_module, "reference_table_bytes", slow_encoding)
+    phase = relay_phase(groups=24, replicas=24, fragments=400, segments=4, sources=24, seed=1)
+    clock = time.perf_counter()
+    ps = schedule_phase(phase, MACHINE, "cpsat", SolverParams(time_limit=2.0, workers=2))
+    assert time.perf_counter() - clock <= 2.0 + 0.15
+    assert ps.horizon <= ps.greedy_horizon and ps.cpsat is not None
+    s = ps.schedule
+    assert check_reference_schedule(phase, s.tx_start, s.rx_start, s.horizon, MACHINE) == []
