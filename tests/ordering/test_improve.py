@@ -92,6 +92,16 @@ def _search(phase: Phase, tiles: int) -> OrderSearch:
     return search
 
 
+def _keeps_the_rules_and_repeats_itself(phase: Phase) -> None:
+    """The search never loses B1024's schedule nor beats the bound, keeps every rule, and repeats itself."""
+    search = _search(phase, TILES)
+    greedy = reference_schedule(phase, MACHINE, tiles=TILES)
+    assert greedy.horizon >= search.best.horizon >= reference_bound(phase, MACHINE, tiles=TILES).best
+    _valid(phase, search.best)
+    again = _search(phase, TILES)
+    assert np.array_equal(again.best.tx_start, search.best.tx_start) and again.found == search.found
+
+
 def _valid(phase: Phase, sched: object) -> None:
     assert check_reference_schedule(phase, sched.tx_start, sched.rx_start, sched.horizon,  # type: ignore[attr-defined]
                                     MACHINE) == []
@@ -200,12 +210,7 @@ def test_host_slots_rank_hosts_from_the_top_and_list_their_gathers_just_before_t
 def test_host_slots_keep_the_rules_on_random_columns(columns: int, rows: int, host_rows: int, fragments: int,
                                                      slice_words: int) -> None:
     phase = homes_phase(columns, rows, max(1, rows - host_rows), fragments, slice_words)
-    search = _search(phase, TILES)
-    greedy = reference_schedule(phase, MACHINE, tiles=TILES)
-    assert greedy.horizon >= search.best.horizon >= reference_bound(phase, MACHINE, tiles=TILES).best
-    _valid(phase, search.best)
-    again = _search(phase, TILES)
-    assert np.array_equal(again.best.tx_start, search.best.tx_start) and again.found == search.found
+    _keeps_the_rules_and_repeats_itself(phase)
 
 
 @settings(max_examples=25, deadline=None)
@@ -214,12 +219,7 @@ def test_host_plans_keep_the_rules_on_random_hosts(sizes: list[int], start: int,
     # contiguous segments of random sizes from a random offset: which straddle an element boundary varies
     bases = [0x6000 + 256 * (start + sum(sizes[:k])) for k in range(len(sizes))]
     phase = host_phase(bases, fragments=max(sizes), direct=direct)
-    search = _search(phase, TILES)
-    greedy = reference_schedule(phase, MACHINE, tiles=TILES)
-    assert greedy.horizon >= search.best.horizon >= reference_bound(phase, MACHINE, tiles=TILES).best
-    _valid(phase, search.best)
-    again = _search(phase, TILES)
-    assert np.array_equal(again.best.tx_start, search.best.tx_start) and again.found == search.found
+    _keeps_the_rules_and_repeats_itself(phase)
 
 
 @settings(max_examples=20, deadline=None)
