@@ -340,8 +340,10 @@ def _schedule_reference(phase: Phase, machine: Machine, mode: Mode | str, params
             chunk_s = time.perf_counter() - hinted
             skipped = time.perf_counter() + chunk_s + reserve + share / 4 >= deadline
             if not skipped:
+                backstop = deadline - reserve - chunk_s
                 started, _, how = _improve(chunks, hint, lower_bound(chunks), replace(params, time_limit=share),
-                                           ordering, progress, deadline=deadline - reserve - chunk_s)
+                                           ordering, progress, deadline=backstop)
+                search.cut = search.cut or time.perf_counter() >= backstop  # its work was cut short
                 # CP-SAT's order is its start times (a topological order: every dependency lag is positive), not
                 # the depth-first order of B1024, which appends every gather before any forward
                 tx = expand(phase, chunks, retime(chunks, started)).tx_start
