@@ -213,8 +213,9 @@ def improve_lns(
     step_time: float = 1.5,
     progress: SolverCallback | None = None,
     deadline: float | None = None,
-) -> np.ndarray:
-    """Improve ``incumbent`` within ``params.time_limit``; never returns a longer schedule.
+) -> tuple[np.ndarray, bool]:
+    """Improve ``incumbent`` within ``params.time_limit``; never returns a longer schedule. Returns the schedule and
+    whether the wall clock cut a deterministic search short (its result is then not reproducible).
 
     With ``params.deterministic`` the search is bounded by a work budget, not the clock: each step costs CP-SAT's
     deterministic time plus a charge for the Python passes proportional to the phase's edges and the freed chunks,
@@ -236,11 +237,15 @@ def improve_lns(
     steps = 0  # neighbourhood kinds take turns
     step_cost = 0.0  # Python work of one step (graph passes, model building), measured
     edges = len(graph.prec_pred) + len(graph.inc_chunk)
+    cut = False
     while best_h > lower:
         began = time.perf_counter()
         left = deadline - began - step_cost
         if deterministic:
-            if work >= params.time_limit - 0.1 or left < 0.1:
+            if work >= params.time_limit - 0.1:
+                break
+            if left < 0.1:
+                cut = True
                 break
             left = params.time_limit - work
         elif left < 0.1:
@@ -271,7 +276,7 @@ def improve_lns(
         step_cost = max(0.0, time.perf_counter() - began - solve_time)
         if progress is not None:
             progress(time.perf_counter() - start_clock, float(best_h), float(lower))
-    return best
+    return best, cut
 
 
 def _neighbourhood(

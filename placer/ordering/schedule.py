@@ -262,7 +262,10 @@ def schedule_phase(
     method = "greedy"
     starts, schedule = greedy, greedy_schedule
     if mode == "cpsat" and chunks.count:
-        improved, result, method = _improve(chunks, greedy, bound, params, ordering, progress)
+        # the limit bounds the whole call: re-timing, expanding and encoding the result take about what the greedy
+        # took, so the neighbourhoods' wall-clock backstop leaves that much
+        improved, result, method = _improve(chunks, greedy, bound, params, ordering, progress,
+                                            deadline=clock + params.time_limit - greedy_s)
         improved = retime(chunks, improved)  # the models do not see control-event cycles; this resolves them
         candidate = expand(phase, chunks, improved)
         if candidate.horizon < greedy_h:
@@ -271,7 +274,8 @@ def schedule_phase(
         proved = max(float(bound.best), result.bound if result.bound is not None else 0.0)
         h = schedule.horizon
         status = Status.OPTIMAL if h <= proved else Status.FEASIBLE
-        result = SolveResult(status, float(h), float(h) if status is Status.OPTIMAL else proved, result.runtime)
+        result = SolveResult(status, float(h), float(h) if status is Status.OPTIMAL else proved, result.runtime,
+                             backstop=result.backstop)
     horizon = schedule.horizon
     rows = timed_rows(phase, schedule, machine, chunks.tiles, ordering)
     cost = tile_counters(phase, machine, chunks.tiles)
@@ -341,9 +345,10 @@ def _schedule_reference(phase: Phase, machine: Machine, mode: Mode | str, params
             skipped = time.perf_counter() + chunk_s + reserve + share / 4 >= deadline
             if not skipped:
                 backstop = deadline - reserve - chunk_s
-                started, _, how = _improve(chunks, hint, lower_bound(chunks), replace(params, time_limit=share),
-                                           ordering, progress, deadline=backstop)
-                search.cut = search.cut or time.perf_counter() >= backstop  # its work was cut short
+                started, staged, how = _improve(chunks, hint, lower_bound(chunks),
+                                                replace(params, time_limit=share), ordering, progress,
+                                                deadline=backstop, second_rule=False)
+                search.cut = search.cut or staged.backstop  # its work was cut short
                 # CP-SAT's order is its start times (a topological order: every dependency lag is positive), not
                 # the depth-first order of B1024, which appends every gather before any forward
                 tx = expand(phase, chunks, retime(chunks, started)).tx_start
@@ -383,9 +388,11 @@ def _improve(
     ordering: OrderingParams,
     progress: SolverCallback | None,
     deadline: float | None = None,
+    second_rule: bool = True,
 ) -> tuple[np.ndarray, SolveResult, str]:
     """CP-SAT in the chunk model: one exact model on small phases, else repairs then neighbourhoods (``deadline``:
-    a wall-clock backstop for the neighbourhoods, and no second greedy rule when one is set)."""
+    a wall-clock backstop for the neighbourhoods; ``second_rule``: also try the ``nowave`` list rule as the
+    incumbent)."""
     lower = bound.best
     greedy_h = horizon_of(chunks, greedy)
     if chunks.count <= ordering.exact_chunks:
@@ -393,11 +400,12 @@ def _improve(
         h = horizon_of(chunks, starts)
         best_bound = max(float(lower), res.bound if res.bound is not None else float(lower))
         if res.status is Status.OPTIMAL or h <= best_bound:
-            return starts, SolveResult(Status.OPTIMAL, float(h), float(h), res.runtime), "exact"
+            return starts, SolveResult(Status.OPTIMAL, float(h), float(h), res.runtime,
+                                       backstop=res.backstop), "exact"
         if res.status is Status.INFEASIBLE:  # cannot happen: the greedy is a solution; report it honestly
             return starts, res, "exact"
         # no CP-SAT solution: the greedy (its hint) stands, with our bound
-        return starts, SolveResult(Status.FEASIBLE, float(h), best_bound, res.runtime), "exact"
+        return starts, SolveResult(Status.FEASIBLE, float(h), best_bound, res.runtime, backstop=res.backstop), "exact"
     clock = time.perf_counter()
     if greedy_h <= lower:
         return greedy, SolveResult(Status.OPTIMAL, float(greedy_h), float(greedy_h), 0.0), "neighbourhood"
@@ -405,19 +413,22 @@ def _improve(
     # of the budget goes to the repairs (as a work budget when deterministic)
     deterministic = bool(getattr(params, "deterministic", False))
     incumbent = greedy
-    if chunks.count <= _SECOND_RULE_CHUNKS and deadline is None:
+    if chunks.count <= _SECOND_RULE_CHUNKS and second_rule:
         other = greedy_starts(chunks, "nowave")
         if horizon_of(chunks, other) < greedy_h:
             incumbent = other
-    incumbent = forward_backward(chunks, incumbent, time_limit=0.25 * params.time_limit,
-                                 deterministic=deterministic)
-    left = params.time_limit - (time.perf_counter() - clock)
-    starts = improve_lns(chunks, incumbent, lower, replace(params, time_limit=max(0.1, left)),
-                            neighbourhood=ordering.neighbourhood, step_time=ordering.step_time,
-                            progress=progress, deadline=deadline)
+    passes = 0.25 * params.time_limit
+    incumbent = forward_backward(chunks, incumbent, time_limit=passes, deterministic=deterministic)
+    # deterministic: the neighbourhoods get the rest as work whatever the passes took on the clock, so the same
+    # input and seed give the same schedule
+    left = params.time_limit - (passes if deterministic else time.perf_counter() - clock)
+    starts, cut = improve_lns(chunks, incumbent, lower, replace(params, time_limit=max(0.1, left)),
+                              neighbourhood=ordering.neighbourhood, step_time=ordering.step_time,
+                              progress=progress, deadline=deadline)
     h = horizon_of(chunks, starts)
     status = Status.OPTIMAL if h <= lower else Status.FEASIBLE
-    return starts, SolveResult(status, float(h), float(lower), time.perf_counter() - clock), "neighbourhood"
+    return starts, SolveResult(status, float(h), float(lower), time.perf_counter() - clock,
+                               backstop=cut), "neighbourhood"
 
 
 def schedule_capture(

@@ -194,3 +194,39 @@ def test_the_time_limit_bounds_the_whole_call_row_encoding_included(monkeypatch:
     assert ps.horizon <= ps.greedy_horizon and ps.cpsat is not None
     s = ps.schedule
     assert check_reference_schedule(phase, s.tx_start, s.rx_start, s.horizon, MACHINE) == []
+
+
+def test_the_neighbourhoods_get_the_same_work_however_long_the_passes_took(monkeypatch: pytest.MonkeyPatch) -> None:
+    # deterministic mode: the neighbourhood search's budget is work (the limit less the passes' work), not what
+    # the clock left after the passes, so a slow machine does not change the schedule
+    phase = replica_phase(groups=8, replicas=10, fragments=200, sources=16, weight_words=2500, tiles=256)
+    passes, search = schedule_module.forward_backward, schedule_module.improve_lns
+    budgets: list[float] = []
+
+    def slow_passes(*args: object, **kwargs: object) -> np.ndarray:
+        time.sleep(0.5)
+        return passes(*args, **kwargs)  # type: ignore[arg-type]
+
+    def recorded_search(chunks: object, incumbent: np.ndarray, lower: int, params: SolverParams,
+                        **kwargs: object) -> np.ndarray:
+        budgets.append(params.time_limit)
+        return search(chunks, incumbent, lower, params, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(schedule_module, "forward_backward", slow_passes)
+    monkeypatch.setattr(schedule_module, "improve_lns", recorded_search)
+    ps = schedule_phase(phase, MACHINE, "cpsat", SolverParams(time_limit=2.0, workers=2, seed=0),
+                        OrderingParams(exact_chunks=10, rules="model"))
+    assert budgets == [1.5] and ps.horizon <= ps.greedy_horizon
+
+
+def test_the_chunk_models_neighbourhoods_stop_at_the_time_limit() -> None:
+    # a deterministic work budget that the clock cannot honour is stopped at the limit and says so (backstop),
+    # instead of running to its own backstop at three times the limit
+    phase = replica_phase(groups=16, replicas=12, fragments=300, sources=24, weight_words=4000, tiles=512)
+    clock = time.perf_counter()
+    ps = schedule_phase(phase, MACHINE, "cpsat", SolverParams(time_limit=2.0, workers=2, seed=0),
+                        OrderingParams(exact_chunks=10, rules="model"))
+    assert time.perf_counter() - clock <= 2.0 + 0.25
+    assert ps.cpsat is not None and ps.horizon <= ps.greedy_horizon
+    s = ps.schedule
+    assert check_schedule(phase, s.tx_start, s.rx_start, s.horizon, MACHINE) == []
