@@ -18,7 +18,10 @@ order, while the time limit allows):
   them;
 - *host slots* (``slots``): where relay hosts are also direct senders (weight homes), their direct multicasts
   first, each host's gathers listed just before its own direct sends, so they land while its port would idle
-  (a tile never receives its own multicast) instead of holding up the multicasts that wait for its port.
+  (a tile never receives its own multicast) instead of holding up the multicasts that wait for its port;
+- *relay tiles first* (``relay_tiles``): every gather, then the hosts' own direct sends and every direct transfer
+  into a replica, then the forwards, then the other direct traffic (and then gathers by forward on the result), so
+  the relay tiles' own traffic goes while the gathers land, before the forwards hold their lanes and ports.
 
 Each order is a topological order of the dependencies, so each schedule keeps every rule (the checker runs on the
 result in ``schedule_phase``); only a shorter horizon replaces the incumbent.
@@ -78,24 +81,58 @@ def gathers_by_forward(phase: Phase, deps: Dependencies, levels: np.ndarray, sch
     return np.lexsort((place, block, levels))
 
 
+def _needed(phase: Phase, deps: Dependencies) -> np.ndarray:
+    """Which transfers some dependent waits for, transitively (a relay's gathers, and what they wait for)."""
+    needed = np.zeros(phase.n, bool)
+    needed[deps.succ] = True
+    frontier = needed.copy()
+    while frontier.any():
+        before = np.zeros(phase.n, bool)
+        before[deps.pred[frontier[deps.succ]]] = True
+        frontier = before & ~needed
+        needed |= before
+    return needed
+
+
 def forwards_first(phase: Phase, deps: Dependencies, levels: np.ndarray, schedule: ReferenceSchedule,
                    ) -> np.ndarray:
     """``schedule``'s order with every transfer some dependent waits for (its gathers, transitively) first, then
     the dependents of depth one, then the rest of depth zero, then deeper transfers: every replica takes its
     forwards before its direct receives, and a host's lane sends its forwards before the small sends that would
     otherwise leave it no gap long enough."""
+    place = np.empty(phase.n, np.int64)
+    place[schedule.order] = np.arange(phase.n)
+    group = np.select([levels > 1, levels == 1, _needed(phase, deps)], [3, 1, 0], default=2)
+    return np.lexsort((place, levels, group))
+
+
+def relay_tiles_first(phase: Phase, deps: Dependencies, levels: np.ndarray, schedule: ReferenceSchedule,
+                      ) -> np.ndarray:
+    """``schedule``'s order with every transfer some dependent waits for first (as in forwards first), then the
+    relay tiles' own direct traffic — every other depth-0 send of a host and every depth-0 transfer into a
+    replica (a receiver of a forward) — then the forwards, then the other direct traffic, then deeper transfers.
+
+    Why: a tile takes its receives in list order and a multicast waits for every receiver. Listed after the
+    forwards (forwards first), a replica's direct receives wait for forwards that are only ready once their
+    gathers have landed, and a host's own multicasts queue behind its long forwards on its lane, holding up
+    every later receive of their receivers; listed after all the direct traffic (B1024), the forwards wait for
+    the replicas' last direct receive. Here both go while the gathers land, and the traffic of the tiles no relay
+    touches fills in after."""
     n = phase.n
     place = np.empty(n, np.int64)
     place[schedule.order] = np.arange(n)
-    needed = np.zeros(n, bool)
-    needed[deps.succ] = True
-    frontier = needed.copy()
-    while frontier.any():
-        before = np.zeros(n, bool)
-        before[deps.pred[frontier[deps.succ]]] = True
-        frontier = before & ~needed
-        needed |= before
-    group = np.select([levels > 1, levels == 1, needed], [3, 1, 0], default=2)
+    src = phase.source.astype(np.int64)
+    dst = phase.dst_tile.astype(np.int64)
+    owner = phase.dst_transfer()
+    tiles = int(max(src.max(initial=0), dst.max(initial=0))) + 1
+    forward = levels == 1
+    is_host = np.zeros(tiles, bool)
+    is_host[src[forward]] = True
+    is_replica = np.zeros(tiles, bool)
+    is_replica[dst[forward[owner]]] = True
+    relay_tile = is_host[src]
+    relay_tile[owner[is_replica[dst]]] = True
+    group = np.select([levels > 1, forward, _needed(phase, deps), relay_tile], [4, 2, 0, 1], default=3)
     return np.lexsort((place, levels, group))
 
 
@@ -197,6 +234,17 @@ class OrderSearch:
         if order is not None:
             self.offer(self.timed(order), "host plans" + (", interleaved" if interleave else ""))
 
+    def relay_tiles(self) -> None:
+        """Relay tiles first, on the greedy's order, and then gathers by forward on its schedule."""
+        if not len(self.deps) or not self.fits():
+            return
+        schedule = self.timed(relay_tiles_first(self.phase, self.deps, self.levels, self.greedy))
+        self.offer(schedule, "relay tiles first")
+        if self.fits():
+            order = gathers_by_forward(self.phase, self.deps, self.levels, schedule)
+            if not np.array_equal(order, schedule.order):
+                self.offer(self.timed(order), "relay tiles first, gathers by forward")
+
     def slots(self) -> None:
         """Host slots, on the greedy's order (only where some relay host is also a direct sender)."""
         if not len(self.deps) or not self.fits():
@@ -211,4 +259,4 @@ class OrderSearch:
             self.offer(self.timed(order), "host slots")
 
 
-__all__ = ["OrderSearch", "forwards_first", "gathers_by_forward", "host_slots"]
+__all__ = ["OrderSearch", "forwards_first", "gathers_by_forward", "host_slots", "relay_tiles_first"]

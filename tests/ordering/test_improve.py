@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from placer.capture.model import Phase
 from placer.machine import load_machine
 from placer.ordering.check import check_reference_schedule
-from placer.ordering.improve import OrderSearch, forwards_first, gathers_by_forward, host_slots
+from placer.ordering.improve import OrderSearch, forwards_first, gathers_by_forward, host_slots, relay_tiles_first
 from placer.ordering.reference import materialize, reference_bound, reference_schedule
 from placer.ordering.streams import transfer_dependencies, transfer_levels
 from placer.ordering.synthetic import relay_phase
@@ -72,6 +72,39 @@ def homes_phase(columns: int = 4, rows: int = 5, hosts_from: int = 3, fragments:
                        src_counts=[len(r[3]) for r in rows_out])
 
 
+def map_phase(hosts: int = 3, replicas: int = 4, fragments: int = 32, owned: int = 24, mixed: int = 96,
+              others: int = 8) -> Phase:
+    """A miniature of the CP-SAT plan's relayed phase 60: each host gathers two segments of ``fragments`` 8-word
+    fragments (one element: each forward waits for them by the memory rule too) and forwards each to its own
+    ``replicas``; ``mixed`` 24-word transfers each go to one replica and one of eight other tiles 20-27; the
+    hosts own ``owned`` 8-word rows each, multicast to tiles 24-27; ``others`` 64-word transfers go to 20-23."""
+    rows: list[tuple[int, int, list[tuple[int, int]], list[int]]] = []
+    host = [40 + h for h in range(hosts)]
+    replica = [[48 + replicas * h + r for r in range(replicas)] for h in range(hosts)]
+    other = list(range(20, 28))
+    for h in range(hosts):
+        for k in range(2):
+            for f in range(fragments):
+                n = (2 * h + k) * fragments + f
+                rows.append((1 + n % 16, 8, [(host[h], 0x40000 + 32 * (k * fragments + f))], [0x60000 + 32 * n]))
+    for j in range(mixed):
+        rows.append((1 + j % 16, 24, [(replica[j % hosts][j % replicas], 0x30000 + 96 * j),
+                                      (other[j % 8], 0x30000 + 96 * j)], [0x70000 + 96 * j]))
+    for j in range(others):
+        rows.append((1 + 7 * j % 16, 64, [(t, 0x20000 + 256 * j) for t in other[:4]], [0x50000 + 256 * j]))
+    for h in range(hosts):
+        for j in range(owned):
+            rows.append((host[h], 8, [(t, 0x10000 + 32 * (h * owned + j)) for t in other[4:]], [0x8000 + 32 * j]))
+    for h in range(hosts):
+        for k in range(2):
+            rows.append((host[h], 8 * fragments, [(t, 0x58000 + 32 * fragments * k) for t in replica[h]],
+                         [0x40000 + 32 * fragments * k]))
+    return Phase.build(0, source=[r[0] for r in rows], words=[r[1] for r in rows],
+                       dst_counts=[len(r[2]) for r in rows], dst_tile=[t for r in rows for t, _ in r[2]],
+                       dst_addr=[a for r in rows for _, a in r[2]], src_addr=[a for r in rows for a in r[3]],
+                       src_counts=[len(r[3]) for r in rows])
+
+
 def _start(phase: Phase, tiles: int) -> OrderSearch:
     """A search from B1024, with no step run yet and no deadline to speak of."""
     deps = transfer_dependencies(phase)
@@ -87,6 +120,7 @@ def _search(phase: Phase, tiles: int) -> OrderSearch:
     search.forwards()
     search.hosts()
     search.slots()
+    search.relay_tiles()
     search.hosts(interleave=True)
     search.group(reverse=True)
     return search
@@ -203,6 +237,44 @@ def test_host_slots_rank_hosts_from_the_top_and_list_their_gathers_just_before_t
     assert set(listed[20:24]) == slices[2]
     assert set(listed[24:28]) == slices[1]  # not a host: after every slot
     assert listed[8:12] == [10, 11, 8, 9]  # within a slot, from the top tile (7, then 6)
+
+
+def test_relay_tiles_first_lists_gathers_then_the_relay_tiles_direct_traffic_then_forwards_then_the_rest() -> None:
+    phase = map_phase(hosts=2, replicas=2, fragments=4, owned=2, mixed=4, others=2)
+    deps = transfer_dependencies(phase)
+    levels = transfer_levels(phase.n, deps)
+    order = relay_tiles_first(phase, deps, levels, reference_schedule(phase, MACHINE, tiles=TILES, deps=deps))
+    # transfers 0-15: gathers; 16-19: into a replica (and another tile); 20-21: to tiles 20-23 only;
+    # 22-25: the hosts' own rows; 26-29: forwards
+    listed = order.tolist()
+    assert set(listed[:16]) == set(range(16))
+    assert set(listed[16:24]) == set(range(16, 20)) | set(range(22, 26))
+    assert set(listed[24:28]) == set(range(26, 30))
+    assert set(listed[28:]) == {20, 21}
+
+
+def test_relay_tiles_first_let_replicas_and_hosts_send_their_own_traffic_while_the_gathers_land() -> None:
+    # B1024 lists the forwards after every direct transfer, so each waits for its replicas' last direct receive,
+    # and the hosts' own rows queue behind the forwards on their lanes; no other step fixes both
+    phase = map_phase()
+    greedy = reference_schedule(phase, MACHINE, tiles=TILES)
+    others = _start(phase, TILES)
+    others.group()
+    others.forwards()
+    others.hosts()
+    others.slots()
+    search = _search(phase, TILES)
+    assert search.found.startswith("relay tiles first")
+    assert search.best.horizon < 0.95 * min(greedy.horizon, others.best.horizon)
+    _valid(phase, search.best)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(1, 3), st.integers(1, 4), st.integers(2, 24), st.integers(0, 24), st.integers(0, 48),
+       st.integers(0, 8))
+def test_relay_tiles_first_keeps_the_rules_on_random_hosts(hosts: int, replicas: int, fragments: int, owned: int,
+                                                           mixed: int, others: int) -> None:
+    _keeps_the_rules_and_repeats_itself(map_phase(hosts, replicas, fragments, owned, mixed, others))
 
 
 @settings(max_examples=15, deadline=None)
