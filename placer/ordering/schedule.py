@@ -306,8 +306,9 @@ def _schedule_reference(phase: Phase, machine: Machine, mode: Mode | str, params
                         progress: SolverCallback | None) -> PhaseSchedule:
     """The reference's B1024 order timed by its rules. In cpsat mode, also (``placer.ordering.improve``): gathers
     by forward, forwards first, host plans, host slots, relay tiles first, the CP-SAT order of the chunk model (half
-    the time limit), interleaved host plans, gathers by forward reversed, each timed by the same rules while the
-    time limit allows; the shortest is kept. The bound is the reference rules' own."""
+    the time limit), interleaved host plans, gathers by forward reversed, then host plans and gathers by forward on
+    the best order so far, each timed by the same rules while the time limit allows; the shortest is kept. The
+    bound is the reference rules' own."""
     tiles = chunks.tiles
     deps = chunks.transfer_deps
     levels = transfer_levels(phase.n, deps)
@@ -360,6 +361,8 @@ def _schedule_reference(phase: Phase, machine: Machine, mode: Mode | str, params
         if search.best.horizon > bound.best:
             search.hosts(interleave=True)
             search.group(reverse=True)
+        if search.best.horizon > bound.best:
+            search.polish()
         search.cut = search.cut or skipped
         best, method = search.best, search.found
         h = best.horizon

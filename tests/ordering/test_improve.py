@@ -123,6 +123,7 @@ def _search(phase: Phase, tiles: int) -> OrderSearch:
     search.relay_tiles()
     search.hosts(interleave=True)
     search.group(reverse=True)
+    search.polish()
     return search
 
 
@@ -266,6 +267,24 @@ def test_relay_tiles_first_let_replicas_and_hosts_send_their_own_traffic_while_t
     search = _search(phase, TILES)
     assert search.found.startswith("relay tiles first")
     assert search.best.horizon < 0.95 * min(greedy.horizon, others.best.horizon)
+    _valid(phase, search.best)
+
+
+def test_polish_runs_host_plans_on_the_best_order_found() -> None:
+    # one host, its two pieces in one element: the host plan gains only once the forwards are listed first
+    phase = map_phase(hosts=1, replicas=2, fragments=32, owned=0, mixed=0, others=8)
+    search = _start(phase, TILES)
+    search.group()
+    search.forwards()
+    search.hosts()
+    search.slots()
+    search.relay_tiles()
+    search.hosts(interleave=True)
+    search.group(reverse=True)
+    before, found = search.best.horizon, search.found
+    search.polish()
+    assert found == "forwards first" and search.found == "forwards first, then host plans"
+    assert search.best.horizon < before
     _valid(phase, search.best)
 
 
