@@ -244,7 +244,7 @@ class OrderSearch:
         if self.fits():
             order = gathers_by_forward(self.phase, self.deps, self.levels, schedule)
             if not np.array_equal(order, schedule.order):
-                self.offer(self.timed(order), "relay tiles first, gathers by forward")
+                self.offer(self.timed(order), "relay tiles first, then gathers by forward")
 
     def polish(self) -> None:
         """Host plans, then gathers by forward, on the best schedule so far (once a step has beaten the greedy).
