@@ -12,7 +12,7 @@ import typer
 from typer.testing import CliRunner
 
 from placer.capture.io import capture_to_json, phase_to_json, read_capture
-from placer.capture.model import Capture, Repeat
+from placer.capture.model import Capture, Phase, Repeat
 from placer.capture.writer import render_phase, write_capture_fast
 from placer.cli.generate import generate as generate_cmd
 from placer.cost.model import program_cost
@@ -120,10 +120,14 @@ def test_batch_four_doubles_fragments(siglip2: Capture, machine: Machine) -> Non
 
 
 def test_fast_writer_matches_reference_json(siglip2: Capture, tmp_path: Path) -> None:
+    def sample(p: Phase) -> Phase:
+        # every kind of transfer of the phase, without turning 300k of them into Python objects twice
+        return p.take(np.arange(0, p.n, p.n // 4000 + 1)) if p.n > 4000 else p
+
     for pid in (0, 9, 16, 23, 55, 63):
-        p = siglip2.phase_by_id(pid)
+        p = sample(siglip2.phase_by_id(pid))
         assert orjson.loads(render_phase(p)) == phase_to_json(p)
-    small = siglip2.with_phases([siglip2.phase_by_id(i) for i in (0, 8, 14, 60, 61, 62, 63)])
+    small = siglip2.with_phases([sample(siglip2.phase_by_id(i)) for i in (0, 8, 14, 60, 61, 62, 63)])
     small.repeat = Repeat((14,), 1)
     out = tmp_path / "small.json.gz"
     write_capture_fast(small, out)
