@@ -8,7 +8,8 @@ The extensions are ``optional``: where no C++ compiler is available the install 
 back to pure Python with the same answers, only slower -- ``placer.placement._canonical`` to the Python canonical
 search, ``placer.capture._scan`` (the capture scanner, Python C API only) to the numpy reader of
 ``placer.capture.fastjson``, ``placer.ordering._materialize`` (the reference timing loop, Python C API only) to
-the Python loop of ``placer.ordering.reference``.
+the Python loop of ``placer.ordering.reference``, ``placer.ordering._balance`` (the B1024 balancing heap, Python C
+API only) to the Python heap of ``placer.ordering.greedy``.
 """
 
 from setuptools import Extension, find_packages, setup
@@ -34,6 +35,13 @@ setup(
         Extension(
             "placer.ordering._materialize",
             sources=["placer/ordering/_materialize.cpp"],
+            language="c++",
+            extra_compile_args=["-O2", "-std=c++17"],
+            optional=True,
+        ),
+        Extension(
+            "placer.ordering._balance",
+            sources=["placer/ordering/_balance.cpp"],
             language="c++",
             extra_compile_args=["-O2", "-std=c++17"],
             optional=True,

@@ -8,9 +8,9 @@ reference's figures and with an improved order under the same timing:
 Order. A transfer is *moving* when its Repeat source addresses differ (a per-layer weight read). Streams are the
 transfers of one (not moving, source, destination tile list), numbered in that key's order (moving streams first);
 inside a stream, by (first destination address, first source address, index); transfer k is in wave ⌊(stream words
-before k) / 1,024⌋. Each (wave, stream) is balanced as one item over its payload words (``balanced_picks``); the
-final order is (dependency depth, not moving, wave, pick, position in stream, index): every weight before every
-activation of its depth.
+before k) / 1,024⌋. Each (wave, stream) is balanced as one item over its payload words (``balanced_picks``, compiled
+where ``greedy``'s extension is built); the final order is (dependency depth, not moving, wave, pick, position in
+stream, index): every weight before every activation of its depth.
 
 Timing, one transfer after another in that order, at the earliest offset ``O`` (from the predecessors' last
 arrival) at which all of these hold:
@@ -113,13 +113,7 @@ def reference_order(phase: Phase, levels: np.ndarray, *, wave_words: int = 1024,
     if n == 0:
         return np.zeros(0, np.int64)
     moving = moving_sources(phase)
-    dptr = phase.dst_ptr.tolist()
-    dtile = phase.dst_tile.tolist()
-    lists = [tuple(dtile[dptr[i]:dptr[i + 1]]) for i in range(n)]
-    list_id: dict[tuple[int, ...], int] = {}
-    for key in sorted(set(lists)):
-        list_id[key] = len(list_id)
-    lid = np.array([list_id[k] for k in lists], np.int64)
+    lid = _row_ids(phase.dst_ptr, phase.dst_tile)
     # streams in (not moving, source, destination list) order
     skey = np.lexsort((lid, phase.source.astype(np.int64), ~moving))
     new = np.ones(n, bool)
@@ -158,6 +152,62 @@ def reference_order(phase: Phase, levels: np.ndarray, *, wave_words: int = 1024,
     place = np.empty(n, np.int64)
     place[order] = position
     return np.lexsort((np.arange(n), place, pick, wave, ~moving, levels))
+
+
+def _row_ids(ptr: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Dense id of every CSR row ``values[ptr[i]:ptr[i + 1]]``, numbered in the rows' sorted order as tuples
+    (lexicographic; a row that is a prefix of another sorts first, the empty row first of all); equal rows share
+    an id.
+
+    Each row's rank is the sorted position of the first row that shares its prefix so far; the prefixes grow a few
+    columns per pass, as a suffix array is built: a pass sorts the rows still tied with another by (rank, their
+    next columns), packed in one int64 key where a column past a row's end reads below every value, and a row
+    drops out once no other row shares its prefix or it has ended. Each entry is read about once, and there is no
+    Python object per row (``reference_order`` numbered tuples of the rows before, ~0.2 s on 130k transfers)."""
+    n = int(ptr.shape[0]) - 1
+    rank = np.zeros(n, np.int64)
+    if n < 2:
+        return rank
+    length = np.diff(ptr).astype(np.int64)
+    start = ptr[:-1].astype(np.int64)
+    vals = values.astype(np.int64)
+    end = int(vals.min(initial=0)) - 1  # an ended row's column: below every value
+    vbits = (int(vals.max(initial=0)) - end).bit_length()
+    if n.bit_length() + vbits > 62:  # values too far apart to pack: their order is all that counts
+        vals = np.unique(vals, return_inverse=True)[1].reshape(-1).astype(np.int64)
+        end = -1
+        vbits = (int(vals.max(initial=0)) + 1).bit_length()
+    # as many columns per pass as fit in one int64 key beside the rank (at least one: n and the distinct values
+    # are far below 2^31)
+    step = max(1, (62 - n.bit_length()) // vbits)
+    live = np.arange(n)
+    j = 0
+    while live.size:
+        lv_rank, lv_len, lv_start = rank[live], length[live], start[live]
+        key = lv_rank << (step * vbits)
+        for k in range(step):
+            col = np.full(live.size, end, np.int64)
+            has = lv_len > j + k
+            col[has] = vals[lv_start[has] + j + k]
+            key |= (col - end) << ((step - 1 - k) * vbits)
+        o = np.argsort(key)  # equal keys are equal prefixes: their order among themselves does not matter
+        rows, group, key = live[o], lv_rank[o], key[o]
+        at = np.arange(rows.size)
+        new_group = np.ones(rows.size, bool)
+        new_group[1:] = group[1:] != group[:-1]
+        new_run = np.ones(rows.size, bool)
+        new_run[1:] = key[1:] != key[:-1]
+        # a run of equal keys starts (its position − its group's start) after the group's first row
+        rank[rows] = group + np.maximum.accumulate(np.where(new_run, at, 0)) \
+            - np.maximum.accumulate(np.where(new_group, at, 0))
+        run = np.cumsum(new_run) - 1
+        # a tied row that ended inside these columns equals the rest of its run; one that ends right after them
+        # still has to be told from the longer ones by its end
+        live = rows[(np.bincount(run)[run] > 1) & (lv_len[o] >= j + step)]
+        j += step
+    present = np.zeros(n, bool)
+    present[rank] = True
+    return (np.cumsum(present) - 1)[rank]
 
 
 class _History:

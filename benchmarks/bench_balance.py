@@ -1,0 +1,72 @@
+"""The reference's B1024 order (``placer.ordering.reference.reference_order``) with the balancing heap in Python and
+compiled, on real phases: both times, their ratio, and whether the two orders are identical.
+
+    placer generate siglip-so400m --batch 2 -o /tmp/siglip-b2.json.gz
+    python benchmarks/bench_balance.py /tmp/siglip-b2.json.gz 16,50 [--tiles 1472] [--repeat 1]
+
+Each time is the whole ``reference_order`` call (best of ``--repeat``), the phase's dependency depths computed
+once beforehand; the balancing heap (``greedy.balanced_picks``) is most of it in Python, and the rest (the streams,
+waves and destination-list ids, with numpy) is what is left compiled. Exit 1 if any order differs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np
+
+from placer.capture.io import read_capture
+from placer.capture.model import Phase
+from placer.ordering import greedy
+from placer.ordering.reference import reference_order
+from placer.ordering.streams import transfer_dependencies, transfer_levels
+
+
+def timed(phase: Phase, levels: np.ndarray, tiles: int, native: bool, repeat: int) -> tuple[float, np.ndarray]:
+    """Best time of ``repeat`` calls with the compiled heap on or off, and the order."""
+    before = greedy.set_native(native)
+    try:
+        best = float("inf")
+        order = np.zeros(0, np.int64)
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            order = reference_order(phase, levels, tiles=tiles)
+            best = min(best, time.perf_counter() - t0)
+    finally:
+        greedy.set_native(before)
+    return best, order
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("capture", type=Path)
+    ap.add_argument("phases", help="comma-separated phase ids, e.g. 16,50")
+    ap.add_argument("--tiles", type=int, default=1472)
+    ap.add_argument("--repeat", type=int, default=1)
+    args = ap.parse_args()
+    if not greedy.native_available():
+        sys.exit("the compiled heap is not built (pip install -e . with a C++ compiler) or PLACER_BALANCE=python")
+    capture = read_capture(args.capture)
+    print(f"{args.capture.name}: reference_order, best of {args.repeat}")
+    print("| phase | transfers × receivers | Python | compiled | ratio | orders |")
+    print("|---|---|---|---|---|---|")
+    same_all = True
+    for pid in (int(p) for p in args.phases.split(",")):
+        phase = capture.phase_by_id(pid)
+        levels = transfer_levels(phase.n, transfer_dependencies(phase))
+        python, compiled = (timed(phase, levels, args.tiles, native, args.repeat) for native in (False, True))
+        same = np.array_equal(python[1], compiled[1])
+        same_all &= same
+        receivers = float(np.diff(phase.dst_ptr).mean())
+        print(f"| {pid} | {phase.n:,} × {receivers:.1f} | {python[0]:.2f} s | {compiled[0]:.3f} s | "
+              f"{python[0] / compiled[0]:.0f} | {'identical' if same else 'DIFFERENT'} |", flush=True)
+    sys.exit(0 if same_all else 1)
+
+
+if __name__ == "__main__":
+    main()
