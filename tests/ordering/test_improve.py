@@ -114,7 +114,8 @@ def _start(phase: Phase, tiles: int) -> OrderSearch:
                        greedy, deadline=time.perf_counter() + 600, step_seconds=0.0)
 
 
-def _search(phase: Phase, tiles: int) -> OrderSearch:
+def _search(phase: Phase, tiles: int, *, polish: bool = True) -> OrderSearch:
+    """Every step in ``schedule_phase``'s order, the chunk model's CP-SAT aside."""
     search = _start(phase, tiles)
     search.group()
     search.forwards()
@@ -123,7 +124,8 @@ def _search(phase: Phase, tiles: int) -> OrderSearch:
     search.relay_tiles()
     search.hosts(interleave=True)
     search.group(reverse=True)
-    search.polish()
+    if polish:
+        search.polish()
     return search
 
 
@@ -273,14 +275,7 @@ def test_relay_tiles_first_let_replicas_and_hosts_send_their_own_traffic_while_t
 def test_polish_runs_host_plans_on_the_best_order_found() -> None:
     # one host, its two pieces in one element: the host plan gains only once the forwards are listed first
     phase = map_phase(hosts=1, replicas=2, fragments=32, owned=0, mixed=0, others=8)
-    search = _start(phase, TILES)
-    search.group()
-    search.forwards()
-    search.hosts()
-    search.slots()
-    search.relay_tiles()
-    search.hosts(interleave=True)
-    search.group(reverse=True)
+    search = _search(phase, TILES, polish=False)
     before, found = search.best.horizon, search.found
     search.polish()
     assert found == "forwards first" and search.found == "forwards first, then host plans"
