@@ -548,7 +548,8 @@ def compare(capture: CaptureLike, machine: MachineLike = None, *, budgets: Seque
     (``placer compare``).
 
     The option effects are computed once and shared by every budget; budgets are solved smallest first and each
-    starts from the best plan found so far that fits it, so a larger budget never reports a worse plan.
+    starts from the best plan found so far that fits it (and keeps it when its share of the time limit is gone
+    before its search starts), so a larger budget never reports a worse plan.
 
     Parameters
     ----------

@@ -216,10 +216,19 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
                        status=Status.UNKNOWN, staged=None, source="greedy", runtime=time.perf_counter() - start,
                        scans=scans)
     if deadline.elapsed() >= (SEARCH_END * deadline.seconds if search_end is None else search_end):
-        return Outcome(plan=greedy, objectives=g_obj, greedy=greedy, greedy_objectives=g_obj, decisions=decisions,
-                       status=Status.UNKNOWN, staged=StagedResult(None, [], {}), source="greedy",
-                       note="the time limit was reached before the search could start: the production rule's plan "
-                       "is kept", runtime=time.perf_counter() - start, scans=scans, backstop=True)
+        # no time to search; a sweep's smaller budgets may have found a better plan that fits this one too (the
+        # last is the best of them: each budget starts from the plans before it), and costing it is cheap
+        kept, k_obj, source = greedy, g_obj, "greedy"
+        if hints:
+            hinted = Plan("cpsat", machine, table_budget, fragment_limit, list(hints[-1].relays))
+            h_obj = plan_objectives(capture, hinted)
+            if h_obj.key(order) < k_obj.key(order):
+                kept, k_obj, source = hinted, h_obj, "other budget"
+        what = "the production rule's plan" if source == "greedy" else "the plan of a smaller budget"
+        return Outcome(plan=kept, objectives=k_obj, greedy=greedy, greedy_objectives=g_obj, decisions=decisions,
+                       status=Status.UNKNOWN, staged=StagedResult(None, [], {}), source=source,
+                       note=f"the time limit was reached before the search could start: {what} is kept",
+                       runtime=time.perf_counter() - start, scans=scans, backstop=True)
     if prepared is not None:
         problem = prepared.for_budget(table_budget)
     else:

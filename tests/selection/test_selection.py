@@ -131,6 +131,23 @@ def test_same_seed_same_plan() -> None:
     assert json.dumps(a.plan.to_json(cap)) == json.dumps(b.plan.to_json(cap))
 
 
+def test_a_sweep_budget_out_of_time_keeps_a_smaller_budgets_plan() -> None:
+    # ``placer compare`` solves budgets smallest first, each with a share of the wall clock: one whose share is
+    # gone before its search starts keeps the best fitting plan found so far, never the production rule's worse
+    # one (a larger budget never reports a worse plan)
+    cap = relay_capture(groups=3, fragments=24, phases=2, seed=5)
+    roomy = SolverParams(time_limit=600, workers=2, seed=0)
+    small = select(cap, M, 400, 16384, params=roomy, work=4.0)
+    order = ("cycles", "table", "scratch", "relays")
+    assert small.objectives.fits and small.objectives.key(order) < small.greedy_objectives.key(order)
+    late = select(cap, M, 500, 16384, params=roomy, work=4.0, search_end=0.0, hints=[small.plan])
+    assert late.backstop and late.status is Status.UNKNOWN and late.source == "other budget"
+    assert late.plan.relays == small.plan.relays and late.objectives.fits
+    assert late.objectives.key(order) < late.greedy_objectives.key(order)
+    alone = select(cap, M, 500, 16384, params=roomy, work=4.0, search_end=0.0)
+    assert alone.source == "greedy" and "production rule's plan is kept" in alone.note
+
+
 def brute_force_fits(cap: Capture, budget: int) -> bool:
     """Every option of every group (direct / direct-receive at each candidate count) and every host choice."""
     scans = scan_capture(cap)
