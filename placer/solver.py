@@ -7,6 +7,7 @@ same way (explicit worker count, seed, time limit) and reported the same way (st
 from __future__ import annotations
 
 import enum
+import importlib.util
 import math
 import sys
 import time
@@ -14,6 +15,7 @@ import tomllib
 from dataclasses import dataclass, field, fields, replace
 from importlib import resources
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from placer import interrupt
@@ -52,6 +54,25 @@ def _check_param(key: str, value: Any, path: str, field: str) -> None:
 
 if TYPE_CHECKING:  # ortools takes a third of a second to import: only a solve imports it (CLI start-up)
     from ortools.sat.python import cp_model
+
+
+def lazy_module(name: str) -> ModuleType:
+    """The module ``name``, executed on its first attribute access rather than now.
+
+    Why: ortools' CP-SAT module pulls in pandas, 0.65 s of imports that every command paid before it could even
+    reject a bad argument; the model builders bind ``cp_model`` with this at import time and load it when they
+    first build a model."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None:  # pragma: no cover - ortools is a required dependency
+        raise ImportError(f"no module named {name!r}")
+    loader = importlib.util.LazyLoader(spec.loader)
+    spec.loader = loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    loader.exec_module(module)
+    return module
 
 
 class Status(enum.StrEnum):

@@ -16,13 +16,18 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, fields, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
-from ortools.sat.python import cp_model
 
 from placer.ordering.streams import Chunks
 from placer.progress import SolverCallback
-from placer.solver import SolveResult, SolverParams, Status, run
+from placer.solver import SolveResult, SolverParams, Status, lazy_module, run
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
+else:  # loaded when the first model is built (``placer.solver.lazy_module``)
+    cp_model = lazy_module("ortools.sat.python.cp_model")
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,16 @@ from __future__ import annotations
 import itertools
 from collections import defaultdict
 from dataclasses import dataclass
-
-from ortools.sat.python import cp_model
+from typing import TYPE_CHECKING
 
 from placer.placement.model import PlacementProblem
 from placer.progress import SolverCallback
-from placer.solver import SolveResult, SolverParams, run
+from placer.solver import SolveResult, SolverParams, lazy_module, run
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
+else:  # loaded when the first model is built (``placer.solver.lazy_module``)
+    cp_model = lazy_module("ortools.sat.python.cp_model")
 
 
 @dataclass

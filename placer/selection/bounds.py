@@ -25,12 +25,18 @@ bound without it stays far below every plan.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
-from ortools.linear_solver import pywraplp
 
 from placer.selection.problem import SelectionProblem
+from placer.solver import lazy_module
 from placer.units import round_up
+
+if TYPE_CHECKING:
+    from ortools.linear_solver import pywraplp
+else:  # loaded when the first model is built (``placer.solver.lazy_module``)
+    pywraplp = lazy_module("ortools.linear_solver.pywraplp")
 
 
 def table_lp_bound(problem: SelectionProblem, slack: dict[int, int], time_limit: float = 20.0,

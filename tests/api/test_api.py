@@ -39,6 +39,18 @@ def test_import_placer_loads_no_solver() -> None:
     assert out.stdout.strip() == ""
 
 
+def test_a_command_that_stops_on_its_arguments_loads_no_solver() -> None:
+    # the model builders bind ortools lazily (``placer.solver.lazy_module``): a bad argument is reported without
+    # paying for CP-SAT, the LP solver and pandas (0.65 s); a model built afterwards loads them
+    code = ("import sys, placer.cli.solve, placer.cli.schedule, placer.cli.place\n"
+            "print(','.join(m for m in ('ortools.sat.python.cp_model_helper', 'ortools.linear_solver.pywraplp', "
+            "'pandas') if m in sys.modules and type(sys.modules[m]).__name__ == 'module'))\n"
+            "from placer.selection.cpsat import variables\n"
+            "print(type(variables.cp_model.CpModel()).__name__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[:2] == ["", "CpModel"]
+
+
 def test_every_exported_name_resolves() -> None:
     for name in placer.__all__:
         assert getattr(placer, name) is not None, name

@@ -15,8 +15,9 @@ Each family creates the variables it needs in :class:`Variables` and posts its c
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-from ortools.sat.python import cp_model
 
 from placer.selection.cpsat.variables import (
     ANY,
@@ -31,7 +32,13 @@ from placer.selection.cpsat.variables import (
 )
 from placer.selection.options import HostClass, Option
 from placer.selection.problem import PhaseData, SelectionProblem
+from placer.solver import lazy_module
 from placer.units import round_up
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
+else:  # loaded when the first model is built (``placer.solver.lazy_module``)
+    cp_model = lazy_module("ortools.sat.python.cp_model")
 
 EXACT_HOST_LIMIT = 40_000  # above this many (class, tile) pairs the coarse host model is used
 

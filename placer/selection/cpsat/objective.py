@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from ortools.sat.python import cp_model
+from typing import TYPE_CHECKING
 
 from placer.selection.cpsat.variables import Expr, ModelHandle, Variables
 from placer.selection.problem import SelectionProblem
+from placer.solver import lazy_module
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
+else:  # loaded when the first model is built (``placer.solver.lazy_module``)
+    cp_model = lazy_module("ortools.sat.python.cp_model")
 
 OBJECTIVES = ("cycles", "table", "scratch", "relays")  # the default lexicographic order
 

@@ -7,11 +7,17 @@ model with (:func:`hint`) and what ``placer.selection.realise`` turns into a pla
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-from ortools.sat.python import cp_model
 
 from placer.selection.cpsat.variables import ANY, HostKey, ModelHandle
+from placer.solver import lazy_module
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
+else:  # loaded when the first model is built (``placer.solver.lazy_module``)
+    cp_model = lazy_module("ortools.sat.python.cp_model")
 
 
 @dataclass(eq=False)

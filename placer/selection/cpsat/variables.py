@@ -10,14 +10,19 @@ model, variable for variable.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
-from ortools.sat.python import cp_model
 
 from placer.machine import CostConstants
 from placer.selection.options import HostClass
 from placer.selection.problem import PhaseData, SelectionProblem
+from placer.solver import lazy_module
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
+else:  # loaded when the first model is built (``placer.solver.lazy_module``)
+    cp_model = lazy_module("ortools.sat.python.cp_model")
 
 HostKey = HostClass | tuple[()]  # a host class, or ANY: the single class of the coarse host model
 ANY: tuple[()] = ()
@@ -90,7 +95,8 @@ class Variables:
     problem: SelectionProblem
     tighten: dict[int, int]  # per tile: how much lower its table budget is (negative: higher)
     coarse: bool  # one host literal per tile and phase instead of one per (host class, tile)
-    m: cp_model.CpModel = field(default_factory=cp_model.CpModel)
+    # a lambda: ``cp_model`` is looked up when a model is built, not when the class is defined (it loads lazily)
+    m: cp_model.CpModel = field(default_factory=lambda: cp_model.CpModel())
     # per tile: program table / fragments = constant + terms
     table_const: np.ndarray = field(init=False)
     frag_const: np.ndarray = field(init=False)
