@@ -32,7 +32,8 @@ def render_time(doc: dict[str, Any]) -> str:
             f"{doc['work']:.1f} of {doc['work_budget']:.1f} deterministic s")
     if doc["backstop"]:
         line += ("\nwarning: the wall-clock backstop stopped the search before its deterministic work was done "
-                 "(busy machine?): this plan may differ from run to run")
+                 "(a busy machine, or a --time-limit too short for this program): this plan may differ from run "
+                 "to run")
     return line
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from placer.report.selection import render_time
 from placer.report.table import render
 
 
@@ -17,3 +18,14 @@ def test_long_labels_wrap_and_keep_every_word() -> None:
 
 def test_short_tables_unchanged() -> None:
     assert render(["a", "b"], [[1, "x"]]).splitlines() == ["a  b", "-  -", "1  x"]
+
+
+def test_the_time_line_says_when_the_backstop_cut_the_search_and_what_to_do() -> None:
+    doc = {"limit_s": 30.0, "wall_s": 29.1, "spent_s": {"load": 3.6, "search": 6.2}, "work": 0.0,
+           "work_budget": 12.0, "backstop": False}
+    line = render_time(doc)
+    assert line == ("time: 29.1 s of a 30 s limit (load 3.6 s, search 6.2 s); CP-SAT work 0.0 of 12.0 "
+                    "deterministic s")
+    warned = render_time({**doc, "backstop": True}).splitlines()
+    assert warned[0] == line and warned[1].startswith("warning: the wall-clock backstop")
+    assert "--time-limit" in warned[1] and "may differ from run to run" in warned[1]
