@@ -1,6 +1,7 @@
 // The balancing heap of placer.ordering.greedy.balanced_picks, compiled. greedy.py prepares the order-free inputs
 // with numpy (the items' rank, every endpoint's total work, the destination sets as CSR) and keeps the Python
-// simulation as the reference; this file is a line-by-line port of it, so both give the same picks.
+// simulation as the reference; this file is a line-by-line port of it, so both give the same picks. The
+// non-delay list of placer.ordering.nondelay is the second heap here (see nondelay_run below).
 //
 //   picks(rank, wave, words, stream, source, dset, set_ptr, set_res, work, picked) -> int
 //
@@ -222,7 +223,7 @@ class View {
     if (*fmt == '<' || *fmt == '=' || *fmt == '@') ++fmt;
     const bool typed = std::strcmp(fmt, "q") == 0 || (std::strcmp(fmt, "l") == 0 && sizeof(long) == 8);
     if (view_.itemsize != 8 || view_.ndim > 1 || !typed) {
-      PyErr_Format(PyExc_TypeError, "picks: %s must be a contiguous int64 array", name);
+      PyErr_Format(PyExc_TypeError, "%s must be a contiguous int64 array", name);
       return false;
     }
     return true;
@@ -303,14 +304,193 @@ PyObject* py_picks(PyObject*, PyObject* args) {
   return PyLong_FromLongLong(n_picked);
 }
 
+// The loop of placer.ordering.nondelay._nondelay_python, line by line: each step lists the transfer of least
+// (earliest start, rank) among the eligible ones; a transfer that cannot start when it becomes eligible parks on
+// its blocker (the resource free last, the first on ties: lanes 0..tiles-1, ports tiles..2·tiles-1) and each
+// resource with parked transfers has one live wake in the heap, keyed (its free time, its best parked rank).
+// Heap entries are (time, rank, transfer) or (time, rank, -1 - resource); a transfer's rank is in its key and a
+// live wake carries the rank of a parked transfer, so every live key is distinct and this heap pops in heapq's
+// order.
+//
+//   nondelay(source, words, dst_ptr, dst_tile, rank, succ_ptr, succ, lag, tiles, order) -> int
+//
+// Returns how many transfers were listed (fewer than all on a dependency cycle; the caller raises).
+struct Entry {
+  i64 time, rank, id;
+  bool operator>(const Entry& o) const { return std::tie(time, rank, id) > std::tie(o.time, o.rank, o.id); }
+};
+
+struct Waiting {  // (rank, transfer) of a parked transfer
+  i64 rank, item;
+  bool operator>(const Waiting& o) const { return std::tie(rank, item) > std::tie(o.rank, o.item); }
+};
+
+class NonDelay {
+ public:
+  NonDelay(i64 n, const i64* source, const i64* words, const i64* dst_ptr, const i64* dst_tile, const i64* rank,
+           const i64* succ_ptr, const i64* succ, i64 lag, i64 tiles)
+      : n_(n), source_(source), words_(words), dst_ptr_(dst_ptr), dst_tile_(dst_tile), rank_(rank),
+        succ_ptr_(succ_ptr), succ_(succ), lag_(lag), tiles_(tiles), waiting_(size_t(n), 0), free_(size_t(2 * tiles), 0),
+        ready_(size_t(n), 0), parked_(size_t(2 * tiles)), wake_(size_t(2 * tiles), Key{0, 0, false}) {}
+
+  i64 run(i64* order) {
+    for (i64 k = 0; k < succ_ptr_[n_]; ++k) ++waiting_[size_t(succ_[k])];
+    for (i64 x = 0; x < n_; ++x)
+      if (waiting_[size_t(x)] == 0) enter(x, 0);
+    i64 placed = 0;
+    while (!heap_.empty()) {
+      const Entry e = pop(heap_);
+      const i64 t = e.time, r = e.rank, x = e.id;
+      if (x < 0) {  // a wake of resource b
+        const i64 b = -1 - x;
+        Key& w = wake_[size_t(b)];
+        if (!(w.live && w.time == t && w.rank == r)) continue;  // superseded
+        if (free_[size_t(b)] > t) {  // the resource got busier since: wake later
+          w.time = free_[size_t(b)];
+          push(heap_, Entry{w.time, r, x});
+          continue;
+        }
+        w.live = false;
+        std::vector<Waiting>& queue = parked_[size_t(b)];
+        enter(pop(queue).item, t);
+        if (!queue.empty() && !w.live) {
+          w = Key{free_[size_t(b)], queue.front().rank, true};
+          push(heap_, Entry{w.time, w.rank, x});
+        }
+        continue;
+      }
+      i64 s = std::max(ready_[size_t(x)], free_[size_t(source_[x])]);
+      for (i64 k = dst_ptr_[x]; k < dst_ptr_[x + 1]; ++k) s = std::max(s, free_[size_t(tiles_ + dst_tile_[k])]);
+      if (s > t) {
+        enter(x, t);
+        continue;
+      }
+      order[placed++] = x;
+      const i64 end = s + words_[x];
+      free_[size_t(source_[x])] = end;
+      for (i64 k = dst_ptr_[x]; k < dst_ptr_[x + 1]; ++k) free_[size_t(tiles_ + dst_tile_[k])] = end;
+      for (i64 k = succ_ptr_[x]; k < succ_ptr_[x + 1]; ++k) {
+        const i64 y = succ_[k];
+        ready_[size_t(y)] = std::max(ready_[size_t(y)], end + lag_);
+        if (--waiting_[size_t(y)] == 0) enter(y, s);
+      }
+    }
+    return placed;
+  }
+
+ private:
+  struct Key {
+    i64 time, rank;
+    bool live;
+  };
+
+  // x is eligible: into the heap at its start, or parked on its blocker if that is a resource busy after now
+  void enter(i64 x, i64 now) {
+    i64 t = ready_[size_t(x)], b = -1;
+    if (free_[size_t(source_[x])] > t) {
+      t = free_[size_t(source_[x])];
+      b = source_[x];
+    }
+    for (i64 k = dst_ptr_[x]; k < dst_ptr_[x + 1]; ++k) {
+      const i64 d = tiles_ + dst_tile_[k];
+      if (free_[size_t(d)] > t) {
+        t = free_[size_t(d)];
+        b = d;
+      }
+    }
+    if (b < 0 || t <= now) {
+      push(heap_, Entry{t, rank_[x], x});
+      return;
+    }
+    std::vector<Waiting>& queue = parked_[size_t(b)];
+    push(queue, Waiting{rank_[x], x});
+    if (queue.front().item == x) {  // the best parked here now: a wake at its key
+      wake_[size_t(b)] = Key{t, rank_[x], true};
+      push(heap_, Entry{t, rank_[x], -1 - b});
+    }
+  }
+
+  const i64 n_;
+  const i64 *source_, *words_, *dst_ptr_, *dst_tile_, *rank_, *succ_ptr_, *succ_;
+  const i64 lag_, tiles_;
+  std::vector<i64> waiting_, free_, ready_;
+  std::vector<std::vector<Waiting>> parked_;
+  std::vector<Key> wake_;
+  std::vector<Entry> heap_;
+};
+
+i64 nondelay_run(i64 n, const i64* source, const i64* words, const i64* dst_ptr, const i64* dst_tile,
+                 const i64* rank, const i64* succ_ptr, const i64* succ, i64 lag, i64 tiles, i64* order) {
+  return NonDelay(n, source, words, dst_ptr, dst_tile, rank, succ_ptr, succ, lag, tiles).run(order);
+}
+
+bool csr_ok(const i64* ptr, i64 rows, i64 entries, const i64* col, i64 top) {
+  if (ptr[0] != 0 || ptr[rows] != entries) return false;
+  for (i64 r = 0; r < rows; ++r)
+    if (ptr[r + 1] < ptr[r]) return false;
+  for (i64 k = 0; k < entries; ++k)
+    if (col[k] < 0 || col[k] >= top) return false;
+  return true;
+}
+
+PyObject* py_nondelay(PyObject*, PyObject* args) {
+  constexpr int kArrays = 8;
+  PyObject* obj[kArrays + 1];
+  long long lag = 0, tiles = 0;
+  if (!PyArg_ParseTuple(args, "OOOOOOOLLO", &obj[0], &obj[1], &obj[2], &obj[3], &obj[4], &obj[5], &obj[6], &lag,
+                        &tiles, &obj[7]))
+    return nullptr;
+  static const char* names[kArrays] = {"source", "words", "dst_ptr", "dst_tile", "rank", "succ_ptr", "succ",
+                                       "order"};
+  View v[kArrays];
+  for (int k = 0; k < kArrays; ++k)
+    if (!v[k].acquire(obj[k], k == 7, names[k])) return nullptr;
+  const i64 n = v[0].size();
+  if (v[1].size() != n || v[2].size() != n + 1 || v[4].size() != n || v[5].size() != n + 1 || v[7].size() != n) {
+    PyErr_SetString(PyExc_ValueError, "nondelay: array lengths do not match");
+    return nullptr;
+  }
+  // a start is at most the words summed plus a lag per transfer: below 2^62 + 2^31 · 2^30, inside int64
+  if (tiles < 0 || tiles >= (i64(1) << 40) || lag < 0 || lag >= (i64(1) << 30) || n >= (i64(1) << 31)) {
+    PyErr_SetString(PyExc_ValueError, "nondelay: tiles, lag or the transfer count out of range");
+    return nullptr;
+  }
+  const i64 *source = v[0].data(), *words = v[1].data(), *rank = v[4].data();
+  i64 total = 0;
+  for (i64 x = 0; x < n; ++x) {
+    if (source[x] < 0 || source[x] >= tiles) return PyErr_Format(PyExc_ValueError, "nondelay: source out of range");
+    if (words[x] < 0 || words[x] >= kMaxTotal || (total += words[x]) >= kMaxTotal)
+      return PyErr_Format(PyExc_ValueError, "nondelay: words out of range");
+  }
+  if (!csr_ok(v[2].data(), n, v[3].size(), v[3].data(), tiles))
+    return PyErr_Format(PyExc_ValueError, "nondelay: dst_ptr/dst_tile are not destinations in range");
+  if (!csr_ok(v[5].data(), n, v[6].size(), v[6].data(), n))
+    return PyErr_Format(PyExc_ValueError, "nondelay: succ_ptr/succ are not dependents in range");
+  i64 placed = 0;
+  bool oom = false;
+  Py_BEGIN_ALLOW_THREADS
+  try {
+    placed = nondelay_run(n, source, words, v[2].data(), v[3].data(), rank, v[5].data(), v[6].data(), lag, tiles,
+                          v[7].data());
+  } catch (const std::bad_alloc&) {
+    oom = true;
+  }
+  Py_END_ALLOW_THREADS
+  if (oom) return PyErr_NoMemory();
+  return PyLong_FromLongLong(placed);
+}
+
 PyMethodDef kMethods[] = {
     {"picks", py_picks, METH_VARARGS,
      "picks(rank, wave, words, stream, source, dset, set_ptr, set_res, work, picked) -> int"},
+    {"nondelay", py_nondelay, METH_VARARGS,
+     "nondelay(source, words, dst_ptr, dst_tile, rank, succ_ptr, succ, lag, tiles, order) -> int"},
     {nullptr, nullptr, 0, nullptr},
 };
 
+
 PyModuleDef kModule = {PyModuleDef_HEAD_INIT, "_balance",
-                       "Compiled balancing heap (see placer.ordering.greedy.balanced_picks).", -1, kMethods};
+                       "Compiled list-building heaps (placer.ordering.greedy.balanced_picks, placer.ordering.nondelay).", -1, kMethods};
 
 }  // namespace
 
@@ -318,7 +498,7 @@ PyMODINIT_FUNC PyInit__balance(void) {
   PyObject* m = PyModule_Create(&kModule);
   if (m == nullptr) return nullptr;
   // the interface version greedy.py expects (greedy._VERSION): bump it with any change to the call
-  if (PyModule_AddIntConstant(m, "VERSION", 1) < 0) {
+  if (PyModule_AddIntConstant(m, "VERSION", 2) < 0) {
     Py_DECREF(m);
     return nullptr;
   }

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import heapq
 import os
+from collections.abc import Callable
 
 import numpy as np
 
@@ -38,7 +39,7 @@ RULES = ("b1024", "nowave")
 """``b1024`` is the production rule; ``nowave`` balances all chunks in one wave (stream order and dependencies
 remain) and is used only as an extra incumbent for CP-SAT."""
 
-_VERSION = 1  # of the extension's interface: a stale build (an editable install not rebuilt) is not used
+_VERSION = 2  # of the extension's interface: a stale build (an editable install not rebuilt) is not used
 try:  # built by setup.py when a C++ compiler is there; optional, so an install without one still works
     from placer.ordering import _balance as _native
 except ImportError:  # pragma: no cover - depends on the install
@@ -55,6 +56,11 @@ _MAX_WORDS = 2.0**61
 def native_available() -> bool:
     """Is the compiled balancing heap built and enabled?"""
     return _native is not None and _ENABLED
+
+
+def native_nondelay() -> Callable[..., int] | None:
+    """The compiled loop of ``placer.ordering.nondelay`` (in the same extension, under the same switch), or None."""
+    return _native.nondelay if native_available() else None
 
 
 def set_native(enabled: bool) -> bool:

@@ -122,6 +122,7 @@ def _search(phase: Phase, tiles: int, *, polish: bool = True) -> OrderSearch:
     search.hosts()
     search.slots()
     search.relay_tiles()
+    search.nondelay()
     search.hosts(interleave=True)
     search.group(reverse=True)
     if polish:
@@ -258,7 +259,9 @@ def test_relay_tiles_first_lists_gathers_then_the_relay_tiles_direct_traffic_the
 
 def test_relay_tiles_first_let_replicas_and_hosts_send_their_own_traffic_while_the_gathers_land() -> None:
     # B1024 lists the forwards after every direct transfer, so each waits for its replicas' last direct receive,
-    # and the hosts' own rows queue behind the forwards on their lanes; no other step fixes both
+    # and the hosts' own rows queue behind the forwards on their lanes; no other relay step fixes both (the
+    # non-delay list, which builds its own list, does better still on this miniature: 1,398 against 1,584 cycles,
+    # though not on the phase it mirrors, docs/ordering.md)
     phase = map_phase()
     greedy = reference_schedule(phase, MACHINE, tiles=TILES)
     others = _start(phase, TILES)
@@ -266,7 +269,8 @@ def test_relay_tiles_first_let_replicas_and_hosts_send_their_own_traffic_while_t
     others.forwards()
     others.hosts()
     others.slots()
-    search = _search(phase, TILES)
+    search = _start(phase, TILES)
+    search.relay_tiles()
     assert search.found.startswith("relay tiles first")
     assert search.best.horizon < 0.95 * min(greedy.horizon, others.best.horizon)
     _valid(phase, search.best)
