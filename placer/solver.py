@@ -325,6 +325,20 @@ def run(
     return solver, SolveResult(status, objective, bound, runtime, work=work, backstop=backstop)
 
 
+@dataclass
+class Cutoff:
+    """A wall-clock point (``time.perf_counter()``) at which a construction returns what it has built so far;
+    ``fired`` says it did (its result then depends on the machine's speed: reported like a backstop)."""
+
+    at: float = math.inf
+    fired: bool = False
+
+    def reached(self) -> bool:
+        if not self.fired and time.perf_counter() >= self.at:
+            self.fired = True
+        return self.fired
+
+
 class Deadline:
     """One wall-clock limit for a whole command, started before anything is loaded."""
 

@@ -39,7 +39,7 @@ from placer.alternatives.relay import direct_receive
 from placer.progress import SolverCallback
 from placer.selection.plan import Plan, RelayChoice
 from placer.selection.problem import SelectionProblem
-from placer.solver import SolveResult, SolverParams, Status, run
+from placer.solver import Cutoff, SolveResult, SolverParams, Status, run
 from placer.units import ceil_div
 
 THRESHOLDS = 8  # size thresholds of the capacity condition per phase (quantiles of the segment sizes)
@@ -671,7 +671,7 @@ SWAP_ROUNDS = 3000  # improving moves at most (each is a few numpy passes over t
 
 
 def relay_greedy(problem: SelectionProblem, caps: list[PhaseCaps], mode: str = "cpsat",
-                 rounds: int = SWAP_ROUNDS) -> Plan:
+                 rounds: int = SWAP_ROUNDS, cutoff: Cutoff | None = None) -> Plan:
     """A plan at the cycles bound that lowers the worst tile.
 
     Construction: phases in order of how many tiles could host in them (most first: relaying there is hardly
@@ -680,7 +680,9 @@ def relay_greedy(problem: SelectionProblem, caps: list[PhaseCaps], mode: str = "
     free memory, not barred, not raising the worst tile).
     Improvement: while a move lowers the worst tile (or leaves it and fewer tiles at it), at a worst tile: relay
     a group of it that is direct, making room if needed by returning to direct one relayed group of the same
-    phase whose replicas stay below the worst. Deterministic; the caller re-costs the plan exactly."""
+    phase whose replicas stay below the worst. Deterministic; the caller re-costs the plan exactly. At ``cutoff``
+    (checked between relays) the plan built so far is returned: valid, at the cycles bound, less improved."""
+    cutoff = cutoff or Cutoff()
     st = _State(problem, caps)
     order = sorted(range(len(caps)), key=lambda pi: (-int(caps[pi].room.sum()), pi))
     limited = [pi for pi in order if _limited(problem.phases[pi], caps[pi])]
@@ -690,10 +692,15 @@ def relay_greedy(problem: SelectionProblem, caps: list[PhaseCaps], mode: str = "
         groups = [gi for gi, idx in enumerate(caps[pi].options) if len(idx) > 1]
         heaviest = {gi: int(st.table[st.replicas(pi, gi)].max(initial=0)) for gi in groups}
         for gi in sorted(groups, key=lambda g: (-heaviest[g], g)):
+            if cutoff.reached():
+                return st.plan(mode)
             st.try_relay(pi, gi, int(st.table.max(initial=0)))
-    _weighted(st, limited)
-    _improve(st, _members(st), order, rounds)
-    _relieve_hosts(st, rounds)
+    if not cutoff.reached():
+        _weighted(st, limited)
+    if not cutoff.reached():
+        _improve(st, _members(st), order, rounds, cutoff)
+    if not cutoff.reached():
+        _relieve_hosts(st, rounds)
     return st.plan(mode)
 
 
@@ -809,12 +816,12 @@ def _weighted(st: _State, phases: list[int], spread: int = 2048) -> None:
         st.try_relay(pi, gi, top)
 
 
-def _improve(st: _State, member: list[dict[int, int]], order: list[int], rounds: int) -> None:
+def _improve(st: _State, member: list[dict[int, int]], order: list[int], rounds: int, cutoff: Cutoff) -> None:
     """Lower the tables above a level just under the worst: for each tile above it (heaviest first), relay a
     group of it that is direct -- making room, if needed, by returning to direct a relayed group of the same phase
     whose replicas add less excess than the relay removes. A move is taken only if the excess over the level
     falls; when no move is left the level goes up by half its distance to the worst (finer moves), and the search
-    stops when the level reaches the worst."""
+    stops when the level reaches the worst (or at ``cutoff``, checked at each tile)."""
     problem = st.problem
     margin = 4096
     for _ in range(rounds):
@@ -823,6 +830,8 @@ def _improve(st: _State, member: list[dict[int, int]], order: list[int], rounds:
         moved = False
         over = np.flatnonzero(st.table > level)
         for t in over[np.argsort(-st.table[over], kind="stable")].tolist():
+            if cutoff.reached():
+                return
             for pi in order:
                 gi = member[pi].get(t)
                 if gi is None or (pi, gi) in st.chosen:

@@ -44,6 +44,7 @@ from placer.cost.state import PhaseState, TileCounters
 from placer.machine import Machine
 from placer.progress import track
 from placer.selection.plan import Plan, RelayChoice
+from placer.solver import Cutoff
 from placer.threads import ordered_map
 
 RULE_NAME = "production-rule"
@@ -402,12 +403,13 @@ def try_relay(state: PhaseState, group: ReplicaGroup, seg: Segmentation, hosts: 
 
 
 def budget_plan(capture: Capture, scans: list[GroupScan], machine: Machine, table_budget: int,
-                fragment_limit: int, max_passes: int = 3) -> Plan:
+                fragment_limit: int, max_passes: int = 3, cutoff: Cutoff | None = None) -> Plan:
     """placer's own budget-aware construction (not the production rule): a feasible start for CP-SAT.
 
     Groups are visited largest first (fragments × replicas); a group is relayed, native segments, direct-receive,
     when one of its replicas is over the budget and relaying lowers the total excess (Σ over tiles of the table
     bytes over the budget plus the fragments over the limit); hosts are the eligible tiles with the most headroom.
+    At ``cutoff`` the relays chosen so far are returned (a valid plan, which may not fit).
     """
     tiles = program_tiles(capture, machine)
     plan = Plan("budget-greedy", machine, table_budget, fragment_limit)
@@ -425,6 +427,8 @@ def budget_plan(capture: Capture, scans: list[GroupScan], machine: Machine, tabl
         progress = False
         for group in groups:
             if (table <= table_budget).all() and (frags <= fragment_limit).all():
+                return plan
+            if cutoff is not None and cutoff.reached():
                 return plan
             if group.key() in done or not ((table[group.replicas] > table_budget).any()
                                            or (frags[group.replicas] > fragment_limit).any()):

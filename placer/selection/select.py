@@ -31,7 +31,7 @@ from placer.selection.greedy import Decision, budget_plan, greedy_plan
 from placer.selection.plan import Plan
 from placer.selection.problem import SelectionProblem, bucket_hosts, build_problem, selection_scans
 from placer.selection.realise import realise
-from placer.solver import Deadline, SolveResult, SolverParams, Status
+from placer.solver import Cutoff, Deadline, SolveResult, SolverParams, Status
 from placer.units import ceil_div
 
 
@@ -209,7 +209,9 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
             prepared.rule = ruled
     greedy = Plan(ruled[0].mode, machine, table_budget, fragment_limit, list(ruled[0].relays))
     decisions = ruled[1]
+    costed = time.perf_counter()
     g_obj = plan_objectives(capture, greedy)
+    costing = time.perf_counter() - costed  # what costing one more plan takes
     t = deadline.mark("production rule", t)
     if mode == "greedy":
         return Outcome(plan=greedy, objectives=g_obj, greedy=greedy, greedy_objectives=g_obj, decisions=decisions,
@@ -241,13 +243,19 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     candidates: list[tuple[Plan, str]] = []
     large = not monolithic(problem)
     end = SEARCH_END * deadline.seconds if search_end is None else search_end
-    cut = False  # the wall clock skipped a construction: reported like a search the backstop cut
+    # the constructions stop where the search would, less the costing of what they built by then (a valid plan)
+    cutoff = Cutoff(deadline.start + end - costing)
     targets = [1.0] if not g_obj.fits or large else []
     if large:
         # the constructive search at the cycles bound (budget-independent: computed once per capture); when it
         # fits there, the cycles stage is settled and the budget-aware constructions have nothing to add
-        at_bound = _capacity_plan(problem)
+        at_bound = _capacity_plan(problem, cutoff)
+        costed = time.perf_counter()
         a_obj = plan_objectives(capture, at_bound)
+        # costing a plan with relays takes longer than the rule's: the next construction stops early enough for
+        # its own plan and the incumbent's selection to be costed before the search's end
+        costing = max(costing, time.perf_counter() - costed)
+        cutoff.at = deadline.start + end - 2 * costing
         if a_obj.key(order) < best_obj.key(order):
             best_plan, best_obj, source = at_bound, a_obj, "capacity search"
         if a_obj.fits and a_obj.cycles <= lower_bounds(problem)["cycles"]:
@@ -259,11 +267,11 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     last = 0.0  # wall seconds the previous construction took: the next one is not started if it would overrun
     for share in targets:
         if deadline.elapsed() + last >= end:
-            cut = True
+            cutoff.fired = True
             break
         target = int(share * table_budget)
         began = time.perf_counter()
-        plan = budget_plan(capture, scans, machine, target, fragment_limit)
+        plan = budget_plan(capture, scans, machine, target, fragment_limit, cutoff=cutoff)
         last = time.perf_counter() - began
         candidates.append((Plan(plan.mode, machine, table_budget, fragment_limit, plan.relays),
                            "budget-greedy" if share == 1.0 else f"budget-greedy aimed at {target:,} B"))
@@ -283,8 +291,9 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
                        note="proved infeasible by a per-tile lower bound (every group touching the tile at its best "
                        "option, no relay hosted)", rounds=0, runtime=time.perf_counter() - start, problem=problem,
                        scans=scans, irreducible=proof)
+    # a construction the wall clock skipped or stopped is reported like a search the backstop cut
     clock = SearchClock(deadline, params.work_per_second * params.time_limit if work is None else work, end,
-                        backstop=cut)
+                        backstop=cutoff.fired)
     if not monolithic(problem):
         out = _at_cycles_bound(capture, problem, params, order, best_plan, best_obj, source, greedy, g_obj,
                                decisions, progress, start, scans, clock)
@@ -634,13 +643,16 @@ def _at_cycles_bound(capture: Capture, problem: SelectionProblem, params: Solver
                    backstop=clock.backstop)
 
 
-def _capacity_plan(problem: SelectionProblem) -> Plan:
-    """The constructive search's plan at the cycles bound, once per prepared capture (it ignores the budget)."""
+def _capacity_plan(problem: SelectionProblem, cutoff: Cutoff | None = None) -> Plan:
+    """The constructive search's plan at the cycles bound, once per prepared capture (it ignores the budget; one
+    that ``cutoff`` stopped is not kept for the other budgets)."""
     cached = problem.shared.get("capacity_plan")
     if cached is None:
+        cutoff = cutoff or Cutoff()
         with task("constructive search at the cycles bound"):
-            cached = capacity.relay_greedy(problem, capacity.phase_caps(problem))
-        problem.shared["capacity_plan"] = cached
+            cached = capacity.relay_greedy(problem, capacity.phase_caps(problem), cutoff=cutoff)
+        if not cutoff.fired:
+            problem.shared["capacity_plan"] = cached
     plan: Plan = cached
     return Plan(plan.mode, problem.machine, problem.table_budget, problem.fragment_limit, list(plan.relays))
 

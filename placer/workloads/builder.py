@@ -145,7 +145,7 @@ class Program:
             dst_counts: object, dst_tile: object, dst_kind: object, dst_off: object) -> None:
         """Add transfers (listed in the given order); ``nbytes`` over the transfer limit are cut in pieces. A tile
         never sends to itself: a destination equal to the transfer's source is a local copy and is left out (a
-        transfer left with no destination is dropped)."""
+        transfer left with no destination is dropped); so is a second mention of one destination tile."""
         source = np.asarray(source, dtype=np.int64)
         n = source.shape[0]
         if n == 0:
@@ -156,7 +156,7 @@ class Program:
         m = dst_tile.shape[0]
         part = Part(source, nbytes, _arr(src_kind, n), _arr(src_off, n), dst_counts, dst_tile, _arr(dst_kind, m),
                     _arr(dst_off, m))
-        part = _without_self(part)
+        part = _without_self(part)  # and without a tile named twice
         if part.source.shape[0] == 0:
             return
         nbytes = part.words
@@ -299,9 +299,18 @@ def _first_fit(busy: list[tuple[int, int]], regions: list[tuple[int, int]], size
 
 
 def _without_self(part: Part) -> Part:
-    """The part with every destination equal to its transfer's source removed, and transfers left empty dropped."""
+    """The part with every destination equal to its transfer's source removed, every later mention of a tile the
+    transfer already names removed (the tile receives it once and copies it locally, as the source does: a capture
+    names a destination tile once per transfer), and transfers left empty dropped."""
     owner = np.repeat(np.arange(part.source.shape[0]), part.dst_counts)
     keep = part.dst_tile != part.source[owner]
+    if part.dst_tile.shape[0]:
+        # the first mention of each (transfer, tile): a batch's rows of one token can share an owner tile once
+        # there are more rows than tiles (the position rows at batch 4)
+        key = owner * (int(part.dst_tile.max()) + 1) + part.dst_tile
+        first = np.zeros(key.shape[0], bool)
+        first[np.unique(key, return_index=True)[1]] = True
+        keep &= first
     if keep.all():
         return part
     counts = np.bincount(owner[keep], minlength=part.source.shape[0])

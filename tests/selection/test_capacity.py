@@ -16,9 +16,10 @@ from placer.alternatives.relay import direct_receive
 from placer.capture.model import Capture, PanelHint, Phase
 from placer.cost.model import program_cost
 from placer.selection import capacity
+from placer.selection.greedy import budget_plan
 from placer.selection.plan import Plan, RelayChoice
 from placer.selection.select import lower_bounds, model_slack, plan_objectives, prepare
-from placer.solver import SolverParams, Status
+from placer.solver import Cutoff, SolverParams, Status
 from placer.validation import validate
 from tests.builders import group_phase, relay_capture, small_machine
 
@@ -131,3 +132,23 @@ def test_relieving_the_worst_host_lowers_the_worst_tile(monkeypatch: pytest.Monk
     monkeypatch.undo()
     again = capacity.relieve_hosts(problem, caps, piled)  # type: ignore[arg-type]
     assert plan_objectives(cap, again).table < p_obj.table
+
+
+def test_the_constructions_return_what_they_have_at_their_cutoff() -> None:
+    """A command's time limit bounds the constructions too (PE-core b4 at 64 KiB: 23 s of a 30 s limit before
+    they stopped at the cutoff): at a passed cutoff each returns a valid plan at once and says it stopped."""
+    cap = relay_capture(groups=4, fragments=40, replicas=4, phases=2, seed=1)
+    problem, _ = _at_bound(cap, M, 600)
+    caps = capacity.phase_caps(problem)  # type: ignore[arg-type]
+    full = capacity.relay_greedy(problem, caps)  # type: ignore[arg-type]
+    assert full.relays  # a cutoff that has not fired changes nothing
+    assert capacity.relay_greedy(problem, caps, cutoff=Cutoff()).to_json(cap) == full.to_json(cap)  # type: ignore
+    stop = Cutoff(0.0)
+    cut = capacity.relay_greedy(problem, caps, cutoff=stop)  # type: ignore[arg-type]
+    assert stop.fired and not cut.relays
+    assert validate(cap, cut.to_json(cap), M).valid == plan_objectives(cap, cut).fits
+    scans = prepare(cap, M, 600, 16384).scans  # type: ignore[arg-type]
+    built = budget_plan(cap, scans, M, 600, 16384)  # type: ignore[arg-type]
+    assert built.relays
+    stop = Cutoff(0.0)
+    assert not budget_plan(cap, scans, M, 600, 16384, cutoff=stop).relays and stop.fired  # type: ignore[arg-type]

@@ -18,6 +18,7 @@ from placer.cli.generate import generate as generate_cmd
 from placer.cost.model import program_cost
 from placer.errors import InputError
 from placer.machine import Machine
+from placer.workloads.calibration import phase_ids
 from placer.workloads.generate import generate
 from placer.workloads.lowering import phase_steps
 from placer.workloads.spec import BUNDLED_MODELS, load_model
@@ -150,3 +151,18 @@ def test_cli_command(tmp_path: Path) -> None:
     assert out.exists() and f"{N_PHASES} phases" in res.output and "transfers" in res.output
     res = CliRunner().invoke(app, ["generate", "pe-core-l14", "--batch", "0", "-o", str(out)])
     assert res.exit_code != 0
+
+
+def test_a_transfer_names_each_destination_tile_once_when_rows_share_an_owner() -> None:
+    """At batch 4 PE-core has more token rows than tiles, so rows of one token can share an owner tile; the
+    position row multicast to a token's owners named such a tile twice, which the capture reader rejects (``placer
+    generate pe-core-l14 --batch 4`` wrote a capture ``placer solve`` could not load). The tile now receives it
+    once."""
+    cap = generate("pe-core-l14", 4)
+    for phase in cap.phases:
+        key = phase.dst_transfer().astype(np.int64) * 4096 + phase.dst_tile
+        assert np.unique(key).shape[0] == key.shape[0], phase.phase
+    pos = next(p for p in cap.phases if p.phase == phase_ids("pe-core-l14")["embed.pos"])
+    # each token's row goes to the owners of that token's four rows (two or three tiles), each once; the class
+    # token's too: 578 multicasts
+    assert pos.n == 577 + 1 and pos.fanout.min() >= 2 and pos.fanout.max() <= 4
