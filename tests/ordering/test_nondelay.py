@@ -86,6 +86,11 @@ def _compiled(phase: Phase, deps: Dependencies, rank: np.ndarray, lag: int, tile
     return order
 
 
+# small random phases, a random rank per transfer, and a dependency lag of none, a little or the default
+RANDOM_PHASES = given(phase=small_phases(max_transfers=14, max_words=64), seed=st.integers(0, 2**32 - 1),
+                      lag=st.sampled_from([0, 3, 150]))
+
+
 def _topological(order: np.ndarray, deps: Dependencies) -> bool:
     at = np.empty(len(order), np.int64)
     at[order] = np.arange(len(order))
@@ -93,8 +98,7 @@ def _topological(order: np.ndarray, deps: Dependencies) -> bool:
 
 
 @settings(max_examples=150, deadline=None)
-@given(phase=small_phases(max_transfers=14, max_words=64), seed=st.integers(0, 2**32 - 1),
-       lag=st.sampled_from([0, 3, 150]))
+@RANDOM_PHASES
 def test_the_loop_lists_by_least_start_then_rank(phase: Phase, seed: int, lag: int) -> None:
     deps = transfer_dependencies(phase)
     rank = np.random.default_rng(seed).permutation(phase.n)
@@ -106,8 +110,7 @@ def test_the_loop_lists_by_least_start_then_rank(phase: Phase, seed: int, lag: i
 
 @compiled
 @settings(max_examples=150, deadline=None)
-@given(phase=small_phases(max_transfers=14, max_words=64), seed=st.integers(0, 2**32 - 1),
-       lag=st.sampled_from([0, 3, 150]))
+@RANDOM_PHASES
 def test_the_compiled_loop_lists_what_the_python_loop_lists(phase: Phase, seed: int, lag: int) -> None:
     deps = transfer_dependencies(phase)
     rank = np.random.default_rng(seed).permutation(phase.n)
