@@ -25,7 +25,8 @@ order, while the time limit allows):
 - *non-delay list* (``nondelay``, ``placer.ordering.nondelay``): the list built by the parallel scheme, B1024's
   order as priority, so that no tile's receive stream waits on a multicast while receives listed after it could
   go (on any phase, relayed or not);
-- *polish* (``polish``): host plans, then gathers by forward, on the best schedule found so far.
+- *polish* (``polish``): host plans, then gathers by forward, then the non-delay list with the best order as its
+  priority (then gathers by forward on it), on the best schedule found so far.
 
 Each order is a topological order of the dependencies, so each schedule keeps every rule (the checker runs on the
 result in ``schedule_phase``); only a shorter horizon replaces the incumbent.
@@ -257,17 +258,17 @@ class OrderSearch:
         # the Python loop (no compiled extension) builds about 25k transfers a second; the compiled one, 500k
         if not self.phase.n or not self.fits(0.0 if native_nondelay() else self.phase.n / 25_000):
             return
-        rank = np.empty(self.phase.n, np.int64)
-        rank[self.greedy.order] = np.arange(self.phase.n)
-        tiles = int(max(self.phase.source.max(), self.phase.dst_tile.max())) + 1
-        self.offer(self.timed(nondelay_order(self.phase, self.deps, rank, tiles=tiles)), "non-delay list")
+        order = nondelay_order(self.phase, self.deps, _positions(self.greedy.order), tiles=_tiles(self.phase))
+        self.offer(self.timed(order), "non-delay list")
 
     def polish(self) -> None:
-        """Host plans, then gathers by forward, on the best schedule so far (once a step has beaten the greedy).
+        """Host plans, then gathers by forward, then the non-delay list with the best order as its priority (and
+        gathers by forward on its schedule), each on the best schedule so far (once a step has beaten the greedy).
 
         Why: each step starts from the greedy's order, but what a host plan can gain depends on the rest of the
         list: on the CP-SAT plan's phase 54 the host whose pieces share two SRAM elements gains from sending its
-        second piece first only once the forwards are listed before the direct traffic."""
+        second piece first only once the forwards are listed before the direct traffic; and the non-delay list
+        seeded with a good order keeps its relay structure while letting each tile take what is ready."""
         if not len(self.deps) or self.best is self.greedy:
             return
         steps = ((lambda base: host_order(self.phase, self.deps, self.levels, base, interleave=False), "host plans"),
@@ -279,6 +280,16 @@ class OrderSearch:
             order = build(base)
             if order is not None and not np.array_equal(order, base.order):
                 self.offer(self.timed(order), f"{found}, then {label}")
+        # the non-delay list with the best order as its priority, then gathers by forward on its schedule (the list
+        # alone is rarely shorter: it breaks up each host's blocks of gathers, which the second step restores)
+        if not self.fits(0.0 if native_nondelay() else self.phase.n / 25_000):
+            return
+        base, found = self.best, self.found
+        listed = self.timed(nondelay_order(self.phase, self.deps, _positions(base.order), tiles=_tiles(self.phase)))
+        self.offer(listed, f"{found}, then the non-delay list")
+        if self.fits():
+            order = gathers_by_forward(self.phase, self.deps, self.levels, listed)
+            self.offer(self.timed(order), f"{found}, then the non-delay list and gathers by forward")
 
     def slots(self) -> None:
         """Host slots, on the greedy's order (only where some relay host is also a direct sender)."""
@@ -292,6 +303,17 @@ class OrderSearch:
         if np.isin(self.phase.source[~relay], hosts).any():
             order = host_slots(self.phase, self.deps, self.levels, self.greedy)
             self.offer(self.timed(order), "host slots")
+
+
+def _positions(order: np.ndarray) -> np.ndarray:
+    """Each transfer's position in ``order`` (a priority for ``nondelay_order``)."""
+    at = np.empty(len(order), np.int64)
+    at[order] = np.arange(len(order))
+    return at
+
+
+def _tiles(phase: Phase) -> int:
+    return int(max(phase.source.max(), phase.dst_tile.max())) + 1
 
 
 __all__ = ["OrderSearch", "forwards_first", "gathers_by_forward", "host_slots", "relay_tiles_first"]

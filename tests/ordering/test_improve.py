@@ -218,7 +218,7 @@ def test_host_slots_let_hosts_that_are_weight_homes_gather_while_they_send() -> 
     others.forwards()
     others.hosts()
     search = _search(phase, TILES)
-    assert search.found == "host slots"
+    assert search.found.startswith("host slots")  # polish takes one more cycle off (3,146 → 3,145; bound 3,144)
     assert search.best.horizon < others.best.horizon and search.best.horizon <= 1.01 * bound.best < greedy.horizon
     _valid(phase, search.best)
 
