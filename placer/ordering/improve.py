@@ -212,6 +212,11 @@ class OrderSearch:
         self.cut = self.cut or time.perf_counter() + extra + self.margin * self.step_seconds > self.deadline
         return not self.cut
 
+    def _list_fits(self) -> bool:
+        """Does building a non-delay list and one timing fit? The Python loop (no compiled extension) lists about
+        25k transfers a second; the compiled one, 500k."""
+        return self.fits(0.0 if native_nondelay() else self.phase.n / 25_000)
+
     def timed(self, order: np.ndarray) -> ReferenceSchedule:
         """Time ``order`` (and learn how long a timing takes)."""
         clock = time.perf_counter()
@@ -255,8 +260,7 @@ class OrderSearch:
 
     def nondelay(self) -> None:
         """The non-delay list with the greedy's order as priority (on any phase: it needs no relay)."""
-        # the Python loop (no compiled extension) builds about 25k transfers a second; the compiled one, 500k
-        if not self.phase.n or not self.fits(0.0 if native_nondelay() else self.phase.n / 25_000):
+        if not self.phase.n or not self._list_fits():
             return
         order = nondelay_order(self.phase, self.deps, _positions(self.greedy.order), tiles=_tiles(self.phase))
         self.offer(self.timed(order), "non-delay list")
@@ -282,7 +286,7 @@ class OrderSearch:
                 self.offer(self.timed(order), f"{found}, then {label}")
         # the non-delay list with the best order as its priority, then gathers by forward on its schedule (the list
         # alone is rarely shorter: it breaks up each host's blocks of gathers, which the second step restores)
-        if not self.fits(0.0 if native_nondelay() else self.phase.n / 25_000):
+        if not self._list_fits():
             return
         base, found = self.best, self.found
         listed = self.timed(nondelay_order(self.phase, self.deps, _positions(base.order), tiles=_tiles(self.phase)))
