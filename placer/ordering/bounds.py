@@ -27,15 +27,16 @@ class LowerBound:
     chain: int
     head_tail: int = 0
     memory: int = 0  # the reference's rules only: sends and receives on one SRAM element never overlap
+    host: int = 0  # the reference's rules only: each relay host alone (``placer.ordering.hostbound``)
 
     @property
     def best(self) -> int:
-        return max(self.port, self.clique, self.chain, self.head_tail, self.memory)
+        return max(self.port, self.clique, self.chain, self.head_tail, self.memory, self.host)
 
     @property
     def kind(self) -> str:
         return max((self.port, "port"), (self.clique, "clique"), (self.chain, "chain"),
-                   (self.head_tail, "head-tail"), (self.memory, "memory"))[1]
+                   (self.head_tail, "head-tail"), (self.memory, "memory"), (self.host, "host"))[1]
 
 
 def lower_bound(chunks: Chunks) -> LowerBound:

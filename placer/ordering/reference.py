@@ -51,6 +51,7 @@ import numpy as np
 from placer.capture.model import WORD32, Phase
 from placer.machine import Machine
 from placer.ordering.greedy import balanced_picks
+from placer.ordering.hostbound import relay_host_bound
 from placer.ordering.streams import Dependencies, transfer_dependencies, transfer_levels
 
 POINTER_DELAY = 52  # select → payload within the receiver's row: P = X + 52 + 2·row
@@ -623,6 +624,7 @@ class ReferenceBound(NamedTuple):
     lane: int
     chain: int
     memory: int
+    host: int = 0
 
     @property
     def best(self) -> int:
@@ -635,7 +637,7 @@ class ReferenceBound(NamedTuple):
 
 def reference_bound(phase: Phase, machine: Machine, *, tiles: int | None = None,
                     deps: Dependencies | None = None) -> ReferenceBound:
-    """Lower bounds on any horizon under the reference's rules: port, lane, chain and memory.
+    """Lower bounds on any horizon under the reference's rules: port, lane, chain, memory and relay host.
 
     Chain: the dependency chains, each transfer no sooner than its predecessors' last arrival + its lead, and no
     sooner than the predecessors that land on one tile can have landed one after another there (a relay's gathers
@@ -645,10 +647,12 @@ def reference_bound(phase: Phase, machine: Machine, *, tiles: int | None = None,
     their gathers). Lane: a tile's sends are disjoint. Memory: on one (tile, SRAM element), the sends that read it
     and the receives that write it never overlap in time (nor do two sends, nor two receives), so the same
     release argument holds over all of them, each followed by its smallest tail (a relay host whose forwards
-    read the element its later segments are gathered into)."""
+    read the element its later segments are gathered into). Host: each relay host alone, its port taking the
+    gathers, its lane the forwards, the memory rule between them, over every order of its forwards
+    (``placer.ordering.hostbound``)."""
     tiles = tiles or _tiles(phase, machine)
     if phase.n == 0:
-        return ReferenceBound(0, 0, 0, 0)
+        return ReferenceBound(0, 0, 0, 0, 0)
     words = phase.words.astype(np.int64)
     owner = phase.dst_transfer()
     lane = int(np.bincount(phase.source, weights=words, minlength=tiles).max(initial=0))
@@ -666,7 +670,10 @@ def reference_bound(phase: Phase, machine: Machine, *, tiles: int | None = None,
     since = total - np.repeat((total - w)[first], np.diff(np.append(np.flatnonzero(first), len(o))))
     ends = release[o] + since  # the receives released at this one's release or later all end by then
     port = int((ends + POINTER_DELAY + GUARD + 2 * machine.row(tile)).max(initial=0))
-    return ReferenceBound(port, lane, chain, _memory_bound(phase, plan, ready, last))
+    hazards = hazard_pairs(phase)
+    host = relay_host_bound(phase, deps, ready=ready, pointer=plan.pointer, lead=plan.lead, guard=plan.guard,
+                            last=last, hazards=hazards)
+    return ReferenceBound(port, lane, chain, _memory_bound(phase, plan, ready, last, hazards), host)
 
 
 def _releases(phase: Phase, machine: Machine, tiles: int, deps: Dependencies, plan: _Plan,
@@ -702,14 +709,15 @@ def _releases(phase: Phase, machine: Machine, tiles: int, deps: Dependencies, pl
     return ready
 
 
-def _memory_bound(phase: Phase, plan: _Plan, ready: np.ndarray, last: np.ndarray) -> int:
+def _memory_bound(phase: Phase, plan: _Plan, ready: np.ndarray, last: np.ndarray,
+                  hazards: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> int:
     """max over (tile, element) keys and releases r of r + the durations of its accesses released at r or later
     + their smallest tail.
 
     A send reads from S = O + lead for its words and its payload lands at its last receiver pointer − lead later,
     then the guard; a receive writes from P for its words, then the guard. Two receives of a tile are spaced by
     the first's words, less one when the second is a 52-word transfer (its pointer is a cycle earlier)."""
-    s_tr, s_key, entry, d_key = hazard_pairs(phase)
+    s_tr, s_key, entry, d_key = hazards
     if s_tr.size == 0:
         return 0
     words = phase.words.astype(np.int64)

@@ -227,7 +227,7 @@ class PhaseSchedule:
             "lower_bound": self.lower,
             "lower_bound_kind": self.lower_kind,
             "bounds": {"port": self.bound.port, "clique": self.bound.clique, "chain": self.bound.chain,
-                       "head_tail": self.bound.head_tail, "memory": self.bound.memory},
+                       "head_tail": self.bound.head_tail, "memory": self.bound.memory, "host": self.bound.host},
             "gap": round(self.gap, 6),
             "method": self.method,
             "cpsat": None if self.cpsat is None else self.cpsat.to_json(),
@@ -322,7 +322,7 @@ def _schedule_reference(phase: Phase, machine: Machine, mode: Mode | str, params
     greedy_s = time.perf_counter() - clock
     timing_s = time.perf_counter() - timed  # one timing of an order: what each further candidate costs
     ref = reference_bound(phase, machine, tiles=tiles, deps=deps)
-    bound = LowerBound(max(ref.port, ref.lane), 0, ref.chain, memory=ref.memory)
+    bound = LowerBound(max(ref.port, ref.lane), 0, ref.chain, memory=ref.memory, host=ref.host)
     best, method, result = greedy, "greedy", None
     greedy_table: np.ndarray | None = None
     if mode == "cpsat" and chunks.count and greedy.horizon > bound.best:
@@ -338,6 +338,7 @@ def _schedule_reference(phase: Phase, machine: Machine, mode: Mode | str, params
         search.hosts()
         search.slots()
         search.relay_tiles()
+        search.windows()
         search.nondelay()
         # CP-SAT in the chunk model on half the limit (as deterministic work), if, after its chunk-model greedy
         # (its hint), a quarter of its share and one timing fit; its backstop leaves room for the search's overrun,

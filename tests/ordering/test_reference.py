@@ -179,7 +179,7 @@ def test_any_topological_order_gives_a_valid_schedule(phase: Phase) -> None:
 def test_relay_bound_follows_the_gathers_onto_the_host_and_holds(seed: int) -> None:
     phase = relay_phase(groups=2, replicas=4, fragments=30, seed=seed)
     deps = transfer_dependencies(phase)
-    port, lane, chain, memory = reference_bound(phase, MACHINE, deps=deps)
+    port, lane, chain, memory, host = reference_bound(phase, MACHINE, deps=deps)
     # a forward waits for its gathers, which land on the host one after another, and then sends its own words
     words = phase.words.astype(np.int64)
     gathered = np.bincount(deps.succ, weights=words[deps.pred], minlength=phase.n)
@@ -187,5 +187,5 @@ def test_relay_bound_follows_the_gathers_onto_the_host_and_holds(seed: int) -> N
     assert chain >= int((gathered + words)[forward].max()) + 52
     order = np.lexsort((np.random.default_rng(seed).permutation(phase.n), transfer_levels(phase.n, deps)))
     sched = materialize(phase, order, deps, MACHINE, MACHINE.tiles)
-    assert sched.horizon >= max(port, lane, chain, memory)
+    assert sched.horizon >= max(port, lane, chain, memory, host)
     assert check_reference_schedule(phase, sched.tx_start, sched.rx_start, sched.horizon, MACHINE) == []
