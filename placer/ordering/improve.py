@@ -143,17 +143,24 @@ def relay_tiles_first(phase: Phase, deps: Dependencies, levels: np.ndarray, sche
     return np.lexsort((place, levels, group))
 
 
-def relay_windows(phase: Phase, deps: Dependencies, levels: np.ndarray, schedule: ReferenceSchedule,
-                  ) -> np.ndarray:
-    """Every depth-0 transfer listed by the non-delay scheme (``nondelay_order``), the gathers first (each host's
-    in its plan's blocks, ``plan_hosts``), then the hosts' own sends, then the replicas' direct receives, then the
-    rest, ``schedule``'s order among equals; then the deeper transfers, the forwards in their hosts' planned order.
+def relay_windows(phase: Phase, deps: Dependencies, levels: np.ndarray, schedule: ReferenceSchedule, *,
+                  forwards_last: bool = True, plan: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """Each host's gathers in its plan's blocks (``plan_hosts``, or ``plan``) and its forwards in its plan's order,
+    the direct traffic listed by the non-delay scheme (``nondelay_order``), ``schedule``'s order among equals.
+
+    ``forwards_last``: every depth-0 transfer but the later blocks in one non-delay list, the first blocks' gathers
+    first, then the hosts' own sends, then the replicas' direct receives, then the rest; then the relay part: each
+    forward of rank b, then the gathers of block b + 1 (those free to land during that forward's send first), and
+    so on. Else the first blocks' gathers (a non-delay list of their own), then the relay part, then the direct
+    traffic (another).
 
     Why: a host's forwards hold its lane, and its replicas' ports, from when its first block of gathers has landed
     to the end of the phase, so its own sends and its replicas' direct receives have until then. Listed by the
     non-delay scheme with these first, they go while the gathers land, and the traffic no relay touches fills the
     gaps; listed after every direct transfer, each forward goes as soon as its gathers and its replicas allow (on
-    the CP-SAT plan's phase 60, where every host sends two forwards: 14,115 → 13,009)."""
+    the CP-SAT plan's phase 60, where every host sends two forwards: 14,115 → 12,968). Where the replicas take
+    little direct traffic, the relay part is better listed before it (phase 54, where host 1471's later block
+    lands during its first forward only if it is listed early enough to find its senders' lanes free)."""
     n = phase.n
     place = _positions(schedule.order)
     src = phase.source.astype(np.int64)
@@ -162,22 +169,52 @@ def relay_windows(phase: Phase, deps: Dependencies, levels: np.ndarray, schedule
     tiles = _tiles(phase)
     forward = np.zeros(n, bool)
     forward[deps.succ] = True
-    is_host = np.zeros(tiles, bool)
-    is_host[src[forward]] = True
-    is_replica = np.zeros(tiles, bool)
-    is_replica[dst[forward[owner]]] = True
-    into_replica = np.zeros(n, bool)
-    into_replica[owner[is_replica[dst]]] = True
-    slot, rank = plan_hosts(phase, deps, levels, np.zeros(n, np.int64))
     gather = np.zeros(n, bool)
     gather[deps.pred] = True
-    kind = np.select([gather, is_host[src], into_replica], [np.maximum(slot, 0), 1 << 20, 2 << 20], 3 << 20)
-    first = np.flatnonzero(levels == 0)
+    slot, rank = plan if plan is not None else plan_hosts(phase, deps, levels, np.zeros(n, np.int64))
+    # a planned host's later blocks go with its forwards: block b after its forward of rank b − 1, so that the
+    # gathers that must not land while that forward reads their element are placed after it
+    later = (slot > 0) & (levels == 0)
+    relay = np.flatnonzero((levels > 0) | later)
+    block = np.where(later, 2 * slot, 2 * np.maximum(rank, 0) + 1)[relay]
+    # within a block, the gathers free to land during the send before it first (a host's port takes them in list
+    # order: one held back by that send would hold up the rest)
+    held = _held(phase, forward, rank, later, slot)[relay]
+    relay = relay[np.lexsort((place[relay], held, block, np.maximum(levels[relay], 1)))]
     no_deps = Dependencies(np.zeros(0, np.int64), np.zeros(0, np.int64))
-    listed = first[nondelay_order(phase.take(first), no_deps, (kind * n + place)[first], tiles=tiles)]
-    deeper = np.flatnonzero(levels > 0)
-    deeper = deeper[np.lexsort((place[deeper], np.maximum(rank[deeper], 0), levels[deeper]))]
-    return np.concatenate([listed, deeper])
+
+    def listed(members: np.ndarray, priority: np.ndarray) -> np.ndarray:
+        return members[nondelay_order(phase.take(members), no_deps, priority[members], tiles=tiles)]
+
+    if forwards_last:
+        is_host = np.zeros(tiles, bool)
+        is_host[src[forward]] = True
+        is_replica = np.zeros(tiles, bool)
+        is_replica[dst[forward[owner]]] = True
+        into_replica = np.zeros(n, bool)
+        into_replica[owner[is_replica[dst]]] = True
+        kind = np.select([gather, is_host[src], into_replica], [0, 1, 2], 3)
+        first = np.flatnonzero((levels == 0) & ~later)
+        return np.concatenate([listed(first, kind * n + place), relay])
+    gathered = np.flatnonzero((levels == 0) & gather & ~later)
+    direct = np.flatnonzero((levels == 0) & ~gather)
+    return np.concatenate([listed(gathered, place), relay, listed(direct, place)])
+
+
+def _held(phase: Phase, forward: np.ndarray, rank: np.ndarray, later: np.ndarray, slot: np.ndarray) -> np.ndarray:
+    """Which of the ``later`` gathers write an SRAM element that their host's forward of rank ``slot`` − 1 reads."""
+    held = np.zeros(phase.n, bool)
+    s_tr, s_key, entry, d_key = hazard_pairs(phase)
+    reader = forward[s_tr] & (rank[s_tr] >= 0)
+    if not reader.any():
+        return held
+    span = int(max(rank.max(), slot.max())) + 2
+    read = np.unique(s_key[reader] * span + rank[s_tr[reader]])  # a key names its tile: the host
+    t = phase.dst_transfer()[entry]
+    mine = later[t]
+    code = d_key[mine] * span + slot[t[mine]] - 1
+    held[t[mine][np.isin(code, read)]] = True
+    return held
 
 
 def host_slots(phase: Phase, deps: Dependencies, levels: np.ndarray, schedule: ReferenceSchedule) -> np.ndarray:
@@ -296,15 +333,21 @@ class OrderSearch:
                 self.offer(self.timed(order), "relay tiles first, then gathers by forward")
 
     def windows(self) -> None:
-        """Relay windows, on the greedy's order, and then gathers by forward on its schedule."""
+        """Relay windows on the greedy's order, forwards last and then early, each followed by gathers by forward
+        on its schedule."""
         if not len(self.deps) or not self._list_fits():
             return
-        schedule = self.timed(relay_windows(self.phase, self.deps, self.levels, self.greedy))
-        self.offer(schedule, "relay windows")
-        if self.fits():
-            order = gathers_by_forward(self.phase, self.deps, self.levels, schedule)
-            if not np.array_equal(order, schedule.order):
-                self.offer(self.timed(order), "relay windows, then gathers by forward")
+        plan = plan_hosts(self.phase, self.deps, self.levels, np.zeros(self.phase.n, np.int64))
+        for last, label in ((True, "relay windows"), (False, "relay windows, forwards early")):
+            if not self._list_fits():
+                return
+            order = relay_windows(self.phase, self.deps, self.levels, self.greedy, forwards_last=last, plan=plan)
+            schedule = self.timed(order)
+            self.offer(schedule, label)
+            if self.fits():
+                order = gathers_by_forward(self.phase, self.deps, self.levels, schedule)
+                if not np.array_equal(order, schedule.order):
+                    self.offer(self.timed(order), f"{label}, then gathers by forward")
 
     def nondelay(self) -> None:
         """The non-delay list with the greedy's order as priority (on any phase: it needs no relay)."""

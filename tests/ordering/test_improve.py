@@ -198,10 +198,16 @@ def test_a_host_plan_sends_first_the_forward_whose_elements_are_free() -> None:
     grouped = _start(phase, TILES)
     grouped.group()
     grouped.group(reverse=True)
-    search = _search(phase, TILES)
+    search = _search(phase, TILES, windows=False)
     assert search.best.horizon < grouped.best.horizon < greedy.horizon
     assert search.found.startswith("host plans")
     _valid(phase, search.best)
+    # relay windows list the gathers in the plan's blocks from the start, the direct traffic around them: closer
+    # still (11,508 against 12,447; the host bound 11,430)
+    windows = _search(phase, TILES)
+    assert windows.found.startswith("relay windows") and windows.best.horizon < search.best.horizon
+    assert windows.best.horizon <= 1.01 * reference_bound(phase, MACHINE, tiles=TILES).host
+    _valid(phase, windows.best)
 
 
 def test_forwards_first_lists_gathers_then_forwards_then_direct_traffic() -> None:
@@ -295,7 +301,9 @@ def test_relay_windows_list_the_relay_tiles_own_traffic_while_the_gathers_land_a
     place = np.empty(phase.n, np.int64)
     place[order] = np.arange(phase.n)
     assert sorted(order.tolist()) == list(range(phase.n)) and (place[deps.pred] < place[deps.succ]).all()
-    assert (place[levels > 0] >= (levels == 0).sum()).all()  # the forwards after every depth-0 transfer
+    gather = np.zeros(phase.n, bool)
+    gather[deps.pred] = True
+    assert place[levels > 0].min() > place[(levels == 0) & ~gather].max()  # the forwards after the direct traffic
     others = []
     for step in ("group", "forwards", "hosts", "slots", "relay_tiles", "nondelay"):
         alone = _start(phase, TILES)
@@ -306,6 +314,30 @@ def test_relay_windows_list_the_relay_tiles_own_traffic_while_the_gathers_land_a
     assert search.found.startswith("relay windows") and search.best.horizon < min(others)
     _valid(phase, search.best)
     assert _search(phase, TILES).found.startswith("relay windows")
+
+
+def test_relay_windows_list_the_relay_part_early_where_the_replicas_take_little_else() -> None:
+    # one host, three segments over elements 1|2, 2, 2; the replicas' eight direct transfers come from the gathers'
+    # senders: listed before them, each host block (and the forward between) finds its senders' lanes free
+    phase = host_phase(fragments=16, direct=8)
+    deps = transfer_dependencies(phase)
+    levels = transfer_levels(phase.n, deps)
+    greedy = reference_schedule(phase, MACHINE, tiles=TILES, deps=deps)
+    order = relay_windows(phase, deps, levels, greedy, forwards_last=False)
+    place = np.empty(phase.n, np.int64)
+    place[order] = np.arange(phase.n)
+    gather = np.zeros(phase.n, bool)
+    gather[deps.pred] = True
+    assert (place[deps.pred] < place[deps.succ]).all()
+    assert place[(levels == 0) & ~gather].min() > place[levels > 0].max()  # the direct traffic after the relays
+    others = _start(phase, TILES)
+    for step in ("group", "forwards", "hosts", "slots", "relay_tiles", "nondelay"):
+        getattr(others, step)()
+    search = _start(phase, TILES)
+    search.windows()
+    assert search.found.startswith("relay windows, forwards early")
+    assert search.best.horizon < others.best.horizon
+    _valid(phase, search.best)
 
 
 def test_polish_runs_host_plans_on_the_best_order_found() -> None:
