@@ -4,6 +4,7 @@ reproducible, and on a relay host whose segments share SRAM elements the search 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import numpy as np
@@ -21,7 +22,7 @@ from placer.ordering.improve import (
     relay_tiles_first,
     relay_windows,
 )
-from placer.ordering.reference import materialize, reference_bound, reference_schedule
+from placer.ordering.reference import ReferenceSchedule, materialize, reference_bound, reference_schedule
 from placer.ordering.streams import transfer_dependencies, transfer_levels
 from placer.ordering.synthetic import relay_phase
 
@@ -338,6 +339,25 @@ def test_relay_windows_list_the_relay_part_early_where_the_replicas_take_little_
     assert search.found.startswith("relay windows, forwards early")
     assert search.best.horizon < others.best.horizon
     _valid(phase, search.best)
+
+
+def test_the_search_keeps_the_second_shortest_schedule_for_polish() -> None:
+    search = _start(host_phase(), TILES)
+    greedy = search.greedy
+
+    def at(horizon: int) -> ReferenceSchedule:
+        return dataclasses.replace(greedy, horizon=horizon)
+
+    search.offer(at(greedy.horizon + 5), "longer")
+    assert search.best is greedy and search.runner_up is None  # only what beats the greedy
+    search.offer(at(greedy.horizon - 10), "a")
+    assert search.found == "a" and search.runner_up is None  # nor is the greedy itself kept
+    search.offer(at(greedy.horizon - 20), "b")
+    assert search.found == "b" and search.runner_up is not None and search.runner_up[1] == "a"
+    search.offer(at(greedy.horizon - 15), "c")
+    assert search.found == "b" and search.runner_up is not None and search.runner_up[1] == "c"
+    search.offer(at(greedy.horizon - 20), "tie")
+    assert search.found == "b" and search.runner_up[1] == "c"
 
 
 def test_polish_runs_host_plans_on_the_best_order_found() -> None:
