@@ -4,10 +4,9 @@ element overlaps the send of a forward that reads it (the memory rule).
 
 Why: the memory bound looks at one (tile, element) at a time, so it misses how a host's elements interlock. On
 the CP-SAT plan's phase 60 most hosts hold two segments over three elements, the 2,508-word one over B|C and the
-4,148-word one over A|B. Whichever forward goes first, the gathers into B that the other one needs can go
-neither during its send nor, being needed by the second forward, after it: they land before the first send or
-between the two, which makes the host's last landing about 11.8k cycles where the busiest element alone gives
-10.9k.
+4,148-word one over A|B. Whichever forward goes first, the gathers into B that the other one needs may not land
+during its send: they land before it or between the two sends, which puts the host's last landing at 11.9k
+cycles or more where the busiest element alone gives 10.9k.
 
 For each order of a host's forwards (every order for up to ``PERMUTED`` forwards; a host with more is skipped:
 the bound stays valid), a linear program over the windows the forwards cut the port's timeline into: before the

@@ -22,11 +22,14 @@ order, while the time limit allows):
 - *relay tiles first* (``relay_tiles``): every gather, then the hosts' own direct sends and every direct transfer
   into a replica, then the forwards, then the other direct traffic (and then gathers by forward on the result), so
   the relay tiles' own traffic goes while the gathers land, before the forwards hold their lanes and ports;
+- *relay windows* (``windows``): each host's gathers in its plan's blocks and its forwards in its plan's order,
+  the direct traffic by the non-delay scheme; the forwards after the direct traffic (the hosts' own sends and the
+  replicas' receives first in it), or before it;
 - *non-delay list* (``nondelay``, ``placer.ordering.nondelay``): the list built by the parallel scheme, B1024's
   order as priority, so that no tile's receive stream waits on a multicast while receives listed after it could
   go (on any phase, relayed or not);
 - *polish* (``polish``): host plans, then gathers by forward, then the non-delay list with the best order as its
-  priority (then gathers by forward on it), on the best schedule found so far.
+  priority (then gathers by forward on it), on the best schedule found so far, then on the second best.
 
 Each order is a topological order of the dependencies, so each schedule keeps every rule (the checker runs on the
 result in ``schedule_phase``); only a shorter horizon replaces the incumbent.
