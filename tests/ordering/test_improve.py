@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 
 import numpy as np
 from hypothesis import given, settings
@@ -23,7 +24,7 @@ from placer.ordering.improve import (
     relay_windows,
 )
 from placer.ordering.reference import ReferenceSchedule, materialize, reference_bound, reference_schedule
-from placer.ordering.streams import transfer_dependencies, transfer_levels
+from placer.ordering.streams import Dependencies, transfer_dependencies, transfer_levels
 from placer.ordering.synthetic import relay_phase
 
 MACHINE = load_machine()
@@ -150,6 +151,17 @@ def _keeps_the_rules_and_repeats_itself(phase: Phase) -> None:
     assert np.array_equal(again.best.tx_start, search.best.tx_start) and again.found == search.found
 
 
+def _built(phase: Phase, build: Callable[..., np.ndarray], **options: object
+           ) -> tuple[Dependencies, np.ndarray, np.ndarray, np.ndarray]:
+    """The dependencies, levels, the order ``build`` makes from B1024's schedule, and each transfer's place in it."""
+    deps = transfer_dependencies(phase)
+    levels = transfer_levels(phase.n, deps)
+    order = build(phase, deps, levels, reference_schedule(phase, MACHINE, tiles=TILES, deps=deps), **options)
+    place = np.empty(phase.n, np.int64)
+    place[order] = np.arange(phase.n)
+    return deps, levels, order, place
+
+
 def _valid(phase: Phase, sched: object) -> None:
     assert check_reference_schedule(phase, sched.tx_start, sched.rx_start, sched.horizon,  # type: ignore[attr-defined]
                                     MACHINE) == []
@@ -177,12 +189,7 @@ def test_the_search_gathers_the_segment_whose_elements_no_forward_needs_last() -
 
 def test_gathers_by_forward_is_a_topological_order_that_moves_only_what_feeds_a_forward() -> None:
     phase = host_phase()
-    deps = transfer_dependencies(phase)
-    levels = transfer_levels(phase.n, deps)
-    greedy = reference_schedule(phase, MACHINE, tiles=TILES, deps=deps)
-    order = gathers_by_forward(phase, deps, levels, greedy, reverse=True)
-    place = np.empty(phase.n, np.int64)
-    place[order] = np.arange(phase.n)
+    deps, _, order, place = _built(phase, gathers_by_forward, reverse=True)
     assert sorted(order.tolist()) == list(range(phase.n))
     assert (place[deps.pred] < place[deps.succ]).all()
     # reversed: the third forward goes first, so everything gathered into element 2 (which it reads) comes
@@ -296,11 +303,7 @@ def test_relay_windows_list_the_relay_tiles_own_traffic_while_the_gathers_land_a
     # gathers, the hosts' own rows and the replicas' receives first, and every forward after, each forward goes
     # once its gathers and its replicas allow; no earlier step, nor the non-delay list alone, comes as close
     phase = map_phase(hosts=3, replicas=4, fragments=32, owned=24, mixed=192, others=8)
-    deps = transfer_dependencies(phase)
-    levels = transfer_levels(phase.n, deps)
-    order = relay_windows(phase, deps, levels, reference_schedule(phase, MACHINE, tiles=TILES, deps=deps))
-    place = np.empty(phase.n, np.int64)
-    place[order] = np.arange(phase.n)
+    deps, levels, order, place = _built(phase, relay_windows)
     assert sorted(order.tolist()) == list(range(phase.n)) and (place[deps.pred] < place[deps.succ]).all()
     gather = np.zeros(phase.n, bool)
     gather[deps.pred] = True
@@ -321,12 +324,7 @@ def test_relay_windows_list_the_relay_part_early_where_the_replicas_take_little_
     # one host, three segments over elements 1|2, 2, 2; the replicas' eight direct transfers come from the gathers'
     # senders: listed before them, each host block (and the forward between) finds its senders' lanes free
     phase = host_phase(fragments=16, direct=8)
-    deps = transfer_dependencies(phase)
-    levels = transfer_levels(phase.n, deps)
-    greedy = reference_schedule(phase, MACHINE, tiles=TILES, deps=deps)
-    order = relay_windows(phase, deps, levels, greedy, forwards_last=False)
-    place = np.empty(phase.n, np.int64)
-    place[order] = np.arange(phase.n)
+    deps, levels, _, place = _built(phase, relay_windows, forwards_last=False)
     gather = np.zeros(phase.n, bool)
     gather[deps.pred] = True
     assert (place[deps.pred] < place[deps.succ]).all()
