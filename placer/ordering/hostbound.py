@@ -105,13 +105,13 @@ def relay_host_bound(phase: Phase, deps: Dependencies, *, ready: np.ndarray, poi
     rest = fed_at[~simple].tolist()
     if rest:  # a fragment that straddles two segments, or writes two elements
         feeds: dict[int, set[int]] = {x: set() for x in rest}
-        for x, f in zip(fed_entry.tolist(), fed_forward.tolist(), strict=True):
-            if x in feeds:
-                feeds[x].add(f)
+        mine = np.isin(fed_entry, rest)
+        for x, f in zip(fed_entry[mine].tolist(), fed_forward[mine].tolist(), strict=True):
+            feeds[x].add(f)
         writes: dict[int, set[int]] = {x: set() for x in rest}
-        for x, k in zip(w_entry.tolist(), w_key.tolist(), strict=True):
-            if x in writes:
-                writes[x].add(k)
+        mine = np.isin(w_entry, rest)
+        for x, k in zip(w_entry[mine].tolist(), w_key[mine].tolist(), strict=True):
+            writes[x].add(k)
         for x in rest:
             h = int(phase.dst_tile[x])
             cls = (frozenset(feeds[x]), frozenset(writes[x]))

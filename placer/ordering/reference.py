@@ -260,11 +260,29 @@ def memory_elements(addr: np.ndarray, nbytes: np.ndarray) -> tuple[np.ndarray, n
     return access, lo[access] + within
 
 
-def hazard_pairs(phase: Phase) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+Hazards = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+# The last phase's hazard pairs, read-only: the timing preparation, the bounds and the order search's steps each
+# need them (0.1–0.3 s on a SigLIP phase), many times for one phase. One slot, as for ``_PREPARED``.
+_HAZARDS: tuple[weakref.ref[Phase], Hazards] | None = None
+
+
+def hazard_pairs(phase: Phase) -> Hazards:
     """The (tile, element) keys on which a send and a receive of one tile can meet in this phase; everything else
     can never clash and is not tracked. Returns (send transfer, its key) pairs, each once (a send's Repeat
     addresses may touch one element several times), sorted by transfer, and (destination entry, its key) pairs in
-    entry order."""
+    entry order, as read-only arrays."""
+    global _HAZARDS
+    if _HAZARDS is not None and _HAZARDS[0]() is phase:
+        return _HAZARDS[1]
+    pairs = _hazard_pairs(phase)
+    for a in pairs:
+        a.flags.writeable = False
+    _HAZARDS = (weakref.ref(phase), pairs)
+    return pairs
+
+
+def _hazard_pairs(phase: Phase) -> Hazards:
     n = phase.n
     nbytes = phase.nbytes
     s_tr = np.repeat(np.arange(n), np.diff(phase.src_ptr))
@@ -709,8 +727,7 @@ def _releases(phase: Phase, machine: Machine, tiles: int, deps: Dependencies, pl
     return ready
 
 
-def _memory_bound(phase: Phase, plan: _Plan, ready: np.ndarray, last: np.ndarray,
-                  hazards: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> int:
+def _memory_bound(phase: Phase, plan: _Plan, ready: np.ndarray, last: np.ndarray, hazards: Hazards) -> int:
     """max over (tile, element) keys and releases r of r + the durations of its accesses released at r or later
     + their smallest tail.
 
