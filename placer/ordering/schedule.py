@@ -310,9 +310,10 @@ def _schedule_reference(phase: Phase, machine: Machine, mode: Mode | str, params
                         progress: SolverCallback | None) -> PhaseSchedule:
     """The reference's B1024 order timed by its rules. In cpsat mode, also (``placer.ordering.improve``): gathers
     by forward, forwards first, host plans, host slots, relay tiles first, relay windows, the non-delay list, the
-    CP-SAT order of the chunk model (half the time limit), interleaved host plans, gathers by forward reversed, then
-    the polish (``OrderSearch.polish``) from the best and the second best order so far, each timed by the same rules
-    while the time limit allows; the shortest is kept. The bound is the reference rules' own."""
+    CP-SAT order of the chunk model (half the time limit), interleaved host plans, gathers by forward reversed, the
+    polish (``OrderSearch.polish``) from the best and the second best order so far, then the late hosts' gathers
+    earlier, each timed by the same rules while the time limit allows; the shortest is kept. The bound is the
+    reference rules' own."""
     tiles = chunks.tiles
     deps = chunks.transfer_deps
     levels = transfer_levels(phase.n, deps)
@@ -370,6 +371,8 @@ def _schedule_reference(phase: Phase, machine: Machine, mode: Mode | str, params
             search.group(reverse=True)
         if search.best.horizon > bound.best:
             search.polish()
+        if search.best.horizon > bound.best:
+            search.late_hosts()
         search.cut = search.cut or skipped
         best, method = search.best, search.found
         h = best.horizon

@@ -19,7 +19,9 @@ from placer.ordering.improve import (
     OrderSearch,
     forwards_first,
     gathers_by_forward,
+    gathers_earlier,
     host_slots,
+    hosts_landing_last,
     relay_tiles_first,
     relay_windows,
 )
@@ -114,6 +116,21 @@ def map_phase(hosts: int = 3, replicas: int = 4, fragments: int = 32, owned: int
                        src_counts=[len(r[3]) for r in rows])
 
 
+def late_phase(senders: int = 4, fragments: int = 4) -> Phase:
+    """One relay host gathering ``fragments`` 16-word pieces from each of ``senders`` tiles, and forwarding the
+    segment to four replicas; sender 1 also sends four 256-word pieces to tile 21, a stream B1024 lists first."""
+    rows = [(1, 256, [(21, 0x40000 + 1024 * j)], [0x30000 + 1024 * j]) for j in range(4)]
+    for s in range(1, senders + 1):
+        for f in range(fragments):
+            k = (s - 1) * fragments + f
+            rows.append((s, 16, [(HOST, 0x8000 + 64 * k)], [0x20000 + 64 * f]))
+    rows.append((HOST, 16 * senders * fragments, [(t, 0x50000) for t in REPLICAS], [0x8000]))
+    return Phase.build(0, source=[r[0] for r in rows], words=[r[1] for r in rows],
+                       dst_counts=[len(r[2]) for r in rows], dst_tile=[t for r in rows for t, _ in r[2]],
+                       dst_addr=[a for r in rows for _, a in r[2]], src_addr=[a for r in rows for a in r[3]],
+                       src_counts=[len(r[3]) for r in rows])
+
+
 def _start(phase: Phase, tiles: int) -> OrderSearch:
     """A search from B1024, with no step run yet and no deadline to speak of."""
     deps = transfer_dependencies(phase)
@@ -138,6 +155,7 @@ def _search(phase: Phase, tiles: int, *, polish: bool = True, windows: bool = Tr
     search.group(reverse=True)
     if polish:
         search.polish()
+        search.late_hosts()
     return search
 
 
@@ -356,6 +374,35 @@ def test_the_search_keeps_the_second_shortest_schedule_for_polish() -> None:
     assert search.found == "b" and search.runner_up is not None and search.runner_up[1] == "c"
     search.offer(at(greedy.horizon - 20), "tie")
     assert search.found == "b" and search.runner_up[1] == "c"
+
+
+def test_late_hosts_list_earlier_what_the_last_forward_waits_for() -> None:
+    phase = late_phase()
+    search = _start(phase, TILES)
+    greedy = search.greedy
+    assert hosts_landing_last(phase, search.deps, greedy, 4) == [HOST]
+    gathers = np.flatnonzero(phase.dst_tile[phase.dst_ptr[:-1]] == HOST)
+    place = np.empty(phase.n, np.int64)
+    place[greedy.order] = np.arange(phase.n)
+    assert place[gathers].max() == phase.n - 2  # B1024 lists sender 1's gathers after every other depth-0 transfer
+    for share in (0.5, 0.0):
+        order = gathers_earlier(phase, search.deps, greedy.order, HOST, share)
+        assert order is not None
+        at = np.empty(phase.n, np.int64)
+        at[order] = np.arange(phase.n)
+        others = np.setdiff1d(np.arange(phase.n), gathers)
+        # only the gathers move, earlier, in their order; the rest keep theirs
+        assert (at[gathers] <= place[gathers]).all() and (at[others] >= place[others]).all()
+        assert (np.diff(at[gathers[np.argsort(place[gathers])]]) > 0).all()
+        assert (np.diff(at[others[np.argsort(place[others])]]) > 0).all()
+        assert (at[search.deps.pred] < at[search.deps.succ]).all()
+    # at half their places sender 1's gathers still follow its stream; at the front they go first and the
+    # forward goes while that stream is still being sent
+    search.late_hosts()
+    assert search.found == "greedy, then the gathers of 1 late host earlier"
+    assert search.best.horizon < greedy.horizon
+    _valid(phase, search.best)
+    assert gathers_earlier(phase, search.deps, search.best.order, HOST, 0.0) is None  # nothing left to move
 
 
 def test_polish_runs_host_plans_on_the_best_order_found() -> None:
