@@ -28,26 +28,24 @@ compiled (``benchmarks/bench_balance.py``).
 from __future__ import annotations
 
 import heapq
-import os
 from collections.abc import Callable
 
 import numpy as np
 
+from placer.ordering.extension import Extension
 from placer.ordering.streams import Chunks, incidence
 
 RULES = ("b1024", "nowave")
 """``b1024`` is the production rule; ``nowave`` balances all chunks in one wave (stream order and dependencies
 remain) and is used only as an extra incumbent for CP-SAT."""
 
-_VERSION = 2  # of the extension's interface: a stale build (an editable install not rebuilt) is not used
 try:  # built by setup.py when a C++ compiler is there; optional, so an install without one still works
-    from placer.ordering import _balance as _native
+    from placer.ordering import _balance as _built
 except ImportError:  # pragma: no cover - depends on the install
-    _native = None  # type: ignore[assignment]
-if getattr(_native, "VERSION", None) != _VERSION:  # pragma: no cover - depends on the install
-    _native = None  # type: ignore[assignment]
-
-_ENABLED = os.environ.get("PLACER_BALANCE", "native") != "python"
+    _built = None  # type: ignore[assignment]
+# a build of another interface version (an editable install not rebuilt) is not used
+_EXTENSION = Extension.of(_built, version=2, switch="PLACER_BALANCE")
+_native = _EXTENSION.module
 # the compiled heap takes words that sum below this: its times and work are int64 (it checks 2^62 exactly; the
 # margin covers the rounding of the float sum that decides here)
 _MAX_WORDS = 2.0**61
@@ -55,21 +53,18 @@ _MAX_WORDS = 2.0**61
 
 def native_available() -> bool:
     """Is the compiled balancing heap built and enabled?"""
-    return _native is not None and _ENABLED
+    return _EXTENSION.available
 
 
 def native_nondelay() -> Callable[..., int] | None:
     """The compiled loop of ``placer.ordering.nondelay`` (in the same extension, under the same switch), or None."""
-    return _native.nondelay if native_available() else None
+    return _native.nondelay if native_available() and _native is not None else None
 
 
 def set_native(enabled: bool) -> bool:
     """Turn the compiled balancing heap on or off (tests compare it with the Python heap); returns the previous
     setting."""
-    global _ENABLED
-    before = _ENABLED
-    _ENABLED = enabled
-    return before
+    return _EXTENSION.set(enabled)
 
 
 def balanced_order(chunks: Chunks, rule: str = "b1024") -> list[int]:

@@ -23,10 +23,10 @@ import itertools
 import numpy as np
 
 from placer.capture.model import Phase
+from placer.ordering.hostbound import PERMUTED  # the bound and the plans try the same orders
 from placer.ordering.reference import ReferenceSchedule, hazard_pairs
 from placer.ordering.streams import Dependencies
 
-PERMUTED = 5  # hosts with up to this many forwards try every order (120 at most)
 _LATENCY = 60  # about the cycles from a send to its payload on a replica (route, select, pointer)
 
 
@@ -191,4 +191,4 @@ def _permute(key: np.ndarray, place: np.ndarray, members: np.ndarray, group: np.
     key[by_rank] = place[by_place]
 
 
-__all__ = ["PERMUTED", "host_order", "plan_hosts"]
+__all__ = ["host_order", "plan_hosts"]

@@ -41,7 +41,6 @@ receivers): 13–16 s in Python, 1.5–2.4 s compiled, 0.3–0.6 s once the phas
 from __future__ import annotations
 
 import bisect
-import os
 import weakref
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -50,6 +49,7 @@ import numpy as np
 
 from placer.capture.model import WORD32, Phase
 from placer.machine import Machine
+from placer.ordering.extension import Extension
 from placer.ordering.greedy import balanced_picks
 from placer.ordering.hostbound import relay_host_bound
 from placer.ordering.streams import Dependencies, transfer_dependencies, transfer_levels
@@ -60,29 +60,24 @@ POINT_LEAD = 112  # point-to-point row: the receiver selects at offset 113, the 
 INTERLEAVED = 0x80000
 _XPIC, _PIC, _SEND = 1, 2, 4  # event flags per (tile, cycle)
 
-_VERSION = 1  # of the extension's interface: a stale build (an editable install not rebuilt) is not used
 try:  # built by setup.py when a C++ compiler is there; optional, so an install without one still works
-    from placer.ordering import _materialize as _native
+    from placer.ordering import _materialize as _built
 except ImportError:  # pragma: no cover - depends on the install
-    _native = None  # type: ignore[assignment]
-if getattr(_native, "VERSION", None) != _VERSION:  # pragma: no cover - depends on the install
-    _native = None  # type: ignore[assignment]
-
-_ENABLED = os.environ.get("PLACER_MATERIALIZE", "native") != "python"
+    _built = None  # type: ignore[assignment]
+# a build of another interface version (an editable install not rebuilt) is not used
+_EXTENSION = Extension.of(_built, version=1, switch="PLACER_MATERIALIZE")
+_native = _EXTENSION.module
 
 
 def native_available() -> bool:
     """Is the compiled timing loop built and enabled?"""
-    return _native is not None and _ENABLED
+    return _EXTENSION.available
 
 
 def set_native(enabled: bool) -> bool:
     """Turn the compiled timing loop on or off (tests compare it with the Python loop); returns the previous
     setting."""
-    global _ENABLED
-    before = _ENABLED
-    _ENABLED = enabled
-    return before
+    return _EXTENSION.set(enabled)
 
 
 @dataclass(eq=False)
