@@ -151,7 +151,7 @@ def _hosting(m: Any, problem: SelectionProblem, caps: list[PhaseCaps], x: list[l
             if frags:
                 frag_terms[t].append((frags, hosts[t]))
         _thresholds(m, pd, pc, chosen, hosts)
-        _scarce(m, pd, pc, chosen, hosts)
+        _scarce(m, pd, pc, chosen, hosts, problem.shared.setdefault("scarce_sets", {}), pi)
         m.add(sum(op.count * v for op, v in chosen) <= sum(hosts.values()))
         h.append(hosts)
     return h
@@ -174,41 +174,59 @@ def _thresholds(m: Any, pd: Any, pc: PhaseCaps, chosen: list[tuple[Any, Any]], h
 SCARCE = 64  # a segment that at most this many tiles may host is counted in Hall's condition on its tile set
 
 
-def _scarce(m: Any, pd: Any, pc: PhaseCaps, chosen: list[tuple[Any, Any]], hosts: dict[int, Any]) -> None:
+def _scarce(m: Any, pd: Any, pc: PhaseCaps, chosen: list[tuple[Any, Any]], hosts: dict[int, Any],
+            cache: dict[int, _Scarce], pi: int) -> None:
     """Hall's condition on the tile sets of scarce segments. A segment's tiles are those with room under the caps
     for its receive and transmit bytes and for its buffer, not barred from it (its group's replicas and senders).
     An option with a segment no tile may host is never chosen; for every set A that is some scarce segment's
     tiles, the chosen segments whose tiles lie within A number at most the hosting tiles of A. (In SigLIP's
     MLP-down and MAP inputs dozens of groups' large segments compete for the same one or two non-grid tiles;
     without this the model relays them all and the plan cannot place them.)"""
-    tiles = np.fromiter(hosts, np.int64, len(hosts))
+    if pi not in cache:  # the sets depend on the options and caps only: every budget of a sweep shares them
+        cache[pi] = _scarce_sets(pd, pc, [op for op, _ in chosen], np.fromiter(hosts, np.int64, len(hosts)))
+    never, sets = cache[pi]
+    for c in never:
+        m.add(chosen[c][1] == 0)
+    for a, need in sets:
+        m.add(sum(k * chosen[c][1] for k, c in need) <= sum(hosts[t] for t in a))
+
+
+# per phase: the chosen options no tile can host, and each scarce set's tiles with (segments within it, option)
+_Scarce = tuple[list[int], list[tuple[list[int], list[tuple[int, int]]]]]
+
+
+def _scarce_sets(pd: Any, pc: PhaseCaps, ops: list[Any], tiles: np.ndarray) -> _Scarce:
+    """What ``_scarce`` adds, by index into ``ops`` (the phase's direct-receive options, in model order)."""
     rx_room = pc.bytes_cap - pd.state.rx[tiles].astype(np.int64)
     tx_room = pc.bytes_cap - pd.state.tx[tiles].astype(np.int64)
     gap = pd.largest_gap[tiles]
-    allowed: list[tuple[Any, list[np.ndarray]]] = []  # per chosen option: each scarce segment's tiles
-    sets: dict[bytes, np.ndarray] = {}
-    for op, v in chosen:
+    never: list[int] = []
+    allowed: list[tuple[int, list[frozenset[int]]]] = []  # per option: each scarce segment's tiles
+    sets: dict[frozenset[int], list[int]] = {}
+    for c, op in enumerate(ops):
         if op.host is None:
             continue
-        mine: list[np.ndarray] = []
+        mine: list[frozenset[int]] = []
         for s in range(op.count):
             ok = (rx_room >= op.host.rx[s]) & (tx_room >= op.host.tx[s]) & (gap >= op.buffer_bytes[s])
             ok &= ~np.isin(tiles, op.banned[s])
             a = tiles[ok]
             if a.size == 0:
-                m.add(v == 0)
+                never.append(c)
                 mine = []
                 break
             if a.size <= SCARCE:
-                mine.append(a)
-                sets.setdefault(a.tobytes(), a)
+                key = frozenset(a.tolist())
+                mine.append(key)
+                sets.setdefault(key, a.tolist())
         if mine:
-            allowed.append((v, mine))
-    for a in sets.values():
-        need = [(sum(1 for b in mine if np.isin(b, a).all()), v) for v, mine in allowed]
-        need = [(c, v) for c, v in need if c]
-        if sum(c for c, _ in need) > a.size:
-            m.add(sum(c * v for c, v in need) <= sum(hosts[t] for t in a.tolist()))
+            allowed.append((c, mine))
+    out = []
+    for key, a in sets.items():
+        need = [(k, c) for c, mine in allowed if (k := sum(1 for b in mine if b <= key))]
+        if sum(k for k, _ in need) > len(a):
+            out.append((a, need))
+    return never, out
 
 
 def _tables(m: Any, problem: SelectionProblem, base: np.ndarray, table_terms: list[list[tuple[int, Any]]],
