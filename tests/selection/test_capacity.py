@@ -4,6 +4,7 @@ checked against every plan of an enumerable instance."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 
@@ -114,6 +115,23 @@ def test_capacity_bound_below_the_best_plan_at_the_bound() -> None:
     assert res.table.bound <= min(at_bound)
     greedy = plan_objectives(cap, capacity.relay_greedy(problem, capacity.phase_caps(problem)))  # type: ignore
     assert greedy.cycles == cycles_bound and greedy.table >= min(at_bound)
+
+
+def test_a_sweep_shares_the_scarce_sets_and_builds_the_same_model() -> None:
+    """The scarce sets depend on the options and caps, not the budget: a budget whose problem shares them (a sweep,
+    ``dataclasses.replace``) builds the model a fresh problem builds, constraint for constraint."""
+    cap = relay_capture(seed=3, groups=3, fragments=24, replicas=3, tiles=48)
+    problem, _ = _at_bound(cap, M, 1500)
+    caps = capacity.phase_caps(problem)  # type: ignore[arg-type]
+    capacity.build(problem, caps, model_slack(problem))  # type: ignore[arg-type]
+    shared = problem.shared["scarce_sets"]  # type: ignore[attr-defined]
+    assert shared and any(sets for _, sets in shared.values())  # the instance has scarce sets
+    other = dataclasses.replace(problem, table_budget=1200)  # type: ignore[type-var]
+    assert other.shared is problem.shared  # type: ignore[attr-defined]
+    again, _ = _at_bound(cap, M, 1200)
+    uncached = capacity.build(again, capacity.phase_caps(again), model_slack(again)).model.Proto()  # type: ignore
+    cached = capacity.build(other, capacity.phase_caps(other), model_slack(other)).model.Proto()  # type: ignore
+    assert str(cached) == str(uncached)  # the text format: every variable and constraint, in order
 
 
 def test_relieving_the_worst_host_lowers_the_worst_tile(monkeypatch: pytest.MonkeyPatch) -> None:
