@@ -95,15 +95,18 @@ def _replica_layout(low: MatmulLowering, b_of: np.ndarray, tpos: np.ndarray, wid
     """Where each (row, grain column) fragment of one replicated block X[m, k] lands on every replica, in listed
     order: (row index, column index, offset) per fragment, the replicas' extent and the native segment bounds.
 
-    Layout [image][panel][token][the panel's columns]: a panel is ``panel`` grain columns (the last one may be
+    Layout [image][panel][token][the panel's columns] (``panel_order = "row"``) or [image][panel][column][token]
+    (``"column"``): a panel is ``panel`` grain columns (the last one may be
     narrower), rows are packed inside it with no gap; ``tm`` is this M block's token count, so a group's
     extent has no padding hole and every native segment is complete (an M block with fewer tokens simply has a
     smaller extent: replicas of one group still share theirs). With one-column panels (``panel = 1``: the AMP layout
     of the reference's matmul inputs, QKV, proj and MLP-up) a source's fragments land one per panel, each its own
     receive with its own pointer, as the reference's timed rows imply (docs/workloads.md, "Calibration"); wider
-    panels make a source's fragments in one panel one contiguous run.
-    Listing: rows in runs of ``owner_run``; inside a run panel by panel, row by row, column by column (so
-    ``owner_run = 1`` lists each source's fragments together). Native segments: image x panel, the row axis cut
+    row-major panels make a source's fragments in one panel one contiguous run, column-major ones keep them apart
+    (each its own receive, as with one-column panels) with fewer native segments.
+    Listing: rows in runs of ``owner_run``; inside a run in address order: panel by panel, then row by row,
+    column by column (row-major panels) or column by column, row by row (column-major ones); ``owner_run = 1``
+    lists each source's fragments together. Native segments: image x panel, the row axis cut
     into ``row_blocks`` blocks.
     """
     w = widths.shape[0]
@@ -116,10 +119,16 @@ def _replica_layout(low: MatmulLowering, b_of: np.ndarray, tpos: np.ndarray, wid
     seg = tm * int(widths.sum())
     ii, jj = (a.reshape(-1) for a in np.meshgrid(np.arange(nrows), np.arange(w), indexing="ij"))
     run = np.arange(nrows) // low.owner_run
-    order = np.lexsort((jj, ii, panel_of[jj], run[ii]))
+    if low.panel_order == "column":  # inside a run in address order: panel, column, row
+        order = np.lexsort((ii, jj, run[ii]))
+    else:
+        order = np.lexsort((jj, ii, panel_of[jj], run[ii]))
     ii, jj = ii[order], jj[order]
     pj = panel_of[jj]
-    off = b_of[ii] * seg + p0[pj] + tpos[ii] * pw[pj] + c0[jj]
+    if low.panel_order == "column":
+        off = b_of[ii] * seg + p0[pj] + c0[jj] * tm + tpos[ii] * widths[jj]
+    else:
+        off = b_of[ii] * seg + p0[pj] + tpos[ii] * pw[pj] + c0[jj]
     cuts = [int(c[0]) for c in np.array_split(np.arange(tm), min(low.row_blocks, tm))]
     bounds = sorted({b * seg + int(p0[p]) + c * int(pw[p]) for b in range(batch) for p in range(n_panels)
                      for c in cuts} | {batch * seg})

@@ -33,6 +33,7 @@ class MatmulLowering:
     weight_slice: int = 2048  # bytes per weight transfer at most (a home's slice is cut into such pieces)
     row_blocks: int = 1  # native segments cut each panel's row axis into this many blocks
     weight_homes: int = 0  # tiles of its own M replicas that hold a weight block (0: M - 1, all but the first)
+    panel_order: str = "row"  # inside a panel: "row" ([token][columns]) or "column" ([column][token])
 
     def homes(self) -> int:
         """How many of a weight block's M replica tiles hold a slice of it (its "homes")."""
@@ -222,17 +223,28 @@ def _lowering(raw: Any, where: str, prefix: str) -> MatmulLowering:
     if slice_bytes % 32:
         raise InputError(f"must be a multiple of 32, got {slice_bytes}", path=where, where=f"{prefix}weight_slice")
     homes = _int(raw, "weight_homes", where, prefix, lo=0, hi=max(1, grid[0]), default=0)
-    unknown = set(raw) - {"grid", "panel", "order", "owner_run", "weight_slice", "row_blocks", "weight_homes"}
+    unknown = set(raw) - {"grid", "panel", "order", "owner_run", "weight_slice", "row_blocks", "weight_homes",
+                          "panel_order"}
     if unknown:
         raise InputError(f"unknown key(s) {sorted(unknown)}", path=where, where=prefix.rstrip("."))
+    panel_order = raw.get("panel_order", "row")
+    if panel_order not in ("row", "column"):
+        raise InputError(f"must be \"row\" or \"column\", got {panel_order!r}", path=where,
+                         where=f"{prefix}panel_order")
+    row_blocks = _int(raw, "row_blocks", where, prefix, default=1)
+    if panel_order == "column" and row_blocks != 1:
+        # a block of rows is not contiguous in a column-major panel, so it cannot be a native segment
+        raise InputError(f"must be 1 with panel_order = \"column\", got {row_blocks}", path=where,
+                         where=f"{prefix}row_blocks")
     return MatmulLowering(
         grid=(grid[0], grid[1], grid[2]),
         panel=_int(raw, "panel", where, prefix, default=1),
         order=order,
         owner_run=_int(raw, "owner_run", where, prefix, default=5),
         weight_slice=slice_bytes,
-        row_blocks=_int(raw, "row_blocks", where, prefix, default=1),
+        row_blocks=row_blocks,
         weight_homes=homes,
+        panel_order=panel_order,
     )
 
 

@@ -12,9 +12,9 @@ from placer.workloads.calibration import TARGETS, TOLERANCE, Target, measure, ph
 
 FAST = [t for t in TARGETS if not t.slow]
 # the figures docs/workloads.md gives reasons for (scheduled under the reference's own rules): the QKV phase whole
-# (its weight traffic), the MLP-down input (6 native segments keep 4-grain panels) and phase 55 (BRIEF §8's own
-# figures for it do not hold together)
-KNOWN_OUT = {"siglip-so400m:qkv.in:all:cycles", "siglip-so400m:mlp_down.in:all:cycles",
+# (its weight traffic), the MLP-down input's timed rows (fewer of its receives break than the reference's) and
+# phase 55 (BRIEF §8's own figures for it do not hold together)
+KNOWN_OUT = {"siglip-so400m:qkv.in:all:cycles",
              "siglip-so400m:mlp_down.in:all:timed_rows", "siglip-so400m:mlp_down.w:all:cycles",
              "siglip-so400m:mlp_down.w:all:timed_rows"}
 

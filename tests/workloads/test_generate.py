@@ -59,6 +59,8 @@ def test_model_shapes() -> None:
     (("grid = [27, 27]", "grid = [27]"), "patches.grid", "[27]"),
     (("grid = [10, 36, 4]", "grid = [10, 0, 4]"), "lowering.qkv.grid", "[10, 0, 4]"),
     (('order = "n"', 'order = "z"'), "lowering.mlp_down.order", "'z'"),
+    (('panel_order = "column"', 'panel_order = "diagonal"'), "lowering.mlp_down.panel_order", "'diagonal'"),
+    (('panel_order = "column"', 'panel_order = "column"\nrow_blocks = 2'), "lowering.mlp_down.row_blocks", "2"),
 ])
 def test_bad_model_names_file_field_value(tmp_path: Path, edit: tuple[str, str], field: str, value: str) -> None:
     text = (REPO / "models" / "siglip-so400m.toml").read_text()
