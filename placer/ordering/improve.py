@@ -30,9 +30,10 @@ order, while the time limit allows):
   go (on any phase, relayed or not);
 - *polish* (``polish``): host plans, then gathers by forward, then the non-delay list with the best order as its
   priority (then gathers by forward on it), on the best schedule found so far, then on the second best;
-- *late hosts* (``late_hosts``): on the best order, what the forwards of a host whose payload lands last wait
-  for, moved to half its place in the list or to its front (``gathers_earlier``), host after host while that
-  shortens the schedule.
+- *late hosts* (``late_hosts``): on the best order, for a host whose payload lands last, the forwards to its
+  replicas listed in the order their gathers land (``forwards_by_landing``), or what its forwards wait for moved
+  to half its place in the list or to its front (``gathers_earlier``), host after host while that shortens the
+  schedule.
 
 Each order is a topological order of the dependencies, so each schedule keeps every rule (the checker runs on the
 result in ``schedule_phase``); only a shorter horizon replaces the incumbent.
@@ -234,6 +235,40 @@ def gathers_earlier(phase: Phase, deps: Dependencies, order: np.ndarray, host: i
     if (at[deps.pred] >= at[deps.succ]).any():  # something it waits for now comes later
         return None
     return moved
+
+
+def forwards_by_landing(phase: Phase, deps: Dependencies, schedule: ReferenceSchedule, host: int
+                        ) -> np.ndarray | None:
+    """``schedule``'s order with the forwards to the replicas of ``host`` (every forward whose destination set is
+    that of one of ``host``'s forwards) listed in the order their gathers land in ``schedule``, in the list places
+    they had (ties: list order); None if nothing moves or a gather would then come after its forward.
+
+    Why: a replica takes its receives in list order, so of two forwards to the same replicas the one listed first
+    goes first even when the other's gathers landed long before (CP-SAT plan's phase 54: a group's two 3,552-word
+    segments, one ready at 3,635 but listed after the other, ready at 4,240; the replicas idled until 4,318)."""
+    forwards = np.unique(deps.succ)
+    owner = phase.dst_transfer()
+    end = np.zeros(phase.n, np.int64)
+    np.maximum.at(end, owner, schedule.rx_start + phase.words[owner].astype(np.int64))
+    land = np.zeros(phase.n, np.int64)
+    np.maximum.at(land, deps.succ, end[deps.pred])
+
+    def replicas(f: int) -> bytes:
+        return np.sort(phase.dst_tile[phase.dst_ptr[f]:phase.dst_ptr[f + 1]]).tobytes()
+
+    sets = {replicas(int(f)) for f in forwards[phase.source[forwards] == host]}
+    same = np.array([f for f in forwards.tolist() if replicas(f) in sets], np.int64)
+    place = _positions(schedule.order)
+    listed = same[np.argsort(place[same])]
+    by_landing = same[np.lexsort((place[same], land[same]))]
+    if np.array_equal(listed, by_landing):
+        return None
+    place[by_landing] = place[listed]
+    if (place[deps.pred] >= place[deps.succ]).any():
+        return None
+    order = np.empty(phase.n, np.int64)
+    order[place] = np.arange(phase.n)
+    return order
 
 
 def _held(phase: Phase, forward: np.ndarray, rank: np.ndarray, later: np.ndarray, slot: np.ndarray) -> np.ndarray:
@@ -438,33 +473,44 @@ class OrderSearch:
             self.offer(self.timed(order), f"{found}, then the non-delay list and gathers by forward")
 
     def late_hosts(self, candidates: int = 4) -> None:
-        """Of the ``candidates`` hosts whose forwards land last, the first whose gathers listed earlier
-        (``gathers_earlier``: at half their places, else at the front) shorten the best schedule; again from
-        there, until none does.
+        """Of the ``candidates`` hosts whose forwards land last, the first for which one of three moves shortens
+        the best schedule, and the best of its moves: its replicas' forwards listed in the order their gathers
+        land (``forwards_by_landing``), its gathers at half their places or at the front of the list
+        (``gathers_earlier``); again from there, until no move does.
 
         Why: the steps list a host's gathers in blocks and place the blocks among the direct traffic, but the
         lanes that send a gather are also direct senders, and a host whose forwards wait for dozens of senders
-        gets its last gather as late as the busiest of them sends it. On the CP-SAT plan's phase 54, host 1471's
-        4,148-word forward went at cycle 7,233 and was the last to land; with its gathers at half their places it
-        goes earlier and the phase ends at 11,167 instead of 11,411; moving another host's too, at 11,156. Half
-        first, because it keeps more of the order that made the schedule short (the second host's gathers at the
-        front: 11,183)."""
+        gets its last gather as late as the busiest of them sends it; and a replica takes its forwards in list
+        order, ready or not. On the CP-SAT plan's phase 54 (docs/ordering.md) a group's two segments were listed
+        in the order opposite to their gathers' landing, and the replicas idled until 4,318: in landing order the
+        phase ends at 11,335 instead of 11,427; then host 1471's gathers at the front, 10,878. The best of the
+        three, not the first that gains: on phase 16 a replica set's forwards in landing order gain a little
+        (19,393 → 19,145) where a host's gathers earlier gain more and lead further (18,859)."""
         if not len(self.deps):
             return
-        found, moved = self.found, 0
+        found = self.found
+        done = {"gathers": 0, "forwards": 0}
         while True:
-            for host, share in ((h, share) for h in hosts_landing_last(self.phase, self.deps, self.best, candidates)
-                                for share in (0.5, 0.0)):
-                if not self.fits():
-                    return
-                order = gathers_earlier(self.phase, self.deps, self.best.order, host, share)
-                if order is None:
-                    continue
-                horizon = self.best.horizon
-                self.offer(self.timed(order), f"{found}, then the gathers of {moved + 1} late "
-                                              f"host{'s' if moved else ''} earlier")
-                if self.best.horizon < horizon:
-                    moved += 1
+            for host in hosts_landing_last(self.phase, self.deps, self.best, candidates):
+                horizon, best = self.best.horizon, None
+                base = self.best
+                for move in ("forwards", 0.5, 0.0):
+                    if not self.fits():
+                        return
+                    if move == "forwards":
+                        order = forwards_by_landing(self.phase, self.deps, base, host)
+                    else:
+                        order = gathers_earlier(self.phase, self.deps, base.order, host, float(move))
+                    if order is None:
+                        continue
+                    kind = "forwards" if move == "forwards" else "gathers"
+                    tried = dict(done, **{kind: done[kind] + 1})
+                    before = self.best.horizon
+                    self.offer(self.timed(order), f"{found}, then {_late_label(tried)}")
+                    if self.best.horizon < before:
+                        best = tried
+                if best is not None and self.best.horizon < horizon:
+                    done = best
                     break
             else:
                 return
@@ -483,6 +529,18 @@ class OrderSearch:
             self.offer(self.timed(order), "host slots")
 
 
+def _late_label(done: dict[str, int]) -> str:
+    """What ``late_hosts`` moved, for the result's label."""
+    parts = []
+    if done["gathers"]:
+        n = done["gathers"]
+        parts.append(f"the gathers of {n} late host{'s' if n > 1 else ''} earlier")
+    if done["forwards"]:
+        n = done["forwards"]
+        parts.append(f"the forwards of {n} late replica set{'s' if n > 1 else ''} in landing order")
+    return " and ".join(parts)
+
+
 def _positions(order: np.ndarray) -> np.ndarray:
     """Each transfer's position in ``order`` (a priority for ``nondelay_order``)."""
     at = np.empty(len(order), np.int64)
@@ -494,4 +552,5 @@ def _tiles(phase: Phase) -> int:
     return int(max(phase.source.max(), phase.dst_tile.max())) + 1
 
 
-__all__ = ["OrderSearch", "forwards_first", "gathers_by_forward", "host_slots", "relay_tiles_first", "relay_windows"]
+__all__ = ["OrderSearch", "forwards_by_landing", "forwards_first", "gathers_by_forward", "host_slots",
+           "relay_tiles_first", "relay_windows"]

@@ -311,9 +311,9 @@ def _schedule_reference(phase: Phase, machine: Machine, mode: Mode | str, params
     """The reference's B1024 order timed by its rules. In cpsat mode, also (``placer.ordering.improve``): gathers
     by forward, forwards first, host plans, host slots, relay tiles first, relay windows, the non-delay list, the
     CP-SAT order of the chunk model (half the time limit), interleaved host plans, gathers by forward reversed, the
-    polish (``OrderSearch.polish``) from the best and the second best order so far, then the late hosts' gathers
-    earlier, each timed by the same rules while the time limit allows; the shortest is kept. The bound is the
-    reference rules' own."""
+    polish (``OrderSearch.polish``) from the best and the second best order so far, then the late hosts (their
+    replicas' forwards in landing order, their gathers earlier), each timed by the same rules while the time limit
+    allows; the shortest is kept. The bound is the reference rules' own."""
     tiles = chunks.tiles
     deps = chunks.transfer_deps
     levels = transfer_levels(phase.n, deps)

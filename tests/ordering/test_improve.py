@@ -17,6 +17,7 @@ from placer.machine import load_machine
 from placer.ordering.check import check_reference_schedule
 from placer.ordering.improve import (
     OrderSearch,
+    forwards_by_landing,
     forwards_first,
     gathers_by_forward,
     gathers_earlier,
@@ -125,6 +126,19 @@ def late_phase(senders: int = 4, fragments: int = 4) -> Phase:
             k = (s - 1) * fragments + f
             rows.append((s, 16, [(HOST, 0x8000 + 64 * k)], [0x20000 + 64 * f]))
     rows.append((HOST, 16 * senders * fragments, [(t, 0x50000) for t in REPLICAS], [0x8000]))
+    return Phase.build(0, source=[r[0] for r in rows], words=[r[1] for r in rows],
+                       dst_counts=[len(r[2]) for r in rows], dst_tile=[t for r in rows for t, _ in r[2]],
+                       dst_addr=[a for r in rows for _, a in r[2]], src_addr=[a for r in rows for a in r[3]],
+                       src_counts=[len(r[3]) for r in rows])
+
+
+def two_host_phase(busy: int) -> Phase:
+    """Two relay hosts (30 and 31), each gathering four 16-word pieces from its own sender (1 and 2) and forwarding
+    its 64-word segment to the same four replicas; sender ``busy`` first sends four 256-word pieces to tile 21."""
+    rows = [(busy, 256, [(21, 0x40000 + 1024 * j)], [0x30000 + 1024 * j]) for j in range(4)]
+    for k, (sender, host) in enumerate(((1, 30), (2, 31))):
+        rows += [(sender, 16, [(host, 0x8000 + 64 * f)], [0x20000 + 64 * f]) for f in range(4)]
+        rows.append((host, 64, [(t, 0x50000 + 256 * k) for t in REPLICAS], [0x8000]))
     return Phase.build(0, source=[r[0] for r in rows], words=[r[1] for r in rows],
                        dst_counts=[len(r[2]) for r in rows], dst_tile=[t for r in rows for t, _ in r[2]],
                        dst_addr=[a for r in rows for _, a in r[2]], src_addr=[a for r in rows for a in r[3]],
@@ -453,3 +467,36 @@ def test_the_search_keeps_the_rules_never_loses_the_incumbent_and_repeats_itself
     _valid(phase, search.best)
     again = _search(phase, TILES)
     assert np.array_equal(again.best.tx_start, search.best.tx_start) and again.found == search.found
+
+
+def test_forwards_to_the_same_replicas_go_in_the_order_their_gathers_land() -> None:
+    """A replica takes its receives in list order: of two forwards to the same replicas, the one B1024 lists first
+    waits for a busy sender's gathers while the other's have landed. Listed by landing, the ready one goes first;
+    nothing else moves, and then there is nothing left to reorder."""
+    for busy in (1, 2):
+        phase = two_host_phase(busy)
+        search = _start(phase, TILES)
+        greedy = search.greedy
+        forwards = np.unique(search.deps.succ)
+        place = np.empty(phase.n, np.int64)
+        place[greedy.order] = np.arange(phase.n)
+        first, second = forwards[np.argsort(place[forwards])]
+        if phase.source[first] != 30 + busy - 1:
+            continue  # B1024 lists the ready forward first here: nothing to gain
+        order = forwards_by_landing(phase, search.deps, greedy, 30)
+        assert order is not None and np.array_equal(order, forwards_by_landing(phase, search.deps, greedy, 31))
+        at = np.empty(phase.n, np.int64)
+        at[order] = np.arange(phase.n)
+        assert (at[first], at[second]) == (place[second], place[first])  # the two swap places
+        others = np.setdiff1d(np.arange(phase.n), forwards)
+        assert np.array_equal(at[others], place[others])
+        timed = search.timed(order)
+        assert timed.horizon < greedy.horizon
+        _valid(phase, timed)
+        assert forwards_by_landing(phase, search.deps, timed, 30) is None
+        search.late_hosts()
+        assert "in landing order" in search.found and search.best.horizon <= timed.horizon
+        _valid(phase, search.best)
+        break
+    else:
+        raise AssertionError("B1024 listed the ready forward first with either sender busy")
