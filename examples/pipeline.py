@@ -66,7 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     doc: dict[str, object] = {"inspect": placer.inspect(capture, machine, budget=args.budget).to_json()}
 
     params = placer.RunConfig.load().selection.with_overrides(time_limit=args.time_limit)
-    solved = placer.solve(capture, machine, budget=args.budget, params=params)
+    # writes_capture: the time limit covers writing the rewritten program too (as `placer solve --write-capture`)
+    solved = placer.solve(capture, machine, budget=args.budget, params=params, writes_capture=True)
     solved.write_plan("plan.json")
     placer.write_capture(solved.rewritten(), "rewritten.json")
     doc["solve"] = solved.to_json()

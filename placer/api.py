@@ -267,6 +267,7 @@ class SelectionResult:
     schedule: list[dict[str, Any]] | None = None
     scheduled_rule: list[dict[str, Any]] | None = None  # greedy mode + schedule: the rule's relayed phases
     interrupted: bool = False
+    write_reserve: float = 0.0  # seconds of the limit held back for writing the rewritten capture afterwards
 
     @property
     def status(self) -> Status:
@@ -362,6 +363,8 @@ class SelectionResult:
         if self.scheduled_rule is not None:
             doc["production_rule"]["scheduled"] = self.scheduled_rule
         doc["time"] = time_json(self.deadline, [self.outcome])
+        if self.write_reserve:
+            doc["time"]["write_capture_reserve_s"] = round(self.write_reserve, 1)
         return doc
 
 
@@ -445,13 +448,14 @@ def solve(capture: CaptureLike, machine: MachineLike = None, *, budget: int | st
     deadline = _deadline(params, deadline)
     cap = _load_timed(capture, deadline)
     end = SEARCH_END * deadline.seconds
+    reserve = WRITE_SECONDS_PER_TRANSFER * cap.transfer_count() if writes_capture else 0.0
     if writes_capture:
         # writing the rewritten program takes about 6 s per million transfers here: the search stops earlier
-        end = min(end, deadline.seconds - WRITE_SECONDS_PER_TRANSFER * cap.transfer_count())
+        end = min(end, deadline.seconds - reserve)
     with interrupt.graceful():  # a signal stops the search; the best plan so far is still returned
         outcome = select(cap, mach, table, frag, mode=mode, params=params, order=order, local_pack=local_pack,
                          deadline=deadline, search_end=end)
-    result = SelectionResult(cap, mach, mode, outcome, None, deadline)
+    result = SelectionResult(cap, mach, mode, outcome, None, deadline, write_reserve=reserve)
     if interrupt.received() is not None:
         result.interrupted = True
         return result

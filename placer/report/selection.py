@@ -30,10 +30,16 @@ def render_time(doc: dict[str, Any]) -> str:
     parts = ", ".join(f"{k} {v:.1f} s" for k, v in doc["spent_s"].items())
     line = (f"time: {doc['wall_s']:.1f} s of a {doc['limit_s']:g} s limit ({parts}); CP-SAT work "
             f"{doc['work']:.1f} of {doc['work_budget']:.1f} deterministic s")
+    reserve = doc.get("write_capture_reserve_s", 0.0)
+    if reserve:
+        line += f"; {reserve:.1f} s of the limit held back for --write-capture"
     if doc["backstop"]:
         line += ("\nwarning: the wall-clock backstop stopped the search before its deterministic work was done "
                  "(a busy machine, or a --time-limit too short for this program): this plan may differ from run "
                  "to run")
+        if reserve > 0.25 * doc["limit_s"]:
+            line += (f"; writing the capture takes about {reserve:.0f} s of the limit: --time-limit "
+                     f"{doc['limit_s'] + reserve:.0f} gives the search its usual share")
     return line
 
 

@@ -29,3 +29,15 @@ def test_the_time_line_says_when_the_backstop_cut_the_search_and_what_to_do() ->
     warned = render_time({**doc, "backstop": True}).splitlines()
     assert warned[0] == line and warned[1].startswith("warning: the wall-clock backstop")
     assert "--time-limit" in warned[1] and "may differ from run to run" in warned[1]
+
+
+def test_the_time_line_says_what_writing_the_capture_holds_back() -> None:
+    # placer solve --write-capture on a 3.6 M-transfer program: about 22 s of a 30 s limit are held back
+    doc = {"limit_s": 30.0, "wall_s": 27.2, "spent_s": {"load": 2.7, "search": 0.5, "output": 17.9}, "work": 0.0,
+           "work_budget": 12.0, "backstop": False, "write_capture_reserve_s": 21.8}
+    assert render_time(doc).endswith("; 21.8 s of the limit held back for --write-capture")
+    warned = render_time({**doc, "backstop": True}).splitlines()[1]
+    assert warned.endswith("writing the capture takes about 22 s of the limit: --time-limit 52 gives the search "
+                           "its usual share")
+    # a small program's write is not worth a hint
+    assert "usual share" not in render_time({**doc, "backstop": True, "write_capture_reserve_s": 0.4})
