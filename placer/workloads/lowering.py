@@ -96,18 +96,18 @@ def _replica_layout(low: MatmulLowering, b_of: np.ndarray, tpos: np.ndarray, wid
     order: (row index, column index, offset) per fragment, the replicas' extent and the native segment bounds.
 
     Layout [image][panel][token][the panel's columns] (``panel_order = "row"``) or [image][panel][column][token]
-    (``"column"``): a panel is ``panel`` grain columns (the last one may be
-    narrower), rows are packed inside it with no gap; ``tm`` is this M block's token count, so a group's
-    extent has no padding hole and every native segment is complete (an M block with fewer tokens simply has a
-    smaller extent: replicas of one group still share theirs). With one-column panels (``panel = 1``: the AMP layout
-    of the reference's matmul inputs, QKV, proj and MLP-up) a source's fragments land one per panel, each its own
-    receive with its own pointer, as the reference's timed rows imply (docs/workloads.md, "Calibration"); wider
-    row-major panels make a source's fragments in one panel one contiguous run, column-major ones keep them apart
-    (each its own receive, as with one-column panels) with fewer native segments.
-    Listing: rows in runs of ``owner_run``; inside a run in address order: panel by panel, then row by row,
-    column by column (row-major panels) or column by column, row by row (column-major ones); ``owner_run = 1``
-    lists each source's fragments together. Native segments: image x panel, the row axis cut
-    into ``row_blocks`` blocks.
+    (``"column"``): a panel is ``panel`` grain columns (the last one may be narrower), rows are packed inside it
+    with no gap; ``tm`` is this M block's token count, so a group's extent has no padding hole and every native
+    segment is complete (an M block with fewer tokens simply has a smaller extent: replicas of one group still
+    share theirs). With one-column panels (``panel = 1``: the AMP layout of the reference's matmul inputs, QKV,
+    proj and MLP-up) a source's fragments land one per panel, each its own receive with its own pointer, as the
+    reference's timed rows imply (docs/workloads.md, "Calibration"); wider row-major panels make a source's
+    fragments in one panel one contiguous run, column-major ones keep them apart (each its own receive, as with
+    one-column panels) with fewer native segments.
+    Listing: rows in runs of ``owner_run``; inside a run in address order: panel by panel, then row by row and
+    column by column (row-major panels) or column by column and row by row (column-major ones); ``owner_run = 1``
+    lists each source's fragments together. Native segments: image x panel, the row axis cut into ``row_blocks``
+    blocks.
     """
     w = widths.shape[0]
     nrows = b_of.shape[0]
