@@ -553,7 +553,8 @@ def compare(capture: CaptureLike, machine: MachineLike = None, *, budgets: Seque
 
     The option effects are computed once and shared by every budget; budgets are solved smallest first and each
     starts from the best plan found so far that fits it (and keeps it when its share of the time limit is gone
-    before its search starts), so a larger budget never reports a worse plan.
+    before its search starts), so a larger budget never reports a worse plan; a table bound proved at a larger
+    budget is reported at every smaller one with the same optimal cycles (``share_table_bounds``).
 
     Parameters
     ----------
@@ -571,7 +572,7 @@ def compare(capture: CaptureLike, machine: MachineLike = None, *, budgets: Seque
     from placer.progress import task
     from placer.report.selection import comparison_json
     from placer.selection.greedy import greedy_plan
-    from placer.selection.select import SEARCH_END, prepare, select
+    from placer.selection.select import SEARCH_END, prepare, select, share_table_bounds
     from placer.units import format_size
 
     mach = _machine(machine)
@@ -600,6 +601,7 @@ def compare(capture: CaptureLike, machine: MachineLike = None, *, budgets: Seque
             solved[b] = select(cap, mach, b, frag, params=params, order=order, local_pack=local_pack,
                                deadline=deadline, prepared=prepared, work=work, search_end=end, hints=hints)
     outcomes = [(b, solved[b]) for b in sizes]
+    share_table_bounds(outcomes)
     t = time.perf_counter()
     entries = [comparison_json(cap, b, out) for b, out in outcomes]
     deadline.mark("output", t)

@@ -306,3 +306,37 @@ def test_rendered_plan_file_is_the_same_bytes() -> None:
     assert out.plan.relays
     plain = orjson.dumps(out.plan.to_json(cap, {"x": 1}))
     assert orjson.dumps(out.plan.to_json(cap, {"x": 1}, rendered=True)) == plain
+
+
+def _outcome(cycles: float, table: float, bound: float, *, cycles_optimal: bool = True) -> object:
+    from types import SimpleNamespace
+
+    from placer.selection.cpsat.solve import StagedResult
+    from placer.selection.select import Outcome
+    from placer.solver import SolveResult
+
+    stages = [("cycles", SolveResult(Status.OPTIMAL if cycles_optimal else Status.FEASIBLE, cycles, cycles, 1.0)),
+              ("table", SolveResult(Status.FEASIBLE, table, bound, 1.0))]
+    return Outcome(plan=None, objectives=SimpleNamespace(fits=True), greedy=None,  # type: ignore[arg-type]
+                   greedy_objectives=None, decisions=[], status=Status.FEASIBLE,  # type: ignore[arg-type]
+                   staged=StagedResult(None, stages, {}), source="cp-sat")
+
+
+def test_a_table_bound_proved_at_a_larger_budget_holds_at_a_smaller_one_with_the_same_cycles() -> None:
+    from placer.selection.select import share_table_bounds
+
+    def bound(out: object) -> float:
+        return out.staged.stages[1][1].bound  # type: ignore[attr-defined]
+
+    small, mid, other, large = (_outcome(100, 60, 30), _outcome(100, 60, 45), _outcome(100, 60, 55,
+                                cycles_optimal=False), _outcome(90, 60, 59))
+    outcomes = [(64, small), (72, mid), (76, other), (80, large)]
+    share_table_bounds(outcomes)  # type: ignore[arg-type]
+    # 64 takes 72's bound (same optimal cycles); not 76's (its cycles are not proved) nor 80's (other cycles)
+    assert [bound(o) for _, o in outcomes] == [45, 45, 55, 59]
+    assert "from the 72 B budget's" in small.note and not mid.note  # type: ignore[attr-defined]
+    assert small.staged.stages[1][1].solver.endswith("bound from the 72 B budget")  # type: ignore[attr-defined]
+    # a bound that meets the objective proves it optimal
+    tight, looser = _outcome(100, 50, 40), _outcome(100, 50, 50)
+    share_table_bounds([(64, tight), (80, looser)])  # type: ignore[list-item]
+    assert tight.staged.stages[1][1].status is Status.OPTIMAL and tight.status is Status.OPTIMAL  # type: ignore
