@@ -211,12 +211,18 @@ def relay_windows(phase: Phase, deps: Dependencies, levels: np.ndarray, schedule
 def hosts_landing_last(phase: Phase, deps: Dependencies, schedule: ReferenceSchedule, count: int) -> list[int]:
     """The relay hosts of the forwards whose payload lands last in ``schedule``, latest first (at most ``count``)."""
     forwards = np.unique(deps.succ)
-    owner = phase.dst_transfer()
-    end = np.zeros(phase.n, np.int64)
-    np.maximum.at(end, owner, schedule.rx_start + phase.words[owner].astype(np.int64))
+    end = _last_arrival(phase, schedule)
     hosts = phase.source[forwards[np.lexsort((forwards, -end[forwards]))]].astype(np.int64)
     _, first = np.unique(hosts, return_index=True)
     return hosts[np.sort(first)][:count].tolist()
+
+
+def _last_arrival(phase: Phase, schedule: ReferenceSchedule) -> np.ndarray:
+    """Per transfer, when its payload has landed on its last receiver in ``schedule``."""
+    owner = phase.dst_transfer()
+    end = np.zeros(phase.n, np.int64)
+    np.maximum.at(end, owner, schedule.rx_start + phase.words[owner].astype(np.int64))
+    return end
 
 
 def gathers_earlier(phase: Phase, deps: Dependencies, order: np.ndarray, host: int, share: float
@@ -247,11 +253,8 @@ def forwards_by_landing(phase: Phase, deps: Dependencies, schedule: ReferenceSch
     goes first even when the other's gathers landed long before (CP-SAT plan's phase 54: a group's two 3,552-word
     segments, one ready at 3,635 but listed after the other, ready at 4,240; the replicas idled until 4,318)."""
     forwards = np.unique(deps.succ)
-    owner = phase.dst_transfer()
-    end = np.zeros(phase.n, np.int64)
-    np.maximum.at(end, owner, schedule.rx_start + phase.words[owner].astype(np.int64))
     land = np.zeros(phase.n, np.int64)
-    np.maximum.at(land, deps.succ, end[deps.pred])
+    np.maximum.at(land, deps.succ, _last_arrival(phase, schedule)[deps.pred])
 
     def replicas(f: int) -> bytes:
         return np.sort(phase.dst_tile[phase.dst_ptr[f]:phase.dst_ptr[f + 1]]).tobytes()
@@ -492,8 +495,7 @@ class OrderSearch:
         done = {"gathers": 0, "forwards": 0}
         while True:
             for host in hosts_landing_last(self.phase, self.deps, self.best, candidates):
-                horizon, best = self.best.horizon, None
-                base = self.best
+                base, best = self.best, None
                 for move in ("forwards", 0.5, 0.0):
                     if not self.fits():
                         return
@@ -509,7 +511,7 @@ class OrderSearch:
                     self.offer(self.timed(order), f"{found}, then {_late_label(tried)}")
                     if self.best.horizon < before:
                         best = tried
-                if best is not None and self.best.horizon < horizon:
+                if best is not None:
                     done = best
                     break
             else:

@@ -119,13 +119,12 @@ def _replica_layout(low: MatmulLowering, b_of: np.ndarray, tpos: np.ndarray, wid
     seg = tm * int(widths.sum())
     ii, jj = (a.reshape(-1) for a in np.meshgrid(np.arange(nrows), np.arange(w), indexing="ij"))
     run = np.arange(nrows) // low.owner_run
-    if low.panel_order == "column":  # inside a run in address order: panel, column, row
-        order = np.lexsort((ii, jj, run[ii]))
-    else:
-        order = np.lexsort((jj, ii, panel_of[jj], run[ii]))
+    column = low.panel_order == "column"
+    # inside a run in address order: panel, then column and row (column-major) or row and column (row-major)
+    order = np.lexsort((ii, jj, run[ii]) if column else (jj, ii, panel_of[jj], run[ii]))
     ii, jj = ii[order], jj[order]
     pj = panel_of[jj]
-    if low.panel_order == "column":
+    if column:
         off = b_of[ii] * seg + p0[pj] + c0[jj] * tm + tpos[ii] * widths[jj]
     else:
         off = b_of[ii] * seg + p0[pj] + tpos[ii] * pw[pj] + c0[jj]
