@@ -16,9 +16,11 @@ order, while the time limit allows):
 - *host plans* (``hosts``, ``placer.ordering.hosts``): per host, the order of its forwards and which gathers go
   before each, chosen on a small model of the host, with its forwards after every gather or interleaved with
   them;
-- *host slots* (``slots``): where relay hosts are also direct senders (weight homes), their direct multicasts
-  first, each host's gathers listed just before its own direct sends, so they land while its port would idle
-  (a tile never receives its own multicast) instead of holding up the multicasts that wait for its port;
+- *aligned slots* (``aligned``, ``placer.ordering.slots``): where the direct senders form columns (weight homes
+  multicasting to the rest of theirs) and relay hosts are among them, the direct multicasts in rounds, each
+  host's gathers listed just before its own direct sends, so they land while its port would idle (a tile never
+  receives its own multicast) instead of holding up the multicasts that wait for its port; rounds chosen so that
+  no sender gathers into a host of its own round; a spare host's gathers first;
 - *relay tiles first* (``relay_tiles``): every gather, then the hosts' own direct sends and every direct transfer
   into a replica, then the forwards, then the other direct traffic (and then gathers by forward on the result), so
   the relay tiles' own traffic goes while the gathers land, before the forwards hold their lanes and ports;
@@ -52,6 +54,7 @@ from placer.ordering.greedy import native_nondelay
 from placer.ordering.hosts import host_order, plan_hosts
 from placer.ordering.nondelay import nondelay_order
 from placer.ordering.reference import ReferenceSchedule, hazard_pairs
+from placer.ordering.slots import aligned_slots
 from placer.ordering.streams import Dependencies
 
 Timer = Callable[[np.ndarray], ReferenceSchedule]  # an order → its schedule (``materialize`` bound to a phase)
@@ -290,45 +293,6 @@ def _held(phase: Phase, forward: np.ndarray, rank: np.ndarray, later: np.ndarray
     return held
 
 
-def host_slots(phase: Phase, deps: Dependencies, levels: np.ndarray, schedule: ReferenceSchedule) -> np.ndarray:
-    """``schedule``'s order with the depth-0 traffic in *slots*: a relay host's rank is the largest number of
-    hosts above it (higher tile ids) among the receivers of one of its direct sends, so the hosts that share
-    direct multicasts (a weight block's homes) are ranked from the top down. Slot r lists the gathers into the
-    hosts of rank r, then those hosts' direct sends; the gathers into hosts without a direct send come first and
-    the other direct traffic after every slot. Within a slot, by source tile from the top, then ``schedule``'s
-    order.
-
-    Why: a multicast waits for every receiver's port, and a host's port is busiest with its gathers; gathers
-    listed just before the host's own direct sends land while it sends them, which is the one window in which
-    its port takes nothing of that multicast. Ranking from the top lets the hosts' slots follow one another."""
-    n = phase.n
-    place = np.empty(n, np.int64)
-    place[schedule.order] = np.arange(n)
-    src = phase.source.astype(np.int64)
-    dst = phase.dst_tile.astype(np.int64)
-    owner = phase.dst_transfer()
-    tiles = int(max(src.max(initial=0), dst.max(initial=0))) + 1
-    gather = np.zeros(n, bool)
-    gather[deps.pred] = True
-    forward = np.zeros(n, bool)
-    forward[deps.succ] = True
-    is_host = np.zeros(tiles, bool)
-    is_host[src[forward]] = True
-    direct = ~gather & ~forward & (levels == 0)
-    host_direct = direct & is_host[src]
-    entry = np.flatnonzero(host_direct[owner] & is_host[dst] & (dst > src[owner]))
-    above = np.bincount(owner[entry], minlength=n)
-    rank = np.full(tiles, -1, np.int64)
-    np.maximum.at(rank, src[host_direct], above[host_direct])
-    slot = np.full(n, np.iinfo(np.int64).max)
-    slot[host_direct] = 2 * rank[src[host_direct]]
-    into = dst[phase.dst_ptr[:-1]]  # a gather's (first) receiver: its host
-    feeds = gather & (levels == 0)
-    slot[feeds] = np.where(rank[into[feeds]] >= 0, 2 * rank[into[feeds]] - 1, -1)
-    slot[direct & ~is_host[src]] = 2 * int(rank.max(initial=0)) + 2
-    return np.lexsort((place, -src, slot, levels))
-
-
 @dataclass
 class OrderSearch:
     """The shortest schedule found so far for one phase, and the steps that try the orders of the module
@@ -517,18 +481,21 @@ class OrderSearch:
             else:
                 return
 
-    def slots(self) -> None:
-        """Host slots, on the greedy's order (only where some relay host is also a direct sender)."""
+    def aligned(self) -> None:
+        """Aligned slots (``placer.ordering.slots``) on the greedy's order, then again with the spare hosts' gathers
+        paced against that schedule's other sends (only where some relay host is also a direct sender)."""
         if not len(self.deps) or not self.fits():
             return
-        forward = np.unique(self.deps.succ)
-        hosts = np.unique(self.phase.source[forward])
-        relay = np.zeros(self.phase.n, bool)
-        relay[self.deps.pred] = True
-        relay[forward] = True
-        if np.isin(self.phase.source[~relay], hosts).any():
-            order = host_slots(self.phase, self.deps, self.levels, self.greedy)
-            self.offer(self.timed(order), "host slots")
+        order = aligned_slots(self.phase, self.deps, self.levels, self.greedy)
+        if order is None:
+            return
+        schedule = self.timed(order)
+        self.offer(schedule, "aligned slots")
+        if self.fits():
+            order = aligned_slots(self.phase, self.deps, self.levels, self.greedy, paced=schedule)
+            assert order is not None
+            if not np.array_equal(order, schedule.order):
+                self.offer(self.timed(order), "aligned slots, spare hosts paced")
 
 
 def _late_label(done: dict[str, int]) -> str:
@@ -554,5 +521,5 @@ def _tiles(phase: Phase) -> int:
     return int(max(phase.source.max(), phase.dst_tile.max())) + 1
 
 
-__all__ = ["OrderSearch", "forwards_by_landing", "forwards_first", "gathers_by_forward", "host_slots",
+__all__ = ["OrderSearch", "forwards_by_landing", "forwards_first", "gathers_by_forward",
            "relay_tiles_first", "relay_windows"]

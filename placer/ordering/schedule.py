@@ -309,7 +309,7 @@ def _schedule_reference(phase: Phase, machine: Machine, mode: Mode | str, params
                         ordering: OrderingParams, chunks: Chunks, clock: float,
                         progress: SolverCallback | None) -> PhaseSchedule:
     """The reference's B1024 order timed by its rules. In cpsat mode, also (``placer.ordering.improve``): gathers
-    by forward, forwards first, host plans, host slots, relay tiles first, relay windows, the non-delay list, the
+    by forward, forwards first, host plans, aligned slots, relay tiles first, relay windows, the non-delay list, the
     CP-SAT order of the chunk model (half the time limit), interleaved host plans, gathers by forward reversed, the
     polish (``OrderSearch.polish``) from the best and the second best order so far, then the late hosts (their
     replicas' forwards in landing order, their gathers earlier), each timed by the same rules while the time limit
@@ -337,7 +337,7 @@ def _schedule_reference(phase: Phase, machine: Machine, mode: Mode | str, params
         search.group()  # the steps that won on the measured phases first (docs/ordering.md)
         search.forwards()
         search.hosts()
-        search.slots()
+        search.aligned()
         search.relay_tiles()
         search.windows()
         search.nondelay()

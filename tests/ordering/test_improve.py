@@ -21,7 +21,6 @@ from placer.ordering.improve import (
     forwards_first,
     gathers_by_forward,
     gathers_earlier,
-    host_slots,
     hosts_landing_last,
     relay_tiles_first,
     relay_windows,
@@ -160,7 +159,7 @@ def _search(phase: Phase, tiles: int, *, polish: bool = True, windows: bool = Tr
     search.group()
     search.forwards()
     search.hosts()
-    search.slots()
+    search.aligned()
     search.relay_tiles()
     if windows:
         search.windows()
@@ -261,9 +260,9 @@ def test_forwards_first_lists_gathers_then_forwards_then_direct_traffic() -> Non
     assert set(order[51:].tolist()) == set(direct)
 
 
-def test_host_slots_let_hosts_that_are_weight_homes_gather_while_they_send() -> None:
+def test_aligned_slots_let_hosts_that_are_weight_homes_gather_while_they_send() -> None:
     # B1024 lists each host's gathers before the weight slices it receives, so every multicast to its column
-    # waits for them; slots give each host's gathers the window of its own send and reach the port bound
+    # waits for them; aligned slots give each host's gathers the window of its own send and reach the port bound
     phase = homes_phase()
     bound = reference_bound(phase, MACHINE, tiles=TILES)
     greedy = reference_schedule(phase, MACHINE, tiles=TILES)
@@ -272,29 +271,9 @@ def test_host_slots_let_hosts_that_are_weight_homes_gather_while_they_send() -> 
     others.forwards()
     others.hosts()
     search = _search(phase, TILES)
-    assert search.found.startswith("host slots")  # polish takes one more cycle off (3,146 → 3,145; bound 3,144)
+    assert search.found.startswith("aligned slots")
     assert search.best.horizon < others.best.horizon and search.best.horizon <= 1.01 * bound.best < greedy.horizon
     _valid(phase, search.best)
-
-
-def test_host_slots_rank_hosts_from_the_top_and_list_their_gathers_just_before_their_own_sends() -> None:
-    phase = homes_phase(columns=2, rows=4, hosts_from=2, fragments=4)
-    deps = transfer_dependencies(phase)
-    levels = transfer_levels(phase.n, deps)
-    order = host_slots(phase, deps, levels, reference_schedule(phase, MACHINE, tiles=TILES, deps=deps))
-    place = np.empty(phase.n, np.int64)
-    place[order] = np.arange(phase.n)
-    assert (place[deps.pred] < place[deps.succ]).all()
-    # transfers 0-11: slices of rows 1, 2, 3 (two columns, two pieces); 12-27: gathers into hosts 4, 5, 6, 7
-    slices = {row: set(range(4 * (row - 1), 4 * row)) for row in (1, 2, 3)}
-    gathers = {host: set(range(12 + 4 * (host - 4), 16 + 4 * (host - 4))) for host in (4, 5, 6, 7)}
-    listed = order[:28].tolist()
-    assert set(listed[:8]) == gathers[6] | gathers[7]  # the top row's hosts rank 0: their gathers, then sends
-    assert set(listed[8:12]) == slices[3]
-    assert set(listed[12:20]) == gathers[4] | gathers[5]  # rank 1
-    assert set(listed[20:24]) == slices[2]
-    assert set(listed[24:28]) == slices[1]  # not a host: after every slot
-    assert listed[8:12] == [10, 11, 8, 9]  # within a slot, from the top tile (7, then 6)
 
 
 def test_relay_tiles_first_lists_gathers_then_the_relay_tiles_direct_traffic_then_forwards_then_the_rest() -> None:
@@ -322,7 +301,7 @@ def test_relay_tiles_first_let_replicas_and_hosts_send_their_own_traffic_while_t
     others.group()
     others.forwards()
     others.hosts()
-    others.slots()
+    others.aligned()
     search = _start(phase, TILES)
     search.relay_tiles()
     assert search.found.startswith("relay tiles first")
@@ -341,7 +320,7 @@ def test_relay_windows_list_the_relay_tiles_own_traffic_while_the_gathers_land_a
     gather[deps.pred] = True
     assert place[levels > 0].min() > place[(levels == 0) & ~gather].max()  # the forwards after the direct traffic
     others = []
-    for step in ("group", "forwards", "hosts", "slots", "relay_tiles", "nondelay"):
+    for step in ("group", "forwards", "hosts", "aligned", "relay_tiles", "nondelay"):
         alone = _start(phase, TILES)
         getattr(alone, step)()
         others.append(alone.best.horizon)
@@ -362,7 +341,7 @@ def test_relay_windows_list_the_relay_part_early_where_the_replicas_take_little_
     assert (place[deps.pred] < place[deps.succ]).all()
     assert place[(levels == 0) & ~gather].min() > place[levels > 0].max()  # the direct traffic after the relays
     others = _start(phase, TILES)
-    for step in ("group", "forwards", "hosts", "slots", "relay_tiles", "nondelay"):
+    for step in ("group", "forwards", "hosts", "aligned", "relay_tiles", "nondelay"):
         getattr(others, step)()
     search = _start(phase, TILES)
     search.windows()
@@ -441,8 +420,8 @@ def test_relay_tiles_first_keeps_the_rules_on_random_hosts(hosts: int, replicas:
 
 @settings(max_examples=15, deadline=None)
 @given(st.integers(2, 5), st.integers(3, 6), st.integers(1, 3), st.integers(2, 24), st.sampled_from([64, 256]))
-def test_host_slots_keep_the_rules_on_random_columns(columns: int, rows: int, host_rows: int, fragments: int,
-                                                     slice_words: int) -> None:
+def test_aligned_slots_keep_the_rules_on_random_homes(columns: int, rows: int, host_rows: int, fragments: int,
+                                                       slice_words: int) -> None:
     phase = homes_phase(columns, rows, max(1, rows - host_rows), fragments, slice_words)
     _keeps_the_rules_and_repeats_itself(phase)
 
