@@ -17,10 +17,10 @@ order, while the time limit allows):
   before each, chosen on a small model of the host, with its forwards after every gather or interleaved with
   them;
 - *aligned slots* (``aligned``, ``placer.ordering.slots``): where the direct senders form columns (weight homes
-  multicasting to the rest of theirs) and relay hosts are among them, the direct multicasts in rounds, each
+  multicasting to the rest of theirs) and relay hosts are among them, the direct multicasts in slots, each
   host's gathers listed just before its own direct sends, so they land while its port would idle (a tile never
-  receives its own multicast) instead of holding up the multicasts that wait for its port; rounds chosen so that
-  no sender gathers into a host of its own round; a spare host's gathers first;
+  receives its own multicast) instead of holding up the multicasts that wait for its port; slots chosen so that
+  no sender gathers into a host of its own slot; a spare host's gathers first;
 - *relay tiles first* (``relay_tiles``): every gather, then the hosts' own direct sends and every direct transfer
   into a replica, then the forwards, then the other direct traffic (and then gathers by forward on the result), so
   the relay tiles' own traffic goes while the gathers land, before the forwards hold their lanes and ports;

@@ -1,27 +1,29 @@
 """Aligned slots: a relayed phase whose relay hosts are also direct senders (weight homes multicasting to their
-column), listed round by round so that every column's multicasts follow one another and each host gathers while
+column), listed slot by slot so that every column's multicasts follow one another and each host gathers while
 it sends.
 
 The structure (SigLIP's and PE's QKV and MLP-up phases under any relay plan): the direct senders form *columns*,
 each sender multicasting to the rest of its column, so a column's multicasts are sequential (every two share
 receivers) and each waits for every receiver's port. A relay host is one of those receivers, and its port is
 also where its gathers land: the one window in which they hold up nothing is its own multicast (a tile does not
-receive its own send). So each sender gets a round, and round r lists the gathers into the hosts of round r, then
-their direct sends. Ranking the senders from the top of their column (an earlier step, "host slots", ranked the
-hosts so and listed the other senders after every round) leaves two losses, measured on SigLIP b2:
+receive its own send). So each sender gets a slot, its turn in its column, and slot r lists the gathers into the
+hosts of slot r, then their direct sends. Ranking the senders from the top of their column (an earlier step,
+"host slots", ranked the hosts so and listed the other senders after every slot) leaves two losses, measured on
+SigLIP b2:
 
 - *Slots chosen, not ranked.* A sender's gathers to other hosts leave its lane while those hosts' slots run; if
-  its own slot is the same round, its multicast waits for the gathers (or they for it) and its column falls behind
-  (the production rule's phase 16: 2,567 gathers from a sender in its host's slot, slot starts drifting about 100
-  cycles a round). A local search swaps slots inside each column to minimise the gathered words whose sender and
-  host share a slot (2,567 → 0 on that phase; the CP-SAT plan's 1,844 → 18); a column's rounds then follow one
-  another everywhere, and columns stay aligned.
+  its own slot is the same, its multicast waits for the gathers (or they for it) and its column falls behind (the
+  production rule's phase 16: 2,567 gathers from a sender in its host's slot, slot starts drifting about 100
+  cycles a slot). A local search swaps slots inside each column to minimise the gathered words whose sender and
+  host share a slot (2,567 → 0 on that phase; the CP-SAT plan's 1,844 → 18); a column's slots then follow one
+  another everywhere, and the columns stay aligned.
 - *Spare hosts planned.* A host that sends nothing direct (a spare tile holding a whole group's segment, which
   the CP-SAT selection chooses) can gather at any time; its gathers go first, in the blocks of its host plan
   (``placer.ordering.hosts``: which forward it sends first, and which gathers each waits for under the memory
-  rule), its forwards in the plan's order.
+  rule), and its forwards in the plan's order; a second order paces its gathers against the first one's schedule
+  (``_paced``).
 
-Everything else (each slot's direct sends, the forwards) keeps the order of the schedule it starts from.
+Everything else (each slot's direct sends, the other forwards) keeps the order of the schedule it starts from.
 """
 
 from __future__ import annotations
@@ -39,12 +41,12 @@ _COLUMNAR = 0.9  # the share of direct multicasts that must reach the rest of th
 
 def sender_slots(phase: Phase, deps: Dependencies, levels: np.ndarray, *, swaps: bool = True
                  ) -> np.ndarray | None:
-    """Per tile: the round in which it sends its direct multicasts (-1: no direct send); None unless the direct
+    """Per tile: the slot in which it sends its direct multicasts (-1: no direct send); None unless the direct
     traffic is in columns (nearly every multicast reaching the rest of its column).
 
     Starts from each sender's rank in its column (how many direct senders above it receive one of its sends) and,
-    with ``swaps``, swaps rounds inside a column while that lowers the words gathered from a sender in its host's
-    round."""
+    with ``swaps``, swaps slots inside a column while that lowers the words gathered from a sender in its host's
+    slot."""
     n = phase.n
     src = phase.source.astype(np.int64)
     dst = phase.dst_tile.astype(np.int64)
@@ -72,7 +74,7 @@ def sender_slots(phase: Phase, deps: Dependencies, levels: np.ndarray, *, swaps:
         label = label[label]
         if np.array_equal(label, before):
             break
-    # the rounds mean something only where a sender's multicasts reach the rest of its column
+    # the slots mean something only where a sender's multicasts reach the rest of its column
     size = np.bincount(label[np.unique(np.concatenate([a, b]))], minlength=tiles)
     fan = np.diff(phase.dst_ptr)[direct]
     if not len(fan) or np.mean(fan == size[label[src[direct]]] - 1) < _COLUMNAR:
@@ -94,9 +96,9 @@ def sender_slots(phase: Phase, deps: Dependencies, levels: np.ndarray, *, swaps:
         u, v = divmod(k, tiles)
         near.setdefault(u, []).append((v, wt))
         near.setdefault(v, []).append((u, wt))
-    # clash[t][s]: words t gathers from or into senders of round s
-    rounds = int(slot.max(initial=-1)) + 1
-    clash = [[0] * rounds for _ in range(tiles)]
+    # clash[t][s]: words t gathers from or into senders of slot s
+    slots = int(slot.max(initial=-1)) + 1
+    clash = [[0] * slots for _ in range(tiles)]
     for t, ns in near.items():
         for u, wt in ns:
             clash[t][slot[u]] += wt
@@ -114,7 +116,7 @@ def sender_slots(phase: Phase, deps: Dependencies, levels: np.ndarray, *, swaps:
             for i, p in enumerate(members):
                 for q in members[i + 1:]:
                     sp, sq = int(slot[p]), int(slot[q])
-                    # after the swap p sits in round sq, which q leaves (and q in sp, which p leaves)
+                    # after the swap p sits in slot sq, which q leaves (and q in sp, which p leaves)
                     pq = mutual.get((p, q), 0)
                     if clash[p][sq] + clash[q][sp] - 2 * pq < clash[p][sp] + clash[q][sq]:
                         move(p, sp, sq)
@@ -127,11 +129,11 @@ def sender_slots(phase: Phase, deps: Dependencies, levels: np.ndarray, *, swaps:
 
 def aligned_slots(phase: Phase, deps: Dependencies, levels: np.ndarray, schedule: ReferenceSchedule, *,
                   paced: ReferenceSchedule | None = None, slot: np.ndarray | None = None) -> np.ndarray | None:
-    """``schedule``'s order with the depth-0 traffic in rounds (module docstring): round r lists the gathers into
-    the senders of round r, then their direct sends; the gathers into hosts without a direct send come first, in
+    """``schedule``'s order with the depth-0 traffic in slots (module docstring): slot r lists the gathers into
+    the senders of slot r, then their direct sends; the gathers into hosts without a direct send come first, in
     their host plans' blocks (in list order, or with ``paced``, a schedule of this order, paced against the
     senders' direct sends there: ``_paced``); the forwards of a planned host in its plan's order. ``slot``: each
-    tile's round (default ``sender_slots``). None without columns or without direct senders among the relay
+    tile's slot (default ``sender_slots``). None without columns or without direct senders among the relay
     hosts."""
     n = phase.n
     if not len(deps):
@@ -157,14 +159,14 @@ def aligned_slots(phase: Phase, deps: Dependencies, levels: np.ndarray, schedule
     release = np.zeros(n, np.int64)
     np.maximum.at(release, owner[forward[owner]], load[dst[forward[owner]]])
     block, rank = plan_hosts(phase, deps, levels, release)
-    key = np.full(n, 2 * int(slot.max()) + 2, np.int64)  # direct traffic of a tile in no round: after every round
+    key = np.full(n, 2 * int(slot.max()) + 2, np.int64)  # direct traffic of a tile in no slot: after every slot
     key[direct & (slot[src] >= 0)] = 2 * slot[src[direct & (slot[src] >= 0)]]
     into = dst[phase.dst_ptr[:-1]]  # a gather's (first) receiver: its host
     feeds = gather & (levels == 0)
     key[feeds] = np.where(slot[into[feeds]] >= 0, 2 * slot[into[feeds]] - 1, -3)
     first = np.flatnonzero(levels == 0)
-    # within a round by source from the top; a spare host's gathers in list order, so that its senders change at
-    # every gather instead of sweeping the tiles in step with the rounds' hosts
+    # within a slot by source from the top; a spare host's gathers in list order, so that its senders change at
+    # every gather instead of sweeping the tiles in step with the slots' hosts
     top = np.where(key == -3, 0, -src)
     within = place.copy()
     if paced is not None:

@@ -1,5 +1,5 @@
-"""Aligned slots (``placer.ordering.slots``): rounds chosen so that no sender gathers into a host of its own round,
-every column's multicasts in rounds, spare hosts' gathers first; every schedule keeps the rules (independent
+"""Aligned slots (``placer.ordering.slots``): slots chosen so that no sender gathers into a host of its own slot,
+every column's multicasts in slots, spare hosts' gathers first; every schedule keeps the rules (independent
 checker), and the search with them repeats itself."""
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def clash_phase(columns: int = 3, rows: int = 4, fragments: int = 24, slice_word
 
 
 def _clashes(phase: Phase, slot: np.ndarray) -> int:
-    """Words gathered from a sender of the host's own round."""
+    """Words gathered from a sender of the host's own slot."""
     deps = transfer_dependencies(phase)
     g = np.unique(deps.pred)
     x, h = phase.source[g].astype(np.int64), phase.dst_tile[phase.dst_ptr[g]].astype(np.int64)
@@ -73,12 +73,12 @@ def _valid(phase: Phase, schedule: object) -> None:
                                     schedule.horizon, MACHINE) == []  # type: ignore[attr-defined]
 
 
-def test_rounds_are_chosen_so_that_no_sender_gathers_into_a_host_of_its_own_round() -> None:
+def test_slots_are_chosen_so_that_no_sender_gathers_into_a_host_of_its_own_slot() -> None:
     phase = clash_phase()
     deps = transfer_dependencies(phase)
     slot = sender_slots(phase, deps, transfer_levels(phase.n, deps))
     assert slot is not None
-    for c in range(3):  # each column's homes take its rounds once each
+    for c in range(3):  # each column's homes take its slots once each
         assert sorted(slot[[m * 3 + c for m in range(1, 4)]].tolist()) == [0, 1, 2]
     assert (slot[[0, 1, 2]] == -1).all()  # row 0 sends nothing direct
     ranked = sender_slots(phase, deps, transfer_levels(phase.n, deps), swaps=False)
@@ -87,7 +87,7 @@ def test_rounds_are_chosen_so_that_no_sender_gathers_into_a_host_of_its_own_roun
     assert _clashes(phase, slot) == 0
 
 
-def test_aligned_slots_list_each_round_s_gathers_before_its_sends_and_a_spare_host_s_first() -> None:
+def test_aligned_slots_list_each_slot_s_gathers_before_its_sends_and_a_spare_host_s_first() -> None:
     phase = clash_phase(spare=True)
     deps = transfer_dependencies(phase)
     levels = transfer_levels(phase.n, deps)
@@ -110,7 +110,7 @@ def test_aligned_slots_list_each_round_s_gathers_before_its_sends_and_a_spare_ho
         assert place[into].max() < place[mine].min() and place[mine].max() < place[later].min(initial=phase.n)
 
 
-def test_chosen_rounds_beat_ranked_rounds_where_senders_gather_into_their_own_round() -> None:
+def test_chosen_slots_beat_ranked_slots_where_senders_gather_into_their_own_round() -> None:
     phase = clash_phase()
     deps = transfer_dependencies(phase)
     levels = transfer_levels(phase.n, deps)
@@ -126,7 +126,7 @@ def test_chosen_rounds_beat_ranked_rounds_where_senders_gather_into_their_own_ro
     assert aligned.horizon <= 1.05 * bound.best
 
 
-def test_phases_not_in_columns_get_no_rounds() -> None:
+def test_phases_not_in_columns_get_no_slots() -> None:
     phase = relay_phase(groups=2, replicas=4, fragments=24, segments=2, tiles=TILES, seed=3)
     deps = transfer_dependencies(phase)
     levels = transfer_levels(phase.n, deps)
