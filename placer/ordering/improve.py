@@ -483,7 +483,8 @@ class OrderSearch:
 
     def aligned(self) -> None:
         """Aligned slots (``placer.ordering.slots``) on the greedy's order, then again with the spare hosts' gathers
-        paced against that schedule's other sends (only where some relay host is also a direct sender)."""
+        paced against that schedule's other sends (only where the direct traffic is in columns and some relay
+        host is one of their senders)."""
         if not len(self.deps) or not self.fits():
             return
         order = aligned_slots(self.phase, self.deps, self.levels, self.greedy)

@@ -132,9 +132,9 @@ def aligned_slots(phase: Phase, deps: Dependencies, levels: np.ndarray, schedule
     """``schedule``'s order with the depth-0 traffic in slots (module docstring): slot r lists the gathers into
     the senders of slot r, then their direct sends; the gathers into hosts without a direct send come first, in
     their host plans' blocks (in list order, or with ``paced``, a schedule of this order, paced against the
-    senders' direct sends there: ``_paced``); the forwards of a planned host in its plan's order. ``slot``: each
-    tile's slot (default ``sender_slots``). None without columns or without direct senders among the relay
-    hosts."""
+    senders' direct sends and forwards there: ``_paced``); the forwards of a planned host in its plan's order.
+    ``slot``: each tile's slot (default ``sender_slots``). None without columns or without direct senders among
+    the relay hosts."""
     n = phase.n
     if not len(deps):
         return None
