@@ -54,7 +54,7 @@ from placer.ordering.greedy import native_nondelay
 from placer.ordering.hosts import host_order, plan_hosts
 from placer.ordering.nondelay import nondelay_order
 from placer.ordering.reference import ReferenceSchedule, hazard_pairs
-from placer.ordering.slots import aligned_slots
+from placer.ordering.slots import aligned_slots, sender_slots
 from placer.ordering.streams import Dependencies
 
 Timer = Callable[[np.ndarray], ReferenceSchedule]  # an order → its schedule (``materialize`` bound to a phase)
@@ -487,13 +487,14 @@ class OrderSearch:
         host is one of their senders)."""
         if not len(self.deps) or not self.fits():
             return
-        order = aligned_slots(self.phase, self.deps, self.levels, self.greedy)
+        slot = sender_slots(self.phase, self.deps, self.levels)  # the swap search once, for both orders
+        order = None if slot is None else aligned_slots(self.phase, self.deps, self.levels, self.greedy, slot=slot)
         if order is None:
             return
         schedule = self.timed(order)
         self.offer(schedule, "aligned slots")
         if self.fits():
-            order = aligned_slots(self.phase, self.deps, self.levels, self.greedy, paced=schedule)
+            order = aligned_slots(self.phase, self.deps, self.levels, self.greedy, paced=schedule, slot=slot)
             assert order is not None
             if not np.array_equal(order, schedule.order):
                 self.offer(self.timed(order), "aligned slots, spare hosts paced")
