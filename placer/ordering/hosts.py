@@ -191,4 +191,21 @@ def _permute(key: np.ndarray, place: np.ndarray, members: np.ndarray, group: np.
     key[by_rank] = place[by_place]
 
 
-__all__ = ["host_order", "plan_hosts"]
+def held_gathers(phase: Phase, forward: np.ndarray, rank: np.ndarray, later: np.ndarray, slot: np.ndarray
+                 ) -> np.ndarray:
+    """Which of the ``later`` gathers write an SRAM element that their host's forward of rank ``slot`` − 1 reads."""
+    held = np.zeros(phase.n, bool)
+    s_tr, s_key, entry, d_key = hazard_pairs(phase)
+    reader = forward[s_tr] & (rank[s_tr] >= 0)
+    if not reader.any():
+        return held
+    span = int(max(rank.max(), slot.max())) + 2
+    read = np.unique(s_key[reader] * span + rank[s_tr[reader]])  # a key names its tile: the host
+    t = phase.dst_transfer()[entry]
+    mine = later[t]
+    code = d_key[mine] * span + slot[t[mine]] - 1
+    held[t[mine][np.isin(code, read)]] = True
+    return held
+
+
+__all__ = ["held_gathers", "host_order", "plan_hosts"]

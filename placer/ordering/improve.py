@@ -27,6 +27,9 @@ order, while the time limit allows):
 - *relay windows* (``windows``): each host's gathers in its plan's blocks and its forwards in its plan's order,
   the direct traffic by the non-delay scheme; the forwards after the direct traffic (the hosts' own sends and the
   replicas' receives first in it), or before it;
+- *calendar list* (``calendar``, ``placer.ordering.calendar``): where the replicas take direct traffic and the
+  direct senders are not in columns, the list built by placing the replicas' direct receives, then the hosts' own
+  sends, the gathers and the forwards, then the rest, each in the first gap of every lane and port it needs;
 - *non-delay list* (``nondelay``, ``placer.ordering.nondelay``): the list built by the parallel scheme, B1024's
   order as priority, so that no tile's receive stream waits on a multicast while receives listed after it could
   go (on any phase, relayed or not);
@@ -50,8 +53,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from placer.capture.model import Phase
+from placer.ordering.calendar import calendar_order, replicas_take_direct
 from placer.ordering.greedy import native_nondelay
-from placer.ordering.hosts import host_order, plan_hosts
+from placer.ordering.hosts import held_gathers, host_order, plan_hosts
 from placer.ordering.nondelay import nondelay_order
 from placer.ordering.reference import ReferenceSchedule, hazard_pairs
 from placer.ordering.slots import aligned_slots, sender_slots
@@ -189,7 +193,7 @@ def relay_windows(phase: Phase, deps: Dependencies, levels: np.ndarray, schedule
     block = np.where(later, 2 * slot, 2 * np.maximum(rank, 0) + 1)[relay]
     # within a block, the gathers free to land during the send before it first (a host's port takes them in list
     # order: one held back by that send would hold up the rest)
-    held = _held(phase, forward, rank, later, slot)[relay]
+    held = held_gathers(phase, forward, rank, later, slot)[relay]
     relay = relay[np.lexsort((place[relay], held, block, np.maximum(levels[relay], 1)))]
     no_deps = Dependencies(np.zeros(0, np.int64), np.zeros(0, np.int64))
 
@@ -277,22 +281,6 @@ def forwards_by_landing(phase: Phase, deps: Dependencies, schedule: ReferenceSch
     return order
 
 
-def _held(phase: Phase, forward: np.ndarray, rank: np.ndarray, later: np.ndarray, slot: np.ndarray) -> np.ndarray:
-    """Which of the ``later`` gathers write an SRAM element that their host's forward of rank ``slot`` − 1 reads."""
-    held = np.zeros(phase.n, bool)
-    s_tr, s_key, entry, d_key = hazard_pairs(phase)
-    reader = forward[s_tr] & (rank[s_tr] >= 0)
-    if not reader.any():
-        return held
-    span = int(max(rank.max(), slot.max())) + 2
-    read = np.unique(s_key[reader] * span + rank[s_tr[reader]])  # a key names its tile: the host
-    t = phase.dst_transfer()[entry]
-    mine = later[t]
-    code = d_key[mine] * span + slot[t[mine]] - 1
-    held[t[mine][np.isin(code, read)]] = True
-    return held
-
-
 @dataclass
 class OrderSearch:
     """The shortest schedule found so far for one phase, and the steps that try the orders of the module
@@ -312,6 +300,7 @@ class OrderSearch:
     greedy: ReferenceSchedule = field(init=False)  # the schedule the search started from
     # the second shortest schedule found (shorter than the greedy's), and how
     runner_up: tuple[ReferenceSchedule, str] | None = field(init=False, default=None)
+    columns: bool = field(init=False, default=False)  # the direct senders form columns (``sender_slots``)
 
     def __post_init__(self) -> None:
         self.greedy = self.best
@@ -392,6 +381,14 @@ class OrderSearch:
                 order = gathers_by_forward(self.phase, self.deps, self.levels, schedule)
                 if not np.array_equal(order, schedule.order):
                     self.offer(self.timed(order), f"{label}, then gathers by forward")
+
+    def calendar(self) -> None:
+        """The calendar list on the greedy's order, where the replicas take direct traffic and aligned slots did not
+        apply (its model is placed in Python: about 150k receiver entries a second)."""
+        if (not len(self.deps) or self.columns or not replicas_take_direct(self.phase, self.deps, self.levels)
+                or not self.fits(self.phase.dst_tile.size / 150_000)):
+            return
+        self.offer(self.timed(calendar_order(self.phase, self.deps, self.levels, self.greedy)), "calendar list")
 
     def nondelay(self) -> None:
         """The non-delay list with the greedy's order as priority (on any phase: it needs no relay)."""
@@ -488,6 +485,7 @@ class OrderSearch:
         if not len(self.deps) or not self.fits():
             return
         slot = sender_slots(self.phase, self.deps, self.levels)  # the swap search once, for both orders
+        self.columns = slot is not None
         order = None if slot is None else aligned_slots(self.phase, self.deps, self.levels, self.greedy, slot=slot)
         if order is None:
             return

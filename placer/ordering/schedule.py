@@ -309,11 +309,11 @@ def _schedule_reference(phase: Phase, machine: Machine, mode: Mode | str, params
                         ordering: OrderingParams, chunks: Chunks, clock: float,
                         progress: SolverCallback | None) -> PhaseSchedule:
     """The reference's B1024 order timed by its rules. In cpsat mode, also (``placer.ordering.improve``): gathers
-    by forward, forwards first, host plans, aligned slots, relay tiles first, relay windows, the non-delay list, the
-    CP-SAT order of the chunk model (half the time limit), interleaved host plans, gathers by forward reversed, the
-    polish (``OrderSearch.polish``) from the best and the second best order so far, then the late hosts (their
-    replicas' forwards in landing order, their gathers earlier), each timed by the same rules while the time limit
-    allows; the shortest is kept. The bound is the reference rules' own."""
+    by forward, forwards first, host plans, aligned slots, relay tiles first, relay windows, the calendar list, the
+    non-delay list, the CP-SAT order of the chunk model (half the time limit), interleaved host plans, gathers by
+    forward reversed, the polish (``OrderSearch.polish``) from the best and the second best order so far, then the
+    late hosts (their replicas' forwards in landing order, their gathers earlier), each timed by the same rules
+    while the time limit allows; the shortest is kept. The bound is the reference rules' own."""
     tiles = chunks.tiles
     deps = chunks.transfer_deps
     levels = transfer_levels(phase.n, deps)
@@ -340,6 +340,7 @@ def _schedule_reference(phase: Phase, machine: Machine, mode: Mode | str, params
         search.aligned()
         search.relay_tiles()
         search.windows()
+        search.calendar()
         search.nondelay()
         # CP-SAT in the chunk model on half the limit (as deterministic work), if, after its chunk-model greedy
         # (its hint), a quarter of its share and one timing fit; its backstop leaves room for the search's overrun,

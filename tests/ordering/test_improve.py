@@ -163,6 +163,7 @@ def _search(phase: Phase, tiles: int, *, polish: bool = True, windows: bool = Tr
     search.relay_tiles()
     if windows:
         search.windows()
+    search.calendar()
     search.nondelay()
     search.hosts(interleave=True)
     search.group(reverse=True)
@@ -328,7 +329,8 @@ def test_relay_windows_list_the_relay_tiles_own_traffic_while_the_gathers_land_a
     search.windows()
     assert search.found.startswith("relay windows") and search.best.horizon < min(others)
     _valid(phase, search.best)
-    assert _search(phase, TILES).found.startswith("relay windows")
+    # of the whole search, only the calendar list (tests/ordering/test_calendar.py) does better here
+    assert _search(phase, TILES).found.startswith(("relay windows", "calendar list"))
 
 
 def test_relay_windows_list_the_relay_part_early_where_the_replicas_take_little_else() -> None:
