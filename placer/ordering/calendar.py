@@ -19,14 +19,16 @@ fills the holes the earlier ones left); a dependent goes ``lag`` cycles after it
 1. the relay hosts' own direct sends, the hosts taking turns (``TURN`` sends each): they fill the slots in which
    a receiver sends rather than receives, and no host is left with all of its rows last;
 2. the gathers, host by host, in each host's plan (``plan_hosts``): its first block, then the gathers its first
-   forward must not overlap (``held_gathers``), then the rest;
+   forward must not overlap (``held_gathers``), then the rest; in each, those whose senders' tied sends (0 and
+   1) end latest in the model first, so that the others are left to fill the host's port while those are busy;
 3. the forwards, in their plans' order;
-4. everything else, sender by sender.
+4. everything else, sender by sender, each no sooner than its receivers' last tied receive in the model (it
+   would fill their gaps there, but the timed list has none to spare).
 
 The list is the transfers by their start in the model (dependents start after their predecessors end, so it is a
 topological order). The model leaves out latency, the control and memory rules and the reference's append order
 (which is why the result is an order, not a schedule); ``materialize`` times it by the real rules. On phase 60:
-12,996 → 12,605 cycles (host bound 11,935); on the phases where the replicas take little direct traffic the
+12,996 → 12,518 cycles (host bound 11,935; 1.049 ×); on the phases where the replicas take little direct traffic the
 orders already found are shorter, and the search keeps only a shorter schedule.
 """
 
@@ -43,9 +45,9 @@ from placer.ordering.streams import Dependencies
 
 LAG = 100  # model cycles from a gather's end to its forward's send (a payload lands 52 + 2·row after its send)
 # a host's own sends go in runs of this many: a port loses a few cycles whenever it switches senders (their routes'
-# mux offsets differ), and phase 60's receivers take the hosts' rows 4 at a time from each (12,647 with runs of 1,
-# 12,605 with runs of 4)
-TURN = 4
+# mux offsets differ); on phase 60, where each host sends 4 rows to each of 18 sets of receivers, runs of 1, 4, 8,
+# 12, 16 and 24 gave 12,598, 12,546, 12,518, 12,515, 12,530 and 12,567 cycles
+TURN = 8
 
 
 class Calendar:
@@ -106,12 +108,12 @@ def replicas_take_direct(phase: Phase, deps: Dependencies, levels: np.ndarray, s
     return bool(np.median(took) >= share * np.median(brought))
 
 
-def calendar_priority(phase: Phase, deps: Dependencies, levels: np.ndarray, schedule: ReferenceSchedule, *,
-                      plan: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
-    """The transfers in the priority order of the module docstring (a permutation of ``range(phase.n)``)."""
+INTO_REPLICA, HOST_OWN, GATHER, FORWARD, REST = range(5)  # the priority classes (module docstring)
+
+
+def kinds(phase: Phase, deps: Dependencies, levels: np.ndarray) -> np.ndarray:
+    """Each transfer's priority class: ``INTO_REPLICA`` … ``REST``."""
     n = phase.n
-    place = np.empty(n, np.int64)
-    place[schedule.order] = np.arange(n)
     src = phase.source.astype(np.int64)
     dst = phase.dst_tile.astype(np.int64)
     owner = phase.dst_transfer()
@@ -127,10 +129,29 @@ def calendar_priority(phase: Phase, deps: Dependencies, levels: np.ndarray, sche
     into_replica = np.zeros(n, bool)
     into_replica[owner[is_replica[dst]]] = True
     direct = (levels == 0) & ~gather
-    kind = np.select([direct & into_replica, direct & is_host[src], gather, forward], [0, 1, 2, 3], 4)
+    return np.select([direct & into_replica, direct & is_host[src], gather, forward],
+                     [INTO_REPLICA, HOST_OWN, GATHER, FORWARD], REST)
+
+
+def calendar_priority(phase: Phase, deps: Dependencies, levels: np.ndarray, schedule: ReferenceSchedule, *,
+                      plan: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """The transfers in the priority order of the module docstring (a permutation of ``range(phase.n)``)."""
+    return _priority(phase, deps, levels, schedule, plan)[0]
+
+
+def _priority(phase: Phase, deps: Dependencies, levels: np.ndarray, schedule: ReferenceSchedule,
+              plan: tuple[np.ndarray, np.ndarray] | None) -> tuple[np.ndarray, np.ndarray]:
+    """``calendar_priority``, and each transfer's block: its part of its host (a gather's plan block, the gathers
+    its first forward must not overlap, the rest; a forward's rank) and the host."""
+    n = phase.n
+    place = np.empty(n, np.int64)
+    place[schedule.order] = np.arange(n)
+    src = phase.source.astype(np.int64)
+    kind = kinds(phase, deps, levels)
+    forward, gather = kind == FORWARD, kind == GATHER
     slot, rank = plan if plan is not None else plan_hosts(phase, deps, levels, np.zeros(n, np.int64))
     held = held_gathers(phase, forward, rank, (slot > 0) & (levels == 0), slot)
-    host = np.where(gather, dst[phase.dst_ptr[:-1]], src)  # a gather's host; else the sender
+    host = np.where(gather, phase.dst_tile[phase.dst_ptr[:-1]].astype(np.int64), src)  # a gather's host, or the sender
     part = np.where(gather, np.select([slot <= 0, held], [0, 1], 2), np.where(forward, rank, 0))
     # the hosts' own sends take turns of TURN sends each: a run's rank among its host's, then the host
     by_host = np.lexsort((place, host, kind))
@@ -138,8 +159,9 @@ def calendar_priority(phase: Phase, deps: Dependencies, levels: np.ndarray, sche
     at = np.arange(n)
     turn = np.empty(n, np.int64)
     turn[by_host] = at - np.maximum.accumulate(np.where(first, at, 0))
-    turns = kind == 1
-    return np.lexsort((place, host, np.where(turns, turn // TURN, 0), part, kind))
+    turns = kind == HOST_OWN
+    order = np.lexsort((place, host, np.where(turns, turn // TURN, 0), part, kind))
+    return order, part * (int(host.max(initial=0)) + 1) + host
 
 
 def calendar_order(phase: Phase, deps: Dependencies, levels: np.ndarray, schedule: ReferenceSchedule, *,
@@ -147,7 +169,10 @@ def calendar_order(phase: Phase, deps: Dependencies, levels: np.ndarray, schedul
     """The calendar list of ``phase`` (module docstring): a topological order of ``deps``. ``plan``: the host plans
     (``plan_hosts``) if already made."""
     n = phase.n
-    priority = calendar_priority(phase, deps, levels, schedule, plan=plan)
+    priority, block = _priority(phase, deps, levels, schedule, plan)
+    kind = kinds(phase, deps, levels)
+    tied = (kind <= HOST_OWN).tolist()
+    rest = (kind == REST).tolist()
     src = phase.source.tolist()
     dst = phase.dst_tile.tolist()
     ptr = phase.dst_ptr.tolist()
@@ -160,10 +185,18 @@ def calendar_order(phase: Phase, deps: Dependencies, levels: np.ndarray, schedul
         preds[b].append(a)
     start = [0] * n
     end = [0] * n
-    for t in priority.tolist():
+    tied_end = [0] * tiles  # per tile, when its last tied receive ends in the model
+    sent_until = [0] * tiles  # per tile, when its last tied send ends in the model
+
+    def place(t: int) -> None:
         w = words[t]
         x = max((end[p] + lag for p in preds[t]), default=0)
-        resources = [lanes[src[t]]] + [ports[d] for d in dst[ptr[t]:ptr[t + 1]]]
+        receivers = dst[ptr[t]:ptr[t + 1]]
+        if rest[t]:
+            # the rest waits, on each receiver, for the tied traffic: in the model it fills their gaps, but the
+            # timed list has none to spare there (phase 60: 12,570 without this)
+            x = max(x, max(tied_end[d] for d in receivers))
+        resources = [lanes[src[t]]] + [ports[d] for d in receivers]
         while True:  # each resource's earliest free start from x on, until all agree
             y = x
             for r in resources:
@@ -174,9 +207,27 @@ def calendar_order(phase: Phase, deps: Dependencies, levels: np.ndarray, schedul
         for r in resources:
             r.book(x, x + w)
         start[t], end[t] = x, x + w
+        if tied[t]:
+            sent_until[src[t]] = max(sent_until[src[t]], x + w)
+            for d in receivers:
+                tied_end[d] = max(tied_end[d], x + w)
+
+    order = priority.tolist()
+    first_gather = int(np.searchsorted(kind[priority], GATHER))
+    for t in order[:first_gather]:
+        place(t)
+    # a host's gathers from the senders busy with tied sends latest go first: placed in the first gap of the
+    # host's port, the others are left to fill the port while those senders are busy (phase 60: a host gathering
+    # from two levels of the classes idled through the later level's turn: 12,576 without this)
+    gathers = priority[first_gather:first_gather + int((kind == GATHER).sum())]
+    busy = np.asarray(sent_until, np.int64)[phase.source[gathers]]
+    within = np.arange(len(gathers))
+    gathers = gathers[np.lexsort((within, -busy, block[gathers]))]
+    for t in gathers.tolist() + order[first_gather + len(gathers):]:
+        place(t)
     rank = np.empty(n, np.int64)
     rank[priority] = np.arange(n)
     return np.lexsort((rank, np.asarray(start, np.int64)))
 
 
-__all__ = ["Calendar", "calendar_order", "calendar_priority", "replicas_take_direct"]
+__all__ = ["Calendar", "calendar_order", "calendar_priority", "kinds", "replicas_take_direct"]
