@@ -87,50 +87,52 @@ class Calendar:
             ends.insert(i, b)
 
 
-def replicas_take_direct(phase: Phase, deps: Dependencies, levels: np.ndarray, share: float = 0.1) -> bool:
-    """Do the replicas take direct traffic: the median replica at least ``share`` of the words its forwards bring?
-    (Where they take none, the relays and the direct traffic barely meet, and the other steps order them.)"""
-    forward = np.zeros(phase.n, bool)
-    forward[deps.succ] = True
-    if not forward.any():
-        return False
-    owner = phase.dst_transfer()
-    dst = phase.dst_tile.astype(np.int64)
-    words = phase.words.astype(np.float64)[owner]
-    tiles = int(dst.max()) + 1
-    relayed = forward[owner]
-    replicas = np.unique(dst[relayed])
-    gathered = np.zeros(phase.n, bool)
-    gathered[deps.pred] = True
-    direct = ~relayed & (levels[owner] == 0) & ~gathered[owner]
-    took = np.bincount(dst[direct], words[direct], minlength=tiles)[replicas]
-    brought = np.bincount(dst[relayed], words[relayed], minlength=tiles)[replicas]
-    return bool(np.median(took) >= share * np.median(brought))
-
-
 INTO_REPLICA, HOST_OWN, GATHER, FORWARD, REST = range(5)  # the priority classes (module docstring)
 
 
-def kinds(phase: Phase, deps: Dependencies, levels: np.ndarray) -> np.ndarray:
-    """Each transfer's priority class: ``INTO_REPLICA`` … ``REST``."""
-    n = phase.n
+def relay_tiles(phase: Phase, deps: Dependencies) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per tile, whether it is a relay host (sends a forward: a transfer that waits for others) and whether it is a
+    replica (receives one); per transfer, whether some receiver is a replica."""
     src = phase.source.astype(np.int64)
     dst = phase.dst_tile.astype(np.int64)
     owner = phase.dst_transfer()
     tiles = int(max(src.max(initial=0), dst.max(initial=0))) + 1
-    forward = np.zeros(n, bool)
-    forward[deps.succ] = True
-    gather = np.zeros(n, bool)
-    gather[deps.pred] = True
     is_host = np.zeros(tiles, bool)
-    is_host[src[forward]] = True
+    is_host[src[deps.succ]] = True
     is_replica = np.zeros(tiles, bool)
-    is_replica[dst[forward[owner]]] = True
-    into_replica = np.zeros(n, bool)
+    is_replica[dst[np.isin(owner, deps.succ)]] = True
+    into_replica = np.zeros(phase.n, bool)
     into_replica[owner[is_replica[dst]]] = True
+    return is_host, is_replica, into_replica
+
+
+def kinds(phase: Phase, deps: Dependencies, levels: np.ndarray) -> np.ndarray:
+    """Each transfer's priority class: ``INTO_REPLICA`` … ``REST``."""
+    forward = np.zeros(phase.n, bool)
+    forward[deps.succ] = True
+    gather = np.zeros(phase.n, bool)
+    gather[deps.pred] = True
+    is_host, _, into_replica = relay_tiles(phase, deps)
     direct = (levels == 0) & ~gather
-    return np.select([direct & into_replica, direct & is_host[src], gather, forward],
+    return np.select([direct & into_replica, direct & is_host[phase.source], gather, forward],
                      [INTO_REPLICA, HOST_OWN, GATHER, FORWARD], REST)
+
+
+def replicas_take_direct(phase: Phase, deps: Dependencies, levels: np.ndarray, share: float = 0.1) -> bool:
+    """Do the replicas take direct traffic: the median replica at least ``share`` of the words its forwards bring?
+    (Where they take none, the relays and the direct traffic barely meet, and the other steps order them.)"""
+    owner = phase.dst_transfer()
+    kind = kinds(phase, deps, levels)[owner]  # per receiver
+    relayed = kind == FORWARD
+    if not relayed.any():
+        return False
+    dst = phase.dst_tile.astype(np.int64)
+    words = phase.words.astype(np.float64)[owner]
+    replicas = np.unique(dst[relayed])
+    direct = kind <= HOST_OWN  # on a replica, every direct receive is one of these two classes
+    took = np.bincount(dst[direct], words[direct], minlength=int(dst.max()) + 1)[replicas]
+    brought = np.bincount(dst[relayed], words[relayed], minlength=int(dst.max()) + 1)[replicas]
+    return bool(np.median(took) >= share * np.median(brought))
 
 
 def calendar_priority(phase: Phase, deps: Dependencies, levels: np.ndarray, schedule: ReferenceSchedule, *,
@@ -140,9 +142,9 @@ def calendar_priority(phase: Phase, deps: Dependencies, levels: np.ndarray, sche
 
 
 def _priority(phase: Phase, deps: Dependencies, levels: np.ndarray, schedule: ReferenceSchedule,
-              plan: tuple[np.ndarray, np.ndarray] | None) -> tuple[np.ndarray, np.ndarray]:
-    """``calendar_priority``, and each transfer's block: its part of its host (a gather's plan block, the gathers
-    its first forward must not overlap, the rest; a forward's rank) and the host."""
+              plan: tuple[np.ndarray, np.ndarray] | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``calendar_priority``, each transfer's class (``kinds``) and its block: its part of its host (a gather's
+    plan block, the gathers its first forward must not overlap, the rest; a forward's rank) and the host."""
     n = phase.n
     place = np.empty(n, np.int64)
     place[schedule.order] = np.arange(n)
@@ -161,7 +163,7 @@ def _priority(phase: Phase, deps: Dependencies, levels: np.ndarray, schedule: Re
     turn[by_host] = at - np.maximum.accumulate(np.where(first, at, 0))
     turns = kind == HOST_OWN
     order = np.lexsort((place, host, np.where(turns, turn // TURN, 0), part, kind))
-    return order, part * (int(host.max(initial=0)) + 1) + host
+    return order, kind, part * (int(host.max(initial=0)) + 1) + host
 
 
 def calendar_order(phase: Phase, deps: Dependencies, levels: np.ndarray, schedule: ReferenceSchedule, *,
@@ -169,8 +171,7 @@ def calendar_order(phase: Phase, deps: Dependencies, levels: np.ndarray, schedul
     """The calendar list of ``phase`` (module docstring): a topological order of ``deps``. ``plan``: the host plans
     (``plan_hosts``) if already made."""
     n = phase.n
-    priority, block = _priority(phase, deps, levels, schedule, plan)
-    kind = kinds(phase, deps, levels)
+    priority, kind, block = _priority(phase, deps, levels, schedule, plan)
     tied = (kind <= HOST_OWN).tolist()
     rest = (kind == REST).tolist()
     src = phase.source.tolist()
@@ -230,4 +231,4 @@ def calendar_order(phase: Phase, deps: Dependencies, levels: np.ndarray, schedul
     return np.lexsort((rank, np.asarray(start, np.int64)))
 
 
-__all__ = ["Calendar", "calendar_order", "calendar_priority", "kinds", "replicas_take_direct"]
+__all__ = ["Calendar", "calendar_order", "calendar_priority", "kinds", "relay_tiles", "replicas_take_direct"]

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from placer.capture.model import Phase
-from placer.ordering.calendar import calendar_order, replicas_take_direct
+from placer.ordering.calendar import calendar_order, relay_tiles, replicas_take_direct
 from placer.ordering.greedy import native_nondelay
 from placer.ordering.hosts import held_gathers, host_order, plan_hosts
 from placer.ordering.nondelay import nondelay_order
@@ -178,8 +178,6 @@ def relay_windows(phase: Phase, deps: Dependencies, levels: np.ndarray, schedule
     n = phase.n
     place = _positions(schedule.order)
     src = phase.source.astype(np.int64)
-    dst = phase.dst_tile.astype(np.int64)
-    owner = phase.dst_transfer()
     tiles = _tiles(phase)
     forward = np.zeros(n, bool)
     forward[deps.succ] = True
@@ -201,12 +199,7 @@ def relay_windows(phase: Phase, deps: Dependencies, levels: np.ndarray, schedule
         return members[nondelay_order(phase.take(members), no_deps, priority[members], tiles=tiles)]
 
     if forwards_last:
-        is_host = np.zeros(tiles, bool)
-        is_host[src[forward]] = True
-        is_replica = np.zeros(tiles, bool)
-        is_replica[dst[forward[owner]]] = True
-        into_replica = np.zeros(n, bool)
-        into_replica[owner[is_replica[dst]]] = True
+        is_host, _, into_replica = relay_tiles(phase, deps)
         kind = np.select([gather, is_host[src], into_replica], [0, 1, 2], 3)
         first = np.flatnonzero((levels == 0) & ~later)
         return np.concatenate([listed(first, kind * n + place), relay])
