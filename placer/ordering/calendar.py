@@ -12,7 +12,8 @@ went at ~6.1k cycles.
 This builds the list by *serial schedule generation* on a simple model of the phase: transfers are taken in a
 priority order, and each is placed at the earliest time at which its sender's lane and every receiver's port are
 free for its whole length — in any gap, not only after the last placement (so a later, lower-priority transfer
-fills the holes the earlier ones left); a dependent goes ``lag`` cycles after its predecessors end. The priority:
+fills the holes the earlier ones left); a transfer is taken only once its predecessors are placed (where the
+priority puts it first, it waits for them) and goes ``lag`` cycles after they end. The priority:
 
 0. the direct transfers into a replica (a receiver of some forward), sender by sender: each sender's run goes as
    one block, so the senders of an all-to-all take turns (slots) and every receiver's port is busy throughout;
@@ -34,6 +35,7 @@ orders already found are shorter, and the search keeps only a shorter schedule.
 
 from __future__ import annotations
 
+import heapq
 from bisect import bisect_right
 
 import numpy as np
@@ -182,8 +184,11 @@ def calendar_order(phase: Phase, deps: Dependencies, levels: np.ndarray, schedul
     lanes = [Calendar() for _ in range(tiles)]
     ports = [Calendar() for _ in range(tiles)]
     preds: list[list[int]] = [[] for _ in range(n)]
+    succs: list[list[int]] = [[] for _ in range(n)]
     for a, b in zip(deps.pred.tolist(), deps.succ.tolist(), strict=True):
         preds[b].append(a)
+        succs[a].append(b)
+    waiting = [len(p) for p in preds]  # predecessors not yet placed
     start = [0] * n
     end = [0] * n
     tied_end = [0] * tiles  # per tile, when its last tied receive ends in the model
@@ -213,19 +218,40 @@ def calendar_order(phase: Phase, deps: Dependencies, levels: np.ndarray, schedul
             for d in receivers:
                 tied_end[d] = max(tied_end[d], x + w)
 
-    order = priority.tolist()
-    first_gather = int(np.searchsorted(kind[priority], GATHER))
-    for t in order[:first_gather]:
-        place(t)
-    # a host's gathers from the senders busy with tied sends latest go first: placed in the first gap of the
-    # host's port, the others are left to fill the port while those senders are busy (phase 60: a host gathering
-    # from two levels of the classes idled through the later level's turn: 12,576 without this)
-    gathers = priority[first_gather:first_gather + int((kind == GATHER).sum())]
+    def place_ready(key: list[int], allowed: list[bool]) -> None:
+        """Place every allowed transfer, each once its predecessors are placed, the lowest key first (the
+        priority where it agrees with the dependencies: a transfer waits for a predecessor of a later class)."""
+        ready = [(key[t], t) for t in range(n) if allowed[t] and waiting[t] == 0 and not placed[t]]
+        heapq.heapify(ready)
+        while ready:
+            _, t = heapq.heappop(ready)
+            place(t)
+            placed[t] = True
+            for u in succs[t]:
+                waiting[u] -= 1
+                if waiting[u] == 0 and allowed[u]:
+                    heapq.heappush(ready, (key[u], u))
+
+    rank = np.empty(n, np.int64)
+    rank[priority] = np.arange(n)
+    placed = [False] * n
+    # first the tied traffic (and whatever it waits for)
+    first = (kind <= HOST_OWN).tolist()
+    stack = [t for t in range(n) if first[t]]
+    while stack:
+        for p in preds[stack.pop()]:
+            if not first[p]:
+                first[p] = True
+                stack.append(p)
+    place_ready(rank.tolist(), first)
+    # then the rest, a host's gathers from the senders busy with tied sends latest first: placed in the first gap of
+    # the host's port, the others are left to fill the port while those senders are busy (phase 60: a host
+    # gathering from two levels of the classes idled through the later level's turn: 12,576 without this)
+    gathers = priority[kind[priority] == GATHER]
     busy = np.asarray(sent_until, np.int64)[phase.source[gathers]]
-    within = np.arange(len(gathers))
-    gathers = gathers[np.lexsort((within, -busy, block[gathers]))]
-    for t in gathers.tolist() + order[first_gather + len(gathers):]:
-        place(t)
+    key = rank.copy()
+    key[gathers[np.lexsort((np.arange(len(gathers)), -busy, block[gathers]))]] = rank[gathers]
+    place_ready(key.tolist(), [True] * n)
     rank = np.empty(n, np.int64)
     rank[priority] = np.arange(n)
     return np.lexsort((rank, np.asarray(start, np.int64)))

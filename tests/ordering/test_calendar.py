@@ -89,6 +89,23 @@ def test_the_step_applies_only_where_the_replicas_take_direct_traffic() -> None:
     assert search.found == "greedy"  # not tried
 
 
+def test_a_transfer_waits_for_its_predecessors_whatever_its_priority() -> None:
+    # one host whose four segments overlap (each 21 fragments long, from bases 21, 21 and 20 fragments apart): two
+    # gathers write the same bytes of tile 40, the second after the first in program order (a write-after-write);
+    # in priority order alone (the gathers re-sorted by their senders' busy time) the second went first and the
+    # schedule broke the rule (found by CI through the search's property test)
+    sizes, start = [21, 21, 20, 4], 12
+    bases = [0x6000 + 256 * (start + sum(sizes[:k])) for k in range(len(sizes))]
+    _calendar(host_phase(bases, fragments=max(sizes), direct=5))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(4, 32), min_size=2, max_size=4), st.integers(0, 60), st.integers(0, 6))
+def test_the_calendar_list_keeps_the_rules_on_random_segments(sizes: list[int], start: int, direct: int) -> None:
+    bases = [0x6000 + 256 * (start + sum(sizes[:k])) for k in range(len(sizes))]
+    _calendar(host_phase(bases, fragments=max(sizes), direct=direct))
+
+
 @settings(max_examples=15, deadline=None)
 @given(st.integers(1, 3), st.integers(1, 4), st.integers(2, 24), st.integers(0, 24), st.integers(0, 96),
        st.integers(0, 8))
