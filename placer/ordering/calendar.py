@@ -236,7 +236,7 @@ def calendar_order(phase: Phase, deps: Dependencies, levels: np.ndarray, schedul
     rank[priority] = np.arange(n)
     placed = [False] * n
     # first the tied traffic (and whatever it waits for)
-    first = (kind <= HOST_OWN).tolist()
+    first = list(tied)
     stack = [t for t in range(n) if first[t]]
     while stack:
         for p in preds[stack.pop()]:
@@ -252,8 +252,6 @@ def calendar_order(phase: Phase, deps: Dependencies, levels: np.ndarray, schedul
     key = rank.copy()
     key[gathers[np.lexsort((np.arange(len(gathers)), -busy, block[gathers]))]] = rank[gathers]
     place_ready(key.tolist(), [True] * n)
-    rank = np.empty(n, np.int64)
-    rank[priority] = np.arange(n)
     return np.lexsort((rank, np.asarray(start, np.int64)))
 
 
