@@ -663,30 +663,56 @@ def reference_bound(phase: Phase, machine: Machine, *, tiles: int | None = None,
     read the element its later segments are gathered into). Host: each relay host alone, its port taking the
     gathers, its lane the forwards, the memory rule between them, over every order of its forwards
     (``placer.ordering.hostbound``)."""
+    return reference_profile(phase, machine, tiles=tiles, deps=deps).bound
+
+
+class ReferenceProfile(NamedTuple):
+    """A phase's lower bounds and what each tile contributes to them (relay selection reads the direct phase's
+    profile to see how much more a tile may receive or send before the phase's bound rises)."""
+
+    bound: ReferenceBound
+    port: np.ndarray  # per tile, its port bound alone (0 where it receives nothing)
+    lane: np.ndarray  # per tile, the words it sends
+
+
+def reference_profile(phase: Phase, machine: Machine, *, tiles: int | None = None,
+                      deps: Dependencies | None = None) -> ReferenceProfile:
+    """``reference_bound`` with each tile's port bound and lane words."""
     tiles = tiles or _tiles(phase, machine)
     if phase.n == 0:
-        return ReferenceBound(0, 0, 0, 0, 0)
+        zero = np.zeros(tiles, np.int64)
+        return ReferenceProfile(ReferenceBound(0, 0, 0, 0, 0), zero, zero)
     words = phase.words.astype(np.int64)
     owner = phase.dst_transfer()
-    lane = int(np.bincount(phase.source, weights=words, minlength=tiles).max(initial=0))
+    lanes = np.bincount(phase.source, weights=words, minlength=tiles).astype(np.int64)
     deps = deps if deps is not None else transfer_dependencies(phase)
     plan = _plan(phase, machine, tiles)
     last = np.maximum.reduceat(plan.pointer, phase.dst_ptr[:-1])  # P − O of the latest receiver
     ready = _releases(phase, machine, tiles, deps, plan, last)
     chain = int((ready + last + words + plan.guard).max(initial=0))
-    release = ready[owner] + plan.select
+    ports = _port_terms(phase, machine, tiles, ready[owner] + plan.select)
+    hazards = hazard_pairs(phase)
+    host = relay_host_bound(phase, deps, ready=ready, pointer=plan.pointer, lead=plan.lead, guard=plan.guard,
+                            last=last, hazards=hazards)
+    bound = ReferenceBound(int(ports.max(initial=0)), int(lanes.max(initial=0)), chain,
+                           _memory_bound(phase, plan, ready, last, hazards), host)
+    return ReferenceProfile(bound, ports, lanes)
+
+
+def _port_terms(phase: Phase, machine: Machine, tiles: int, release: np.ndarray) -> np.ndarray:
+    """Per tile: max over its receives' releases r of r + the words of its receives released at r or later,
+    + the payload's latency and the guard (``release``: per destination entry)."""
+    words = phase.words.astype(np.int64)[phase.dst_transfer()]
     o = np.lexsort((-release, phase.dst_tile))  # each tile's receives, latest release first
-    tile, w = phase.dst_tile[o].astype(np.int64), words[owner][o]
+    tile, w = phase.dst_tile[o].astype(np.int64), words[o]
     first = np.ones(len(o), bool)
     first[1:] = tile[1:] != tile[:-1]
     total = np.cumsum(w)
     since = total - np.repeat((total - w)[first], np.diff(np.append(np.flatnonzero(first), len(o))))
     ends = release[o] + since  # the receives released at this one's release or later all end by then
-    port = int((ends + POINTER_DELAY + GUARD + 2 * machine.row(tile)).max(initial=0))
-    hazards = hazard_pairs(phase)
-    host = relay_host_bound(phase, deps, ready=ready, pointer=plan.pointer, lead=plan.lead, guard=plan.guard,
-                            last=last, hazards=hazards)
-    return ReferenceBound(port, lane, chain, _memory_bound(phase, plan, ready, last, hazards), host)
+    out = np.zeros(tiles, np.int64)
+    np.maximum.at(out, tile, ends + POINTER_DELAY + GUARD + 2 * machine.row(tile))
+    return out
 
 
 def _releases(phase: Phase, machine: Machine, tiles: int, deps: Dependencies, plan: _Plan,

@@ -40,9 +40,9 @@ else:  # loaded when the first model is built (``placer.solver.lazy_module``)
 
 
 def table_lp_bound(problem: SelectionProblem, slack: dict[int, int], time_limit: float = 20.0,
-                   caps: dict[int, int] | None = None) -> int | None:
+                   caps: dict[int, tuple[np.ndarray, np.ndarray]] | None = None) -> int | None:
     """The relaxation's optimum rounded down to the table rounding, or None if GLOP did not finish in time.
-    ``caps`` (selection phase index -> bytes a tile may transmit or receive) restricts it to plans that keep
+    ``caps`` (selection phase index -> per tile, the bytes it may receive and transmit) restricts it to plans that keep
     every phase's cycles at their bound (see the module docstring)."""
     tiles = problem.tiles
     lp = pywraplp.Solver.CreateSolver("GLOP")
@@ -121,7 +121,7 @@ def table_lp_bound(problem: SelectionProblem, slack: dict[int, int], time_limit:
             # a host's receive and transmit bytes grow by its segment's (a direct-receive relay leaves every other
             # tile's bytes as they were), and must stay under the phase's cap
             st = pd.state
-            fits &= (st.rx[:tiles] + seg_rx <= byte_cap) & (st.tx[:tiles] + seg_tx <= byte_cap)
+            fits &= (st.rx[:tiles] + seg_rx <= byte_cap[0]) & (st.tx[:tiles] + seg_tx <= byte_cap[1])
         segments.SetUb(float(int(fits.sum())))  # a tile hosts at most one segment per phase
         for t in np.flatnonzero(fits & (class_of < 0)).tolist():
             h = lp.NumVar(0.0, float(cap), "")

@@ -46,17 +46,33 @@ THRESHOLDS = 8  # size thresholds of the capacity condition per phase (quantiles
 
 
 @dataclass(eq=False)
-class PhaseCaps:
-    """One selection phase at its cycles bound: what a tile may transmit and receive (bytes) and issue (controls)."""
+class Release:
+    """Schedule-true caps only: a replica takes its forwards no sooner than their gathers have landed on the
+    host, so the words it receives from relays, counted from the latest such release, must also fit the phase's
+    target (the port bound of ``placer.ordering.reference`` with a relay's release)."""
 
-    bytes_cap: int
-    ctrl_cap: int
-    options: list[list[int]]  # per group: indices (into pd.options) of direct and direct-receive options
+    cap: np.ndarray  # per tile: cycles for the latest release plus the words relays forward to it
+    delay: dict[tuple[int, int], int]  # (group, option): cycles until its latest forward may start
+    words: list[int]  # per group: words a relay forwards to each replica
+
+
+@dataclass(eq=False)
+class PhaseCaps:
+    """One selection phase: what each tile may transmit and receive (bytes) and issue (controls) with the
+    segments it hosts, which of the phase's options and tiles the model may use, and (schedule-true caps) the
+    replicas' release condition."""
+
+    rx_cap: np.ndarray  # per tile
+    tx_cap: np.ndarray
+    ctrl_cap: np.ndarray
+    options: list[list[int]]  # per group: indices (into pd.options) of direct and the relay options offered
     room: np.ndarray  # per tile: may host the phase's smallest segment
+    release: Release | None = None
 
 
 def phase_caps(problem: SelectionProblem) -> list[PhaseCaps]:
-    """Every selection phase's caps at its cycles bound and which of its options and tiles the model may use."""
+    """Every selection phase's caps at its estimated cycles bound (the estimate's busiest transmit or receive
+    total, the same for every tile) and which of its options and tiles the model may use."""
     bpc = problem.machine.exchange.bytes_per_cycle
     tiles = problem.tiles
     out = []
@@ -64,15 +80,25 @@ def phase_caps(problem: SelectionProblem) -> list[PhaseCaps]:
         st = pd.state
         k = int(np.maximum(ceil_div(st.tx[:tiles], bpc), ceil_div(st.rx[:tiles], bpc)).max(initial=0))
         options = [[oi for oi, op in enumerate(opts) if op.variant != "local-pack"] for opts in pd.options]
-        relays = [pd.options[gi][oi] for gi, idx in enumerate(options) for oi in idx[1:]]
-        room = np.zeros(tiles, bool)
-        if relays:
-            rx = min(int(op.host.rx.min()) for op in relays if op.host is not None)
-            tx = min(int(op.host.tx.min()) for op in relays if op.host is not None)
-            buf = min(int(op.buffer_bytes.min()) for op in relays)
-            room = (st.rx[:tiles] + rx <= bpc * k) & (st.tx[:tiles] + tx <= bpc * k) & (pd.largest_gap >= buf)
-        out.append(PhaseCaps(bpc * k, k, options, room))
+        full = np.full(tiles, bpc * k, np.int64)
+        out.append(with_room(pd, PhaseCaps(full, full, np.full(tiles, k, np.int64), options,
+                                           np.zeros(tiles, bool))))
     return out
+
+
+def with_room(pd: Any, pc: PhaseCaps) -> PhaseCaps:
+    """``pc`` with ``room`` set: the tiles with room under the caps for the phase's smallest offered segment."""
+    tiles = len(pc.rx_cap)
+    relays = [pd.options[gi][oi] for gi, idx in enumerate(pc.options) for oi in idx[1:]]
+    room = np.zeros(tiles, bool)
+    if relays:
+        st = pd.state
+        rx = min(int(op.host.rx.min()) for op in relays if op.host is not None)
+        tx = min(int(op.host.tx.min()) for op in relays if op.host is not None)
+        buf = min(int(op.buffer_bytes.min()) for op in relays)
+        room = (st.rx[:tiles] + rx <= pc.rx_cap) & (st.tx[:tiles] + tx <= pc.tx_cap) & (pd.largest_gap >= buf)
+    pc.room = room
+    return pc
 
 
 @dataclass(eq=False)
@@ -95,6 +121,7 @@ def build(problem: SelectionProblem, caps: list[PhaseCaps], slack: dict[int, int
     frag_terms: list[list[tuple[int, Any]]] = [[] for _ in range(tiles)]
     x = _choices(m, problem, caps, table_terms, frag_terms)
     h = _hosting(m, problem, caps, x, table_terms, frag_terms)
+    _releases(m, problem, caps, x)
     base = problem.direct.table_bytes[:tiles].astype(np.int64).copy()
     for t, s in slack.items():
         base[t] -= s
@@ -129,6 +156,31 @@ def _choices(m: Any, problem: SelectionProblem, caps: list[PhaseCaps], table_ter
             per.append(lits)
         x.append(per)
     return x
+
+
+def _releases(m: Any, problem: SelectionProblem, caps: list[PhaseCaps], x: list[list[dict[int, Any]]]) -> None:
+    """Schedule-true caps: per replica, the latest release of the relays it is a replica of plus the words they
+    forward to it stay within its cap (only where relaying every group of the replica at its latest option would
+    break it)."""
+    for pi, (pd, pc) in enumerate(zip(problem.phases, caps, strict=True)):
+        rel = pc.release
+        if rel is None:
+            continue
+        member: dict[int, list[int]] = {}  # replica -> groups with a relay option
+        for gi, idx in enumerate(pc.options):
+            if len(idx) > 1:
+                for t in _replicas(pd.options[gi][0], problem.tiles).tolist():
+                    member.setdefault(t, []).append(gi)
+        for t, groups in sorted(member.items()):
+            worst = max(rel.delay[(gi, oi)] for gi in groups for oi in pc.options[gi][1:])
+            if worst + sum(rel.words[gi] for gi in groups) <= rel.cap[t]:
+                continue
+            late = m.new_int_var(0, worst, f"r{pd.phase.phase}_{t}")
+            for gi in groups:
+                for oi in pc.options[gi][1:]:
+                    m.add(late >= rel.delay[(gi, oi)]).only_enforce_if(x[pi][gi][oi])
+            relayed = sum(rel.words[gi] * (1 - x[pi][gi][pc.options[gi][0]]) for gi in groups)
+            m.add(late + relayed <= max(int(rel.cap[t]), 0))
 
 
 def _hosting(m: Any, problem: SelectionProblem, caps: list[PhaseCaps], x: list[list[dict[int, Any]]],
@@ -167,7 +219,7 @@ def _thresholds(m: Any, pd: Any, pc: PhaseCaps, chosen: list[tuple[Any, Any]], h
     for s in np.unique(np.quantile(sizes, np.linspace(0, 1, THRESHOLDS + 1), method="lower")).tolist():
         need = [(int((op.host.rx >= s).sum()), v) for op, v in chosen if op.host is not None
                 and (op.host.rx >= s).any()]
-        fit = [v for t, v in hosts.items() if st.rx[t] + s <= pc.bytes_cap]
+        fit = [v for t, v in hosts.items() if st.rx[t] + s <= pc.rx_cap[t]]
         m.add(sum(c * v for c, v in need) <= sum(fit))
 
 
@@ -197,8 +249,8 @@ _Scarce = tuple[list[int], list[tuple[list[int], list[tuple[int, int]]]]]
 
 def _scarce_sets(pd: Any, pc: PhaseCaps, ops: list[Any], tiles: np.ndarray) -> _Scarce:
     """What ``_scarce`` adds, by index into ``ops`` (the phase's direct-receive options, in model order)."""
-    rx_room = pc.bytes_cap - pd.state.rx[tiles].astype(np.int64)
-    tx_room = pc.bytes_cap - pd.state.tx[tiles].astype(np.int64)
+    rx_room = pc.rx_cap[tiles] - pd.state.rx[tiles].astype(np.int64)
+    tx_room = pc.tx_cap[tiles] - pd.state.tx[tiles].astype(np.int64)
     gap = pd.largest_gap[tiles]
     never: list[int] = []
     allowed: list[tuple[int, list[frozenset[int]]]] = []  # per option: each scarce segment's tiles
@@ -279,12 +331,11 @@ class CapacityResult:
 CAPACITY_TUNING: dict[str, Any] = {"ignore_subsolvers": ["max_lp"]}
 
 
-def solve(problem: SelectionProblem, params: SolverParams, slack: dict[int, int], *, start: Plan | None = None,
-          progress: SolverCallback | None = None, wall: Callable[[], float] | None = None,
-          scratch_share: float = 0.2) -> CapacityResult:
-    """Minimise the worst tile at the cycles bound, then the scratch with it held; ``params.time_limit`` is the
+def solve(problem: SelectionProblem, params: SolverParams, slack: dict[int, int], caps: list[PhaseCaps], *,
+          start: Plan | None = None, progress: SolverCallback | None = None,
+          wall: Callable[[], float] | None = None, scratch_share: float = 0.2) -> CapacityResult:
+    """Minimise the worst tile under ``caps``, then the scratch with it held; ``params.time_limit`` is the
     work of both solves (deterministic seconds in deterministic mode), ``wall`` the backstop."""
-    caps = phase_caps(problem)
     cm = build(problem, caps, slack)
     if start is not None:
         hint(cm, problem, start)
@@ -325,20 +376,52 @@ def solve(problem: SelectionProblem, params: SolverParams, slack: dict[int, int]
     return CapacityResult(res, res2, choice, work, backstop)
 
 
+def uniform_choice(problem: SelectionProblem, caps: list[PhaseCaps], rank: int) -> list[list[int]]:
+    """Per phase, every group at the ``rank``-th relay option the caps offer it (by segment count), where every
+    group of the phase has one of that segment count; other phases direct."""
+    out = []
+    for pd, pc in zip(problem.phases, caps, strict=True):
+        counts = [sorted(pd.options[gi][oi].count for oi in idx[1:]) for gi, idx in enumerate(pc.options)]
+        want = {c[rank - 1] for c in counts if len(c) >= rank}
+        row = [0] * len(pd.options)
+        if len(want) == 1 and all(len(c) >= rank for c in counts):
+            k = want.pop()
+            row = [next(oi for oi in idx[1:] if pd.options[gi][oi].count == k) for gi, idx in enumerate(pc.options)]
+        out.append(row)
+    return out
+
+
+def plan_choice(problem: SelectionProblem, plan: Plan) -> list[list[int]]:
+    """Per phase and group, the index of the option a plan takes (0: direct), found by variant and segment
+    count."""
+    taken = {(r.group.phase, r.group.index): (r.variant, r.segmentation.count) for r in plan.relays}
+    out = []
+    for pd in problem.phases:
+        row = []
+        for opts in pd.options:
+            g = opts[0].group
+            want = taken.get((g.phase, g.index))
+            row.append(0 if want is None else next((oi for oi, op in enumerate(opts)
+                                                    if (op.variant, op.count) == want), 0))
+        out.append(row)
+    return out
+
+
 def _read(cm: CapacityModel, solver: Any) -> list[list[int]]:
     return [[next(oi for oi, v in lits.items() if solver.value(v)) for lits in per] for per in cm.x]
 
 
-def place_segments(problem: SelectionProblem, choice: list[list[int]], mode: str = "cpsat") -> Plan:
-    """The plan of a choice: every chosen segment on a tile that may take it at the cycles bound.
+def place_segments(problem: SelectionProblem, choice: list[list[int]], caps: list[PhaseCaps],
+                   mode: str = "cpsat", prefer: str = "table") -> Plan:
+    """The plan of a choice: every chosen segment on a tile that may take it under ``caps``.
 
     Per phase, segments by falling host rows, each on the tile with the lowest program table (ties: the highest
-    tile number, the production rule's order) among those with room under the caps for its bytes and controls,
-    free memory for its buffer, not barred from it (its group's replicas and its senders) and not already hosting.
-    A group whose segments cannot all be placed stays direct."""
+    tile number, the production rule's order; ``prefer="highest"``: the highest tile number alone, the production
+    rule's order) among those with room under the caps for its bytes and controls, free memory for its buffer, not
+    barred from it (its group's replicas and its senders) and not already hosting. A group whose segments cannot
+    all be placed stays direct."""
     tiles = problem.tiles
     machine = problem.machine
-    caps = phase_caps(problem)
     # the tables the choices leave before any host is added: direct, plus every chosen option's replica effect
     table = problem.direct.table_bytes[:tiles].astype(np.int64).copy()
     for pi, pd in enumerate(problem.phases):
@@ -366,15 +449,16 @@ def place_segments(problem: SelectionProblem, choice: list[list[int]], mode: str
             if gi in failed:
                 continue
             assert op.host is not None
-            ok = (~busy & (st.rx[:tiles] + int(op.host.rx[s]) <= pc.bytes_cap)
-                  & (st.tx[:tiles] + int(op.host.tx[s]) <= pc.bytes_cap)
+            ok = (~busy & (st.rx[:tiles] + int(op.host.rx[s]) <= pc.rx_cap)
+                  & (st.tx[:tiles] + int(op.host.tx[s]) <= pc.tx_cap)
                   & (ctrl + int(op.host.ctrl[s]) <= pc.ctrl_cap) & (free >= int(op.buffer_bytes[s])))
             ok[op.banned[s][op.banned[s] < tiles]] = False
             cand = order[ok[order]]
             if cand.size == 0:
                 failed.add(gi)
                 continue
-            t = int(cand[np.argmin(table[cand])])  # the first minimum: the highest tile number
+            # the first minimum: the highest tile number
+            t = int(cand[0]) if prefer == "highest" else int(cand[np.argmin(table[cand])])
             addr = pd.memory.first_fit(t, int(op.buffer_bytes[s]))
             if addr is None:
                 failed.add(gi)
@@ -549,8 +633,8 @@ class _State:
         self.hosting = []
         for pd, pc in zip(problem.phases, caps, strict=True):
             st = pd.state
-            self.hosting.append(_Hosting(np.stack([pc.bytes_cap - st.rx[:tiles].astype(np.int64),
-                                                   pc.bytes_cap - st.tx[:tiles].astype(np.int64),
+            self.hosting.append(_Hosting(np.stack([pc.rx_cap - st.rx[:tiles].astype(np.int64),
+                                                   pc.tx_cap - st.tx[:tiles].astype(np.int64),
                                                    pc.ctrl_cap - st.controls()[:tiles].astype(np.int64),
                                                    np.where(pc.room, pd.largest_gap, 0).astype(np.int64)]),
                                          pc.room.copy()))
@@ -564,6 +648,7 @@ class _State:
         self._groups: dict[tuple[int, int], _Group] = {}
         self._relayed_fx: dict[int, tuple[int, np.ndarray, _Effects]] = {}
         self._replicas: dict[tuple[int, int], np.ndarray] = {}
+        self._released: dict[int, tuple[int, np.ndarray, np.ndarray]] = {}
 
     def effect(self, pi: int, gi: int, oi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The real tiles option ``oi`` of the group changes and its change of their raw table and control
@@ -588,7 +673,7 @@ class _State:
         key = (pi, gi)
         hit = self._groups.get(key)
         if hit is None:
-            options = self.caps[pi].options[gi][1:]
+            options = [oi for oi in self.caps[pi].options[gi][1:] if self.release_alone(pi, gi, oi)]
             hit = self._groups[key] = _Group(options, [self.problem.phases[pi].options[gi][oi].count for oi in options],
                                              _concat([self.effect(pi, gi, oi)[:2] for oi in options]))
         return hit
@@ -622,9 +707,12 @@ class _State:
         return any(self.relay_as(pi, gi, oi, ceiling) for _after, _count, oi in tried)
 
     def relay_as(self, pi: int, gi: int, oi: int, ceiling: int) -> bool:
-        """Relay the group with option ``oi`` if every segment finds a host now (none raised above ``ceiling``)."""
+        """Relay the group with option ``oi`` if its replicas can wait for its forwards (schedule-true caps) and
+        every segment finds a host now (none raised above ``ceiling``)."""
         pd = self.problem.phases[pi]
         op = pd.options[gi][oi]
+        if not self.releases_fit(pi, gi, oi):
+            return False
         hosts = _hosts_for(self.needs(pi, gi, oi), self.hosting[pi], self.table, ceiling)
         if hosts is None:
             return False
@@ -635,6 +723,42 @@ class _State:
         self._choose(pi, gi, (oi, hosts, [int(b) for b in buffers if b is not None]))
         self._version[pi] += 1
         return True
+
+    def releases_fit(self, pi: int, gi: int, oi: int) -> bool:
+        """Under schedule-true caps: every replica of the group, with this option relayed too, still takes the
+        words relays forward to it after their latest release within the phase's target."""
+        rel = self.caps[pi].release
+        if rel is None:
+            return True
+        words, latest = self.released(pi)
+        r = self.replicas(pi, gi)
+        late = np.maximum(latest[r], rel.delay[(gi, oi)])
+        return bool((late + words[r] + rel.words[gi] <= rel.cap[r]).all())
+
+    def release_alone(self, pi: int, gi: int, oi: int) -> bool:
+        """Under schedule-true caps: the group's replicas could wait for this option's forwards if no other group
+        of the phase were relayed (an option that fails this never fits; the searches do not try it)."""
+        rel = self.caps[pi].release
+        if rel is None:
+            return True
+        r = self.replicas(pi, gi)
+        return bool((rel.delay[(gi, oi)] + rel.words[gi] <= rel.cap[r]).all())
+
+    def released(self, pi: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per tile, the words relays forward to it in the phase and the latest of their releases (kept until the
+        phase changes)."""
+        hit = self._released.get(pi)
+        if hit is None or hit[0] != self._version[pi]:
+            rel = self.caps[pi].release
+            assert rel is not None
+            words = np.zeros(self.tiles, np.int64)
+            latest = np.zeros(self.tiles, np.int64)
+            for gj, oj in self.relayed[pi].items():
+                r = self.replicas(pi, gj)
+                words[r] += rel.words[gj]
+                np.maximum.at(latest, r, rel.delay[(gj, oj)])
+            hit = self._released[pi] = (self._version[pi], words, latest)
+        return hit[1], hit[2]
 
     def undo(self, pi: int, gi: int) -> None:
         oi, hosts, _ = self.chosen.pop((pi, gi))
@@ -855,7 +979,7 @@ def _improve(st: _State, member: list[dict[int, int]], order: list[int], rounds:
                 if gi is None or (pi, gi) in st.chosen:
                     continue
                 # what relaying it would remove, with its best option's effect on its replicas
-                best = -int(_excesses(st.table, st.group(pi, gi).fx, level, +1).min())
+                best = -int(_excesses(st.table, st.group(pi, gi).fx, level, +1).min(initial=0))
                 if best <= 0:
                     continue
                 if st.try_relay(pi, gi, top):

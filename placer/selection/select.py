@@ -12,14 +12,14 @@ import numpy as np
 
 from placer.alternatives.groups import GroupScan, scan_capture
 from placer.capture.model import Capture
-from placer.cost.model import program_cost, tile_counters
+from placer.cost.model import program_cost, program_tiles
 from placer.machine import Machine
 from placer.progress import SolverCallback, task, track
 from placer.selection import capacity
 from placer.selection.bounds import table_lp_bound
+from placer.selection.columns import Caps, Pool, Scheduled, combine, fixed_of
 from placer.selection.cpsat import (
     EXACT_HOST_LIMIT,
-    OBJECTIVES,
     HostKey,
     PhaseFixed,
     Selection,
@@ -31,16 +31,27 @@ from placer.selection.greedy import Decision, budget_plan, greedy_plan
 from placer.selection.plan import Plan
 from placer.selection.problem import SelectionProblem, bucket_hosts, build_problem, selection_scans
 from placer.selection.realise import realise
+from placer.selection.timing import direct_timings, other_bounds, relay_free_bound, schedule_caps
 from placer.solver import Cutoff, Deadline, SolveResult, SolverParams, Status
 from placer.units import ceil_div, format_size
+
+OBJECTIVES = ("cycles", "table", "scratch", "relays")  # the default lexicographic order (see ``select``)
+
+
+def estimate_order(order: tuple[str, ...]) -> tuple[str, ...]:
+    """The order the estimate's searches rank by: the estimate's cycles in place of scheduled ones."""
+    return tuple("estimate" if n == "cycles" else n for n in order)
 
 
 @dataclass(frozen=True)
 class Objectives:
-    """A plan's exact figures, recomputed with the cost model on the rewritten program."""
+    """A plan's exact figures: its tables recomputed with the cost model on the rewritten program, its scheduled
+    cycles measured on its rewritten phases (``placer.selection.columns``; 0 until measured)."""
 
     fits: bool
-    cycles: int
+    cycles: int  # Σ over the program's phases of the scheduled lower bound (times Repeat iterations)
+    b1024: int  # Σ over the selection phases of the reference's B1024 horizon (times Repeat iterations)
+    estimate: int  # the estimate's cycles of the whole program (docs/cost.md): what the production rule judges by
     table: int
     fragments: int
     scratch: int
@@ -69,7 +80,7 @@ def plan_objectives(capture: Capture, plan: Plan) -> Objectives:
         kernel += k * capture.iterations(phase_id)
     return Objectives(
         fits=cost.fits(plan.table_budget, plan.fragment_limit),
-        cycles=cost.cycles + kernel,
+        cycles=0, b1024=0, estimate=cost.cycles + kernel,
         table=cost.worst_table(),
         fragments=cost.worst_fragments(),
         scratch=sum(int(r.scratch_bytes.sum()) for r in plan.relays),
@@ -135,6 +146,9 @@ class Outcome:
     work: float = 0.0  # CP-SAT deterministic seconds spent
     work_budget: float = 0.0  # what the search was granted
     backstop: bool = False  # the wall clock cut the search: this run is not reproducible
+    scheduled: Scheduled | None = None  # the plan's scheduled figures
+    greedy_scheduled: Scheduled | None = None  # the production rule plan's
+    caps: Caps | None = None  # the cycle caps the plan was chosen under (cycles first)
 
 
 @dataclass(eq=False)
@@ -160,6 +174,7 @@ def prepare(capture: Capture, machine: Machine, table_budget: int, fragment_limi
                                          local_pack=local_pack, direct=direct, workers=workers), full)
 
 
+CYCLE_SLACK = 0.01  # share of the direct program's Σ lower bound a plan may add (cycles first; --cycle-slack)
 TIGHTER_TARGETS = (0.8, 0.7)  # large programs: the budget-aware construction also aimed at these shares
 SEARCH_END = 0.85  # share of the command's limit by which the search stops: the rest is re-costing and output
 
@@ -186,11 +201,16 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
            params: SolverParams | None = None, order: tuple[str, ...] = OBJECTIVES, local_pack: bool = True,
            progress: SolverCallback | None = None, max_rounds: int = 3, deadline: Deadline | None = None,
            prepared: Prepared | None = None, work: float | None = None, search_end: float | None = None,
-           hints: Sequence[Plan] = ()) -> Outcome:
+           hints: Sequence[Plan] = (), cycle_slack: float = CYCLE_SLACK) -> Outcome:
     """Choose relays for one budget. ``deadline`` is the command's clock (started before loading); ``work`` the
     deterministic work granted to CP-SAT (default: params.work_per_second × params.time_limit); the search stops
     at ``search_end`` seconds on that clock whatever work is left (and says so). ``hints`` are plans found for
-    other budgets of a sweep: any that fits is a candidate incumbent."""
+    other budgets of a sweep: any that fits is a candidate incumbent.
+
+    With cycles first (the default order), the plan's scheduled cycles are capped: its Σ B1024 horizon no more
+    than the production rule plan's, its Σ lower bound no more than the larger of the rule plan's and the direct
+    program's plus ``cycle_slack`` of the direct program's; the worst tile is minimised under the caps (then the
+    cycles, the scratch, the relays). With the table first, nothing is capped."""
     start = time.perf_counter()
     params = params or SolverParams()
     deadline = deadline or Deadline(params.time_limit, start)
@@ -214,9 +234,14 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     costing = time.perf_counter() - costed  # what costing one more plan takes
     t = deadline.mark("production rule", t)
     if mode == "greedy":
+        light = prepared.problem if prepared is not None else SelectionProblem(
+            capture, machine, program_tiles(capture, machine), table_budget, fragment_limit, scans, direct)
+        pool = Pool(light, rule_phases(decisions), params.workers)
+        g_obj, scheduled = measure(pool, pool.add(greedy, "production rule"))
         return Outcome(plan=greedy, objectives=g_obj, greedy=greedy, greedy_objectives=g_obj, decisions=decisions,
                        status=Status.UNKNOWN, staged=None, source="greedy", runtime=time.perf_counter() - start,
-                       scans=scans)
+                       scans=scans, scheduled=scheduled, greedy_scheduled=scheduled)
+    est = estimate_order(order)
     if deadline.elapsed() >= (SEARCH_END * deadline.seconds if search_end is None else search_end):
         # no time to search; a sweep's smaller budgets may have found a better plan that fits this one too (the
         # last is the best of them: each budget starts from the plans before it), and costing it is cheap
@@ -224,13 +249,20 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
         if hints:
             hinted = Plan("cpsat", machine, table_budget, fragment_limit, list(hints[-1].relays))
             h_obj = plan_objectives(capture, hinted)
-            if h_obj.key(order) < k_obj.key(order):
+            if h_obj.key(est) < k_obj.key(est):
                 kept, k_obj, source = hinted, h_obj, "other budget"
         what = "the production rule's plan" if source == "greedy" else "the plan of a smaller budget"
+        light = prepared.problem if prepared is not None else SelectionProblem(
+            capture, machine, program_tiles(capture, machine), table_budget, fragment_limit, scans, direct)
+        ids = sorted(set(rule_phases(decisions)) | {r.group.phase for r in kept.relays})
+        pool = Pool(light, ids, params.workers)
+        g_obj, g_sched = measure(pool, pool.add(greedy, "production rule"))
+        k_obj, k_sched = measure(pool, pool.add(kept, source))
         return Outcome(plan=kept, objectives=k_obj, greedy=greedy, greedy_objectives=g_obj, decisions=decisions,
                        status=Status.UNKNOWN, staged=StagedResult(None, [], {}), source=source,
                        note=f"the time limit was reached before the search could start: {what} is kept",
-                       runtime=time.perf_counter() - start, scans=scans, backstop=True)
+                       runtime=time.perf_counter() - start, scans=scans, backstop=True, scheduled=k_sched,
+                       greedy_scheduled=g_sched)
     if prepared is not None:
         problem = prepared.for_budget(table_budget)
     else:
@@ -245,10 +277,12 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     end = SEARCH_END * deadline.seconds if search_end is None else search_end
     # the constructions stop where the search would, less the costing of what they built by then (a valid plan)
     cutoff = Cutoff(deadline.start + end - costing)
-    targets = [1.0] if not g_obj.fits or large else []
-    if large:
-        # the constructive search at the cycles bound (budget-independent: computed once per capture); when it
-        # fits there, the cycles stage is settled and the budget-aware constructions have nothing to add
+    scheduled_first = order[0] == "cycles"
+    targets = [1.0] if not g_obj.fits or (large and not scheduled_first) else []
+    if large and not scheduled_first:
+        # the constructive search at the estimate's cycles bound (budget-independent: computed once per capture);
+        # when it fits there, the estimate's cycles are settled and the budget-aware constructions have nothing
+        # to add
         at_bound = _capacity_plan(problem, cutoff)
         costed = time.perf_counter()
         a_obj = plan_objectives(capture, at_bound)
@@ -256,9 +290,9 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
         # its own plan and the incumbent's selection to be costed before the search's end
         costing = max(costing, time.perf_counter() - costed)
         cutoff.at = deadline.start + end - 2 * costing
-        if a_obj.key(order) < best_obj.key(order):
+        if a_obj.key(est) < best_obj.key(est):
             best_plan, best_obj, source = at_bound, a_obj, "capacity search"
-        if a_obj.fits and a_obj.cycles <= lower_bounds(problem)["cycles"]:
+        if a_obj.fits and a_obj.estimate <= lower_bounds(problem)["estimate"]:
             targets = []
         else:
             # the construction aimed below the budget: it relays more, which often lowers the worst tile at the
@@ -279,9 +313,8 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
         candidates.append((Plan("cpsat", machine, table_budget, fragment_limit, list(h.relays)), "other budget"))
     for plan, name in track(candidates, "cost incumbent candidates", unit="plans"):
         obj = plan_objectives(capture, plan)
-        if obj.key(order) < best_obj.key(order):
+        if obj.key(est) < best_obj.key(est):
             best_plan, best_obj, source = plan, obj, name
-    incumbent = selection_from_plan(problem, best_plan)
     t = deadline.mark("incumbent", t)
     proof = irreducible_tiles(problem)
     if proof:
@@ -294,18 +327,144 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     # a construction the wall clock skipped or stopped is reported like a search the backstop cut
     clock = SearchClock(deadline, params.work_per_second * params.time_limit if work is None else work, end,
                         backstop=cutoff.fired)
-    if not monolithic(problem):
-        out = _at_cycles_bound(capture, problem, params, order, best_plan, best_obj, source, greedy, g_obj,
-                               decisions, progress, start, scans, clock)
-        if out is None:
-            out = _lns(capture, problem, params, order, best_plan, best_obj, source, greedy, g_obj, decisions,
-                       progress, start, scans, clock)
-        deadline.mark("search", t)
-        return out
-    out = _monolithic(capture, problem, params, order, best_plan, best_obj, source, greedy, g_obj, decisions,
-                      progress, start, scans, clock, incumbent, max_rounds, local_pack)
+    searched: Outcome | None = None
+    if not scheduled_first or not large:
+        # the estimate's searches (table first, or a program small enough for the exact model): their plan is
+        # one more source of configurations
+        if large:
+            # the estimate at its bound, then the table: the estimate's best plans when the table comes first
+            searched = _at_cycles_bound(capture, problem, params, ("estimate", *(n for n in est if n != "estimate")),
+                                        best_plan, best_obj, source, greedy, g_obj, decisions, progress, start,
+                                        scans, clock)
+            if searched is None:
+                searched = _lns(capture, problem, params, est, best_plan, best_obj, source, greedy, g_obj,
+                                decisions, progress, start, scans, clock)
+        else:
+            searched = _monolithic(capture, problem, params, est, best_plan, best_obj, source, greedy, g_obj,
+                                   decisions, progress, start, scans, clock, selection_from_plan(problem, best_plan),
+                                   max_rounds, local_pack)
+        best_plan, source = searched.plan, searched.source
+    plans = [(best_plan, source)] + [(p, n) for p, n in candidates if p is not best_plan]
+    out = _scheduled(capture, problem, params, order, cycle_slack, plans, greedy, g_obj, decisions, start, scans,
+                     clock, searched)
     deadline.mark("search", t)
     return out
+
+
+SLACKS = (0.0, 0.02, 0.05, 0.1)  # the schedule-true construction's targets: each phase's bound + this share
+
+
+
+def rule_phases(decisions: list[Decision]) -> list[int]:
+    return sorted(d.phase for d in decisions if d.accepted)
+
+
+def measure(pool: Pool, choice: list[int]) -> tuple[Objectives, Scheduled]:
+    """A choice's exact objectives, scheduled cycles included."""
+    plan = pool.plan(choice)
+    sched = pool.scheduled(choice)
+    obj = plan_objectives(pool.problem.capture, plan)
+    return replace(obj, cycles=sched.bound, b1024=sched.b1024_change), sched
+
+
+def _scheduled(capture: Capture, problem: SelectionProblem, params: SolverParams, order: tuple[str, ...],
+               cycle_slack: float, plans: list[tuple[Plan, str]], greedy: Plan, g_obj: Objectives,
+               decisions: list[Decision], start: float, scans: list[GroupScan], clock: SearchClock,
+               searched: Outcome | None) -> Outcome:
+    """Choose by scheduled cycles (docs/selection.md, "Scheduled cycles"): measure the configurations of the
+    production rule, the incumbents, the estimate's search (when it ran) and the schedule-true construction at
+    each of ``SLACKS``, then combine them (``columns.combine``) under the cycle caps when cycles come first."""
+    workers = params.workers
+    ids = sorted({pd.phase.phase for pd in problem.phases} | set(rule_phases(decisions)))
+    pool = Pool(problem, ids, workers)
+    rule_choice = pool.add(greedy, "production rule")
+    for plan, name in plans:
+        pool.add(plan, name)
+    timings = direct_timings(problem, [pd.phase.phase for pd in problem.phases], workers)
+    cut = False
+    for eps in SLACKS:
+        if clock.wall_left() <= 0:
+            cut = True
+            break
+        targets = [timings[pd.phase.phase].figures.bound + int(eps * timings[pd.phase.phase].figures.bound)
+                   for pd in problem.phases]
+        caps = schedule_caps(problem, timings, targets)
+        cutoff = Cutoff(clock.deadline.start + clock.end)
+        with task(f"schedule-true construction, targets +{eps:.0%}"):
+            built = capacity.relay_greedy(problem, caps, cutoff=cutoff)
+        cut |= cutoff.fired
+        pool.add(built, f"construction at +{eps:.0%}")
+        rehosted = capacity.place_segments(problem, capacity.plan_choice(problem, built), caps, prefer="highest")
+        pool.add(rehosted, f"construction at +{eps:.0%}, hosts in the rule's order")
+    if clock.wall_left() > 0:
+        # every group of a phase relayed alike, hosts in the rule's order, under the loosest targets: the
+        # configurations the measured phases favour most often (SigLIP b2's QKV input at 36 segments per group:
+        # B1024 18,394 cycles, the rule's 18,870)
+        loose = schedule_caps(problem, timings, [timings[pd.phase.phase].figures.bound
+                                                 + int(SLACKS[-1] * timings[pd.phase.phase].figures.bound)
+                                                 for pd in problem.phases])
+        for rank in range(1, max((len(idx) for pc in loose for idx in pc.options), default=1)):
+            uniform = capacity.uniform_choice(problem, loose, rank)
+            if any(any(row) for row in uniform):
+                pool.add(capacity.place_segments(problem, uniform, loose, prefer="highest"),
+                         f"every group at its relay option {rank}, hosts in the rule's order")
+    direct_bound, direct_b = pool.figures(pool.direct())
+    rule_bound, rule_b = pool.figures(rule_choice)
+    other = other_bounds(problem, ids, workers)
+    if order[0] == "cycles":
+        cap = Caps(bound=max(rule_bound, direct_bound) + int(cycle_slack * (other + direct_bound)), b1024=rule_b)
+        stages = (order[1], "cycles", *order[2:]) if len(order) > 1 else ("table", "cycles")
+    else:
+        cap = Caps()
+        stages = order
+    with task(f"combine {pool.size()} measured phase configurations"):
+        comb = combine(pool, cap, replace(params, time_limit=max(1.0, min(10.0, clock.wall_left()))), stages,
+                       start=rule_choice)
+    choice = comb.choice if comb is not None else rule_choice
+    plan = pool.plan(choice)
+    obj, sched = measure(pool, choice)
+    g_obj, g_sched = measure(pool, rule_choice)
+    source = "production rule"
+    if choice != rule_choice:
+        used = sorted({pool.columns[k][c].source for k, c in enumerate(choice) if c})
+        source = "combined: " + "; ".join(used) if used else "all direct"
+    if obj.key(_capped(order)) > g_obj.key(_capped(order)) and obj.fits <= g_obj.fits:
+        plan, obj, sched, choice, source = greedy, g_obj, g_sched, rule_choice, "production rule"
+    runtime = time.perf_counter() - start
+    bounds = lower_bounds(problem)
+    cycles_bound = other + sum(relay_free_bound(problem, pid) * capture.iterations(pid) for pid in ids)
+    table_bound = bounds["table"]  # the estimate searches' bounds hold at the estimate's cycles only
+    stages_out = [
+        ("cycles", SolveResult(Status.OPTIMAL if obj.cycles <= cycles_bound else Status.FEASIBLE, float(obj.cycles),
+                               float(cycles_bound), runtime, solver="measured (scheduled lower bound)")),
+        ("table", SolveResult(Status.OPTIMAL if obj.table <= table_bound else Status.FEASIBLE, float(obj.table),
+                              float(table_bound), runtime, solver="cp-sat over measured configurations",
+                              work=clock.spent, backstop=clock.backstop or cut)),
+    ]
+    status = Status.OPTIMAL if all(r.status is Status.OPTIMAL for _, r in stages_out) and obj.fits else \
+        Status.FEASIBLE if obj.fits else Status.UNKNOWN
+    note = (f"scheduled cycles: {pool.size()} phase configurations measured, combined "
+            + (f"under the caps Σ lower bound ≤ {cap.bound:,} and Σ B1024 change ≤ {cap.b1024 - direct_b:+,}"
+               if cap.bound is not None and cap.b1024 is not None else "without cycle caps")
+            + (f"; combination over them {comb.table.status.value}" if comb is not None else "")
+            + ("; no measured plan within the caps fits the budget: the caps were relaxed (the budget first)"
+               if comb is not None and cap.bound is not None and not comb.capped else "")
+            + (f"; {searched.note}" if searched is not None and searched.note else ""))
+    irreducible: list[tuple[int, int]] = []
+    if searched is not None and searched.status is Status.INFEASIBLE and not obj.fits:
+        # the estimate's search proved that no plan fits the budget, whatever its cycles
+        status, irreducible = Status.INFEASIBLE, searched.irreducible
+    staged = StagedResult(None, stages_out, {n: getattr(obj, n) for n in order})
+    return Outcome(plan=plan, objectives=obj, greedy=greedy, greedy_objectives=g_obj, decisions=decisions,
+                   status=status, staged=staged, source=source, note=note, rounds=pool.size(), runtime=runtime,
+                   problem=problem, scans=scans, irreducible=irreducible, work=clock.spent, work_budget=clock.work,
+                   backstop=clock.backstop or cut, scheduled=sched, greedy_scheduled=g_sched,
+                   caps=cap if cap.bound is not None else None)
+
+
+def _capped(order: tuple[str, ...]) -> tuple[str, ...]:
+    """How two measured plans compare once the caps hold: the table before the cycles."""
+    return (order[1], "cycles", *order[2:]) if order[0] == "cycles" and len(order) > 1 else order
 
 
 def _monolithic(capture: Capture, problem: SelectionProblem, params: SolverParams, order: tuple[str, ...],
@@ -400,27 +559,12 @@ def monolithic(problem: SelectionProblem) -> bool:
 def phase_fixed(problem: SelectionProblem, plan: Plan, only: set[int] | None = None,
                 previous: list[PhaseFixed] | None = None) -> list[PhaseFixed]:
     """Each selection phase's exact contribution under ``plan`` (recosting just the phases in ``only``)."""
-    machine = plan.machine
-    tiles = problem.tiles
     out = []
     for pi, pd in enumerate(problem.phases):
         if only is not None and pi not in only and previous is not None:
             out.append(previous[pi])
             continue
-        pid = pd.phase.phase
-        mine = [r for r in plan.relays if r.group.phase == pid]
-        main, extra = plan.phase_rewrite(pd.phase)
-        pc = tile_counters(main, machine, tiles, problem.capture.allocations)
-        table, frags, cycles = pc.table_bytes.copy(), pc.fragments.copy(), pc.cycles
-        if extra is not None:
-            ext = tile_counters(extra, machine, tiles, problem.capture.allocations)
-            table += ext.table_bytes
-            frags += ext.fragments
-            packs = [r for r in mine if r.variant == "local-pack"]
-            kernel = max(int(machine.local_pack.estimate(r.segmentation.segment_bytes()).max()) for r in packs)
-            cycles += ext.cycles + kernel
-        out.append(PhaseFixed(table, frags, cycles * pd.iterations, sum(int(r.scratch_bytes.sum()) for r in mine),
-                              sum(r.segmentation.count for r in mine)))
+        out.append(fixed_of(problem, pd.phase, [r for r in plan.relays if r.group.phase == pd.phase.phase]))
     return out
 
 
@@ -446,7 +590,7 @@ def objectives_from_fixed(problem: SelectionProblem, fixed: list[PhaseFixed]) ->
     table, frags, cycles = program_tables(problem, fixed)
     return Objectives(
         fits=bool((table <= problem.table_budget).all() and (frags <= problem.fragment_limit).all()),
-        cycles=cycles, table=int(table.max(initial=0)), fragments=int(frags.max(initial=0)),
+        cycles=0, b1024=0, estimate=cycles, table=int(table.max(initial=0)), fragments=int(frags.max(initial=0)),
         scratch=sum(fx.scratch for fx in fixed), relays=sum(fx.relays for fx in fixed),
         worst_tile=int(np.argmax(table)),
         excess=_excess(table, frags, problem.table_budget, problem.fragment_limit),
@@ -456,7 +600,7 @@ def objectives_from_fixed(problem: SelectionProblem, fixed: list[PhaseFixed]) ->
 def lower_bounds(problem: SelectionProblem) -> dict[str, int]:
     """Valid lower bounds on the first two objectives, cheap enough for any program size.
 
-    Cycles: no relay lowers a tile's transmit or receive bytes over a phase and its local-pack extra phase together
+    Estimate: no relay lowers a tile's transmit or receive bytes over a phase and its local-pack extra phase together
     (a direct-receive forward carries the bytes the multicast did; local-pack moves them into the extra phase, run
     after), so each selection phase costs at least its sync plus max over tiles of ⌈max(tx, rx)/4⌉.
     Table: the worst tile is at least (a) any tile's direct table plus, for each group touching it, the most
@@ -478,7 +622,7 @@ def lower_bounds(problem: SelectionProblem) -> dict[str, int]:
                              + (int(op.ext.raw.sum()) if op.ext is not None else 0) for op in opts[1:]))
     best = _best_tables(problem)
     table = max(int(best.max(initial=0)), ceil_div(mass, problem.tiles), problem.shared.get("table_lp", 0))
-    return {"cycles": cycles, "table": table}
+    return {"estimate": cycles, "table": table}
 
 
 def model_slack(problem: SelectionProblem) -> dict[int, int]:
@@ -562,7 +706,7 @@ def _windows(problem: SelectionProblem, fixed: list[PhaseFixed]) -> list[tuple[i
     raised = []
     for pi, (pd, fx) in enumerate(zip(problem.phases, fixed, strict=True)):
         base = problem.direct.phases[index[pd.phase.phase]].cycles * pd.iterations
-        if fx.cycles > base:
+        if fx.cycles > base:  # PhaseFixed.cycles: the estimate's
             raised.append((fx.cycles - base, pi))
     raised.sort(key=lambda r: (-r[0], r[1]))
     if raised:
@@ -589,11 +733,11 @@ def _at_cycles_bound(capture: Capture, problem: SelectionProblem, params: Solver
     the constructive search, then CP-SAT on the capacity model for a better plan and the stage's bound. None when
     the objectives are not cycles then table, or no plan reaches the cycles bound (the caller searches
     neighbourhoods instead)."""
-    if tuple(order[:2]) != ("cycles", "table"):
+    if tuple(order[:2]) != ("estimate", "table"):
         return None
     bounds = lower_bounds(problem)
     caps = capacity.phase_caps(problem)
-    if not best_obj.fits or best_obj.cycles > bounds["cycles"]:
+    if not best_obj.fits or best_obj.estimate > bounds["estimate"]:
         return None
     slack = model_slack(problem)
     notes = []
@@ -610,14 +754,15 @@ def _at_cycles_bound(capture: Capture, problem: SelectionProblem, params: Solver
         table_bound = max(table_bound, lp)
     result = None
     if clock.work - clock.spent > 0.05 and clock.wall_left() > 1.0 and best_obj.table > table_bound:
-        result = capacity.solve(problem, replace(params, time_limit=clock.work - clock.spent), slack, start=best_plan,
+        result = capacity.solve(problem, replace(params, time_limit=clock.work - clock.spent), slack, caps,
+                                start=best_plan,
                                 progress=progress, wall=clock.wall_left)
         clock.spent += result.work
         clock.backstop |= result.backstop
         if result.table.bound is not None:
             table_bound = max(table_bound, math.ceil(result.table.bound))
         if result.choice is not None:
-            placed = capacity.place_segments(problem, result.choice)
+            placed = capacity.place_segments(problem, result.choice, caps)
             relieved = capacity.relieve_hosts(problem, caps, placed)  # ``placed`` itself if nothing moved
             for found in dict.fromkeys([placed, relieved]):
                 f_obj = plan_objectives(capture, found)
@@ -627,8 +772,8 @@ def _at_cycles_bound(capture: Capture, problem: SelectionProblem, params: Solver
                          f"{result.table.objective:,.0f}, realised {f_obj.table:,} B")
     shared["table_bound_at_cycles"] = table_bound
     runtime = time.perf_counter() - start
-    stages = [("cycles", SolveResult(Status.OPTIMAL, float(best_obj.cycles), float(bounds["cycles"]), runtime,
-                                     solver="lower bound")),
+    stages = [("estimate", SolveResult(Status.OPTIMAL, float(best_obj.estimate), float(bounds["estimate"]),
+                                       runtime, solver="lower bound")),
               ("table", SolveResult(Status.OPTIMAL if best_obj.table <= table_bound else Status.FEASIBLE,
                                     float(best_obj.table), float(table_bound), runtime, solver="cp-sat capacity",
                                     work=clock.spent, backstop=clock.backstop))]
@@ -655,7 +800,7 @@ def share_table_bounds(outcomes: list[tuple[int, Outcome]]) -> None:
     seen: dict[float, tuple[float, int]] = {}  # optimal cycles -> (best table bound, the budget that proved it)
     for budget, out in sorted(outcomes, key=lambda bo: -bo[0]):
         staged = out.staged
-        if staged is None or [name for name, _ in staged.stages[:2]] != ["cycles", "table"]:
+        if staged is None or [name for name, _ in staged.stages[:2]] != ["cycles", "table"]:  # scheduled stages
             continue
         cycles, table = staged.stages[0][1], staged.stages[1][1]
         if cycles.status is not Status.OPTIMAL or cycles.objective is None or table.bound is None:
@@ -694,7 +839,7 @@ def capacity_lp_bound(problem: SelectionProblem, slack: dict[int, int], caps: li
     if wall_left < LP_MIN_WALL:
         return None
     return table_lp_bound(problem, slack, time_limit=max(0.5, min(10.0, wall_left / 4)),
-                          caps={pi: pc.bytes_cap for pi, pc in enumerate(caps)})
+                          caps={pi: (pc.rx_cap, pc.tx_cap) for pi, pc in enumerate(caps)})
 
 
 def _lns(capture: Capture, problem: SelectionProblem, params: SolverParams, order: tuple[str, ...],

@@ -41,7 +41,7 @@ from placer.units import format_size, parse_size
 
 MODES = ("greedy", "cpsat")
 # The selection objectives, kept here so reading a sweep file does not import the solver stack (start-up time);
-# tests/sweep checks it equals placer.selection.cpsat.OBJECTIVES.
+# tests/sweep checks it equals placer.selection.select.OBJECTIVES.
 OBJECTIVES = ("cycles", "table", "scratch", "relays")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _TOP = {"budgets", "modes", "objectives", "seeds", "machine", "fragments", "local_pack", "solver", "workloads"}

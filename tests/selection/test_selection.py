@@ -137,14 +137,15 @@ def test_a_sweep_budget_out_of_time_keeps_a_smaller_budgets_plan() -> None:
     # one (a larger budget never reports a worse plan)
     cap = relay_capture(groups=3, fragments=24, phases=2, seed=5)
     roomy = SolverParams(time_limit=600, workers=2, seed=0)
-    small = select(cap, M, 400, 16384, params=roomy, work=4.0)
-    order = ("cycles", "table", "scratch", "relays")
+    # the table first: on phases this small every relay costs scheduled cycles, so cycles first relays nothing
+    order = ("table", "cycles", "scratch", "relays")
+    small = select(cap, M, 400, 16384, params=roomy, work=4.0, order=order)
     assert small.objectives.fits and small.objectives.key(order) < small.greedy_objectives.key(order)
-    late = select(cap, M, 500, 16384, params=roomy, work=4.0, search_end=0.0, hints=[small.plan])
+    late = select(cap, M, 500, 16384, params=roomy, work=4.0, search_end=0.0, hints=[small.plan], order=order)
     assert late.backstop and late.status is Status.UNKNOWN and late.source == "other budget"
     assert late.plan.relays == small.plan.relays and late.objectives.fits
     assert late.objectives.key(order) < late.greedy_objectives.key(order)
-    alone = select(cap, M, 500, 16384, params=roomy, work=4.0, search_end=0.0)
+    alone = select(cap, M, 500, 16384, params=roomy, work=4.0, search_end=0.0, order=order)
     assert alone.source == "greedy" and "production rule's plan is kept" in alone.note
 
 
@@ -266,9 +267,9 @@ def test_large_program_path_on_a_small_one(seed: int, monkeypatch: pytest.Monkey
     monkeypatch.setattr(select_mod, "LNS_MIN_WORK", 0.0)
     monkeypatch.setattr(select_mod, "_at_cycles_bound", lambda *a, **k: None)  # the path when cycles must rise
     cap = relay_capture(groups=3, fragments=24, replicas=3, phases=3, seed=seed)
-    out = select(cap, M, 420, 16384, params=FAST)
+    order = ("table", "cycles", "scratch", "relays")  # the estimate's searches run when the table comes first
+    out = select(cap, M, 420, 16384, params=FAST, order=order)
     assert "neighbourhoods" in out.note
-    order = ("cycles", "table", "scratch", "relays")
     assert out.objectives.key(order) <= out.greedy_objectives.key(order)
     assert validate(cap, out.plan.to_json(cap), M).valid == out.objectives.fits
     assert out.staged is not None
@@ -285,14 +286,12 @@ def test_large_program_at_the_cycles_bound(seed: int, monkeypatch: pytest.Monkey
 
     monkeypatch.setattr(select_mod, "MONOLITHIC_OPTIONS", 0)
     cap = relay_capture(groups=3, fragments=24, replicas=3, phases=3, seed=seed)
-    out = select(cap, M, 600, 16384, params=FAST)
+    order = ("table", "cycles", "scratch", "relays")  # the estimate's searches run when the table comes first
+    out = select(cap, M, 600, 16384, params=FAST, order=order)
     assert "cycles bound" in out.note
-    order = ("cycles", "table", "scratch", "relays")
     assert out.objectives.key(order) <= out.greedy_objectives.key(order)
     assert validate(cap, out.plan.to_json(cap), M).valid == out.objectives.fits
     assert out.staged is not None
-    stages = dict(out.staged.stages)
-    assert stages["cycles"].status is Status.OPTIMAL
     for name, res in out.staged.stages:
         assert res.bound is not None and res.objective is not None and res.bound <= res.objective, name
 
@@ -302,7 +301,7 @@ def test_rendered_plan_file_is_the_same_bytes() -> None:
     import orjson
 
     cap = relay_capture(groups=3, fragments=24, replicas=3, phases=2, seed=3)
-    out = select(cap, M, 420, 16384, params=FAST)
+    out = select(cap, M, 420, 16384, params=FAST, order=("table", "cycles", "scratch", "relays"))
     assert out.plan.relays
     plain = orjson.dumps(out.plan.to_json(cap, {"x": 1}))
     assert orjson.dumps(out.plan.to_json(cap, {"x": 1}, rendered=True)) == plain

@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from placer.errors import InputError
-from placer.selection.cpsat import OBJECTIVES
+from placer.selection.select import OBJECTIVES
 from placer.sweep import spec as sweep_spec
 from placer.sweep.results import COLUMNS, finished, job_dir
 from placer.sweep.runner import run_sweep

@@ -1,0 +1,300 @@
+"""Phase configurations and the model that combines them: how a plan is chosen by its scheduled cycles.
+
+A plan is one *configuration* per selection phase: which of the phase's groups are relayed, how, and on which
+hosts (nothing else couples the phases: a phase's schedule depends on its own transfers only). Every
+configuration placer considers is measured exactly before it is combined with others:
+- its tables and fragments per tile, re-costed with the cost model (``select.phase_fixed``);
+- its scheduled figures, the lower bound and the B1024 horizon of the rewritten phase (``timing``).
+
+The configurations come from the searches (the production rule's plan, the schedule-true construction at several
+targets, host orders, the estimate search when the table comes first); :func:`combine` then picks one per phase
+with CP-SAT -- a multiple-choice model, tiny next to the searches -- so that the worst tile is the least the
+measured configurations allow, under the cycle caps:
+- ``x[p][c]``: phase p takes configuration c, exactly one per phase;
+- every tile's program table (direct, plus each chosen configuration's change) under ``T`` and the budget, its
+  fragments under the limit;
+- Σ lower bounds and Σ B1024 horizons (times the Repeat iterations) under their caps;
+- lexicographic stages: the worst tile ``T``, then the Σ lower bound, then the scratch, then the relays (the
+  order the caller asks; stages after the first keep the earlier ones at their optimum).
+The combination is optimal *over the measured configurations*; that is what its status says, not that no other
+plan is better (docs/selection.md, "Scheduled cycles").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from placer.capture.model import Phase
+from placer.cost.model import tile_counters
+from placer.progress import task
+from placer.selection.cpsat import PhaseFixed
+from placer.selection.plan import Plan, RelayChoice
+from placer.selection.problem import SelectionProblem
+from placer.selection.timing import PhaseFigures, direct_timings, load_solvers, other_bounds, phase_figures
+from placer.solver import SolveResult, SolverParams, Status, run
+from placer.threads import ordered_map
+
+
+@dataclass(eq=False)
+class Column:
+    """One phase's configuration, measured."""
+
+    relays: list[RelayChoice]
+    fixed: PhaseFixed
+    figures: PhaseFigures
+    source: str  # the search that first found it
+
+
+def relay_key(relays: list[RelayChoice]) -> tuple:
+    """What identifies a configuration: its relays' groups, variants, segment counts, hosts and buffers."""
+    return tuple(sorted((r.group.index, r.variant, r.segmentation.count, tuple(r.hosts.tolist()),
+                         tuple(r.buffers.tolist())) for r in relays))
+
+
+def fixed_of(problem: SelectionProblem, phase: Phase, relays: list[RelayChoice]) -> PhaseFixed:
+    """One phase's exact contribution with ``relays`` (all of that phase) applied."""
+    machine = problem.machine
+    tiles = problem.tiles
+    part = Plan("cpsat", machine, problem.table_budget, problem.fragment_limit, relays)
+    main, extra = part.phase_rewrite(phase)
+    pc = tile_counters(main, machine, tiles, problem.capture.allocations)
+    table, frags, cycles = pc.table_bytes.copy(), pc.fragments.copy(), pc.cycles
+    if extra is not None:
+        ext = tile_counters(extra, machine, tiles, problem.capture.allocations)
+        table += ext.table_bytes
+        frags += ext.fragments
+        packs = [r for r in relays if r.variant == "local-pack"]
+        kernel = max(int(machine.local_pack.estimate(r.segmentation.segment_bytes()).max()) for r in packs)
+        cycles += ext.cycles + kernel
+    return PhaseFixed(table, frags, cycles * problem.capture.iterations(phase.phase),
+                      sum(int(r.scratch_bytes.sum()) for r in relays), sum(r.segmentation.count for r in relays))
+
+
+@dataclass(eq=False)
+class Pool:
+    """Every measured configuration of the phases ``ids`` (capture phase ids; column 0 of each: the direct
+    phase). A plan's relays in other phases are not the pool's to measure: ``add`` refuses them."""
+
+    problem: SelectionProblem
+    ids: list[int]
+    workers: int = 1
+    columns: list[list[Column]] = field(default_factory=list)
+    _index: list[dict[tuple, int]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        problem = self.problem
+        timings = direct_timings(problem, self.ids, self.workers)
+        for pid in self.ids:
+            fx = fixed_of(problem, problem.capture.phase_by_id(pid), [])
+            self.columns.append([Column([], fx, timings[pid].figures, "direct")])
+            self._index.append({(): 0})
+
+    def iterations(self, k: int) -> int:
+        return self.problem.capture.iterations(self.ids[k])
+
+    def add(self, plan: Plan, source: str) -> list[int]:
+        """Measure the plan's configurations not yet in the pool; return the plan's column per phase."""
+        problem = self.problem
+        position = {pid: k for k, pid in enumerate(self.ids)}
+        by_phase: dict[int, list[RelayChoice]] = {}
+        for r in plan.relays:
+            if r.group.phase not in position:
+                raise ValueError(f"the plan relays phase {r.group.phase}, which the pool does not measure")
+            by_phase.setdefault(position[r.group.phase], []).append(r)
+        todo: dict[tuple[int, tuple], list[RelayChoice]] = {}
+        for k, relays in sorted(by_phase.items()):
+            key = relay_key(relays)
+            if key not in self._index[k]:
+                todo[(k, key)] = relays
+        machine = problem.machine
+
+        def measure(item: tuple[tuple[int, tuple], list[RelayChoice]]) -> Column:
+            (k, _key), relays = item
+            phase = problem.capture.phase_by_id(self.ids[k])
+            part = Plan(plan.mode, machine, problem.table_budget, problem.fragment_limit, relays)
+            main, extra = part.phase_rewrite(phase)
+            f = phase_figures(main, machine, problem.tiles)
+            if extra is not None:  # local-pack: its extra phase, one more sync and the packing kernel
+                e = phase_figures(extra, machine, problem.tiles)
+                kernel = max(int(machine.local_pack.estimate(r.segmentation.segment_bytes()).max())
+                             for r in relays if r.variant == "local-pack")
+                more = machine.exchange.sync_cycles + kernel
+                f = PhaseFigures(f.bound + e.bound + more, f.kind, f.b1024 + e.b1024 + more)
+            return Column(relays, fixed_of(problem, phase, relays), f, source)
+
+        if todo:
+            load_solvers()
+            items = list(todo.items())
+            with task(f"measure {len(items)} phase configuration(s) ({source})"):
+                measured = list(ordered_map(measure, items, self.workers))
+            for ((k, key), _relays), col in zip(items, measured, strict=True):
+                self._index[k][key] = len(self.columns[k])
+                self.columns[k].append(col)
+        choice = [0] * len(self.ids)
+        for k, relays in by_phase.items():
+            choice[k] = self._index[k][relay_key(relays)]
+        return choice
+
+    def plan(self, choice: list[int], mode: str = "cpsat") -> Plan:
+        problem = self.problem
+        relays = [r for k, c in enumerate(choice) for r in self.columns[k][c].relays]
+        return Plan(mode, problem.machine, problem.table_budget, problem.fragment_limit, relays)
+
+    def figures(self, choice: list[int]) -> tuple[int, int]:
+        """Σ lower bound and Σ B1024 horizon of a choice over the pool's phases (times Repeat iterations)."""
+        bound = b1024 = 0
+        for k, c in enumerate(choice):
+            f = self.columns[k][c].figures
+            bound += f.bound * self.iterations(k)
+            b1024 += f.b1024 * self.iterations(k)
+        return bound, b1024
+
+    def direct(self) -> list[int]:
+        return [0] * len(self.ids)
+
+    def scheduled(self, choice: list[int]) -> Scheduled:
+        """A choice's scheduled figures over the whole program."""
+        bound, b1024 = self.figures(choice)
+        _, direct = self.figures(self.direct())
+        return Scheduled(other_bounds(self.problem, self.ids, self.workers) + bound, b1024 - direct,
+                         {pid: self.columns[k][c].figures for k, (pid, c) in enumerate(zip(self.ids, choice,
+                                                                                           strict=True))},
+                         {pid: self.columns[k][0].figures for k, pid in enumerate(self.ids)})
+
+    def size(self) -> int:
+        return sum(len(c) for c in self.columns)
+
+
+@dataclass(frozen=True)
+class Scheduled:
+    """A plan's scheduled figures (cycles, sync excluded, times Repeat iterations)."""
+
+    bound: int  # Σ over every phase of the program of its lower bound
+    b1024_change: int  # Σ over the measured phases of B1024 horizon (plan) − B1024 horizon (direct)
+    phases: dict[int, PhaseFigures]  # the measured phases: the plan's figures
+    direct: dict[int, PhaseFigures]  # the same phases all direct
+
+    def to_json(self) -> dict[str, Any]:
+        return {"lower_bound": self.bound, "b1024_change": self.b1024_change,
+                "phases": [{"phase": p, **f.to_json(), "direct": self.direct[p].to_json()}
+                           for p, f in sorted(self.phases.items())]}
+
+
+@dataclass(frozen=True)
+class Caps:
+    """The cycle caps of a combination (None: no cap)."""
+
+    bound: int | None = None  # Σ lower bound
+    b1024: int | None = None  # Σ B1024 horizon
+
+
+@dataclass(frozen=True)
+class Combination:
+    choice: list[int]
+    table: SolveResult  # the worst tile's stage: its status, objective and bound (over the pool)
+    fits: bool  # every tile within the budget
+    capped: bool  # within the cycle caps (a plan that fits the budget comes first)
+
+
+def combine(pool: Pool, caps: Caps, params: SolverParams, order: tuple[str, ...],
+            start: list[int] | None = None) -> Combination | None:
+    """The best choice of one measured configuration per phase (see the module docstring); None when no choice
+    meets the caps. ``start`` hints the first stage."""
+    from ortools.sat.python import cp_model
+
+    problem = pool.problem
+    tiles = problem.tiles
+    m = cp_model.CpModel()
+    x = [[m.new_bool_var(f"x{pi}_{c}") for c in range(len(cols))] for pi, cols in enumerate(pool.columns)]
+    for lits in x:
+        m.add_exactly_one(lits)
+    direct = [cols[0].fixed for cols in pool.columns]
+    base_table = problem.direct.table_bytes[:tiles].astype(np.int64)
+    base_frag = problem.direct.fragments[:tiles].astype(np.int64)
+    table_terms = np.zeros(tiles, bool)
+    delta_t: list[list[np.ndarray]] = []
+    delta_f: list[list[np.ndarray]] = []
+    for pi, cols in enumerate(pool.columns):
+        dt = [c.fixed.table[:tiles].astype(np.int64) - direct[pi].table[:tiles] for c in cols]
+        df = [c.fixed.fragments[:tiles].astype(np.int64) - direct[pi].fragments[:tiles] for c in cols]
+        delta_t.append(dt)
+        delta_f.append(df)
+        for d in dt:
+            table_terms |= d != 0
+    hi = int(base_table.max(initial=0)) + sum(int(max((d.max(initial=0) for d in dt), default=0)) for dt in delta_t)
+    worst = m.new_int_var(0, max(hi, 0), "T")
+    m.add(worst >= int(base_table[~table_terms].max(initial=0)))
+    for t in np.flatnonzero(table_terms).tolist():
+        expr = int(base_table[t]) + sum(int(d[t]) * x[pi][c] for pi, dt in enumerate(delta_t)
+                                        for c, d in enumerate(dt) if d[t])
+        m.add(worst >= expr)
+    frag_terms = np.zeros(tiles, bool)
+    for df in delta_f:
+        for d in df:
+            frag_terms |= d != 0
+    for t in np.flatnonzero(frag_terms).tolist():
+        expr = int(base_frag[t]) + sum(int(d[t]) * x[pi][c] for pi, df in enumerate(delta_f)
+                                       for c, d in enumerate(df) if d[t])
+        m.add(expr <= problem.fragment_limit)
+    its = [pool.iterations(k) for k in range(len(pool.ids))]
+    chosen = [(pool.columns[k][c], its[k], v) for k, lits in enumerate(x) for c, v in enumerate(lits)]
+    bound = sum(col.figures.bound * it * v for col, it, v in chosen)
+    b1024 = sum(col.figures.b1024 * it * v for col, it, v in chosen)
+    capped = m.new_bool_var("within the cycle caps")
+    if caps.bound is not None:
+        m.add(bound <= caps.bound).only_enforce_if(capped)
+    if caps.b1024 is not None:
+        m.add(b1024 <= caps.b1024).only_enforce_if(capped)
+    scratch = sum(col.fixed.scratch * v for col, _it, v in chosen)
+    relays = sum(col.fixed.relays * v for col, _it, v in chosen)
+    objective: dict[str, Any] = {"table": worst, "cycles": bound, "scratch": scratch, "relays": relays}
+    within = m.new_bool_var("within the budget")
+    m.add(worst <= problem.table_budget).only_enforce_if(within)
+    if start is not None:
+        for pi, c in enumerate(start):
+            for ci, v in enumerate(x[pi]):
+                m.add_hint(v, ci == c)
+    share = replace(params, time_limit=max(0.5, params.time_limit / (len(order) + 1)))
+    # what must hold, most wanted first: the budget beats the cycle caps (a plan that fits beats one that does
+    # not), and a plan that breaks the caps minimises its cycles before its table
+    fits = held = True
+    for fits, held in ((True, True), (True, False), (False, True), (False, False)):
+        m.clear_assumptions()
+        m.add_assumptions([v for v, keep in ((within, fits), (capped, held)) if keep])
+        stages = [n for n in order if n in objective]
+        if not held and "cycles" in stages:
+            stages = ["cycles", *(n for n in stages if n != "cycles")]
+        m.minimize(objective[stages[0]])
+        solver, res = run(m, share)
+        if res.status in (Status.OPTIMAL, Status.FEASIBLE):
+            break
+        if res.status is not Status.INFEASIBLE:
+            return None
+    else:
+        return None
+    first: SolveResult | None = res if stages[0] == "table" else None
+    m.add(objective[stages[0]] <= round(res.objective or 0))
+    for name in stages[1:]:
+        m.clear_hints()
+        for lits in x:
+            for v in lits:
+                m.add_hint(v, bool(solver.value(v)))
+        m.minimize(objective[name])
+        nxt, r2 = run(m, share)
+        if r2.status not in (Status.OPTIMAL, Status.FEASIBLE):
+            break
+        solver, res = nxt, r2
+        if name == "table":
+            first = res
+        m.add(objective[name] <= round(res.objective or 0))
+    assert solver is not None
+    choice = [next(c for c, v in enumerate(lits) if solver.value(v)) for lits in x]
+    if first is None:
+        first = SolveResult(Status.FEASIBLE, float(solver.value(worst)), None, 0.0)
+    return Combination(choice, first, fits, held)
+
+
+__all__ = ["Caps", "Column", "Combination", "Pool", "Scheduled", "combine", "fixed_of", "relay_key"]
