@@ -1,9 +1,12 @@
-"""Regenerate examples/relay-demo.json: a small program whose replicated operands overflow a 700-byte table budget.
+"""Regenerate examples/relay-demo.json: a small program whose replicated operands overflow a 640-byte table budget.
 
-Two phases, each with four replica groups of 48 fragments on disjoint tiles (one of them unbalanced), one Repeat
-over both phases, a live allocation per tile. The phases' padding holes differ, so their rows are not the same
-instructions and no tile can share one table between them (BRIEF §3). The production rule cannot lower the worst
-tile (its groups tie), so the greedy plan does not fit; CP-SAT finds one that does.
+Two phases on 80 tiles, one Repeat over both. Each phase has four replica groups (4 replicas, 4 senders, 64
+fragments of 32 bytes; one group 72) on disjoint tiles, and one 1,000-word transfer between two other tiles,
+which sets the phase's length: the groups' relays have room in its schedule. Phase 0's groups are complete, with
+8 native panels each (panel hints): the production rule relays the phase and the program fits 700 B but not 640 B.
+Phase 1's groups have two padding holes each (so the two phases' rows differ and no tile shares one table between
+them): the rule leaves the phase direct ("incomplete panel"). placer relays both phases with fewer segments, and
+the plan is half the rule's size at the same scheduled cycles.
 """
 
 from __future__ import annotations
@@ -13,7 +16,12 @@ from pathlib import Path
 import numpy as np
 
 from placer.capture import write_capture
-from placer.capture.model import Allocations, Capture, Phase, Repeat
+from placer.capture.model import Allocations, Capture, PanelHint, Phase, Repeat
+
+TILES = 80
+FRAGMENTS = 64
+PANELS = 8
+LONG_WORDS = 1000  # the transfer that sets each phase's length
 
 
 def group(phase_id: int, replicas: list[int], senders: list[int], fragments: int, holes: set[int],
@@ -33,25 +41,31 @@ def group(phase_id: int, replicas: list[int], senders: list[int], fragments: int
 
 
 def demo() -> Capture:
-    phases = []
+    phases, panels = [], []
     for pid in (0, 1):
         parts = []
         for g in range(4):
             first = 8 * g
-            parts.append(group(pid, list(range(first, first + 4)), list(range(first + 4, first + 8)),
-                               48 + 8 * (g == 0), {5 + 2 * pid, 17 + 2 * pid}, 0x60000 + 0x8000 * pid))
+            replicas = list(range(first, first + 4))
+            fragments = FRAGMENTS + 8 * (g == 0)
+            holes = set() if pid == 0 else {5, 17}
+            parts.append(group(pid, replicas, list(range(first + 4, first + 8)), fragments, holes,
+                               0x60000 + 0x8000 * pid))
+            if pid == 0:
+                step = fragments * 32 // PANELS
+                panels.append(PanelHint(pid, tuple(replicas), tuple(range(0, fragments * 32 + 1, step))))
+        parts.append(Phase.build(pid, [32], [LONG_WORDS], [1], [33], [0x70000 + 0x4000 * pid], [0x50000]))
         phases.append(Phase.concat(pid, parts))
-    tiles = 48
     alloc = Allocations(
-        tile=np.arange(tiles, dtype=np.int32),
-        start=np.full(tiles, 0x50000, np.int64),
-        end=np.full(tiles, 0x58000, np.int64),
-        first=np.zeros(tiles, np.int64),
-        last=np.ones(tiles, np.int64),
-        name=["weights"] * tiles,
+        tile=np.arange(TILES, dtype=np.int32),
+        start=np.full(TILES, 0x50000, np.int64),
+        end=np.full(TILES, 0x58000, np.int64),
+        first=np.zeros(TILES, np.int64),
+        last=np.ones(TILES, np.int64),
+        name=["weights"] * TILES,
     )
-    return Capture(tile_count=tiles, phases=phases, phase_labels={0: "activations A", 1: "activations B"},
-                   repeat=Repeat((0, 1), 2), allocations=alloc)
+    return Capture(tile_count=TILES, phases=phases, phase_labels={0: "activations A", 1: "activations B"},
+                   repeat=Repeat((0, 1), 2), allocations=alloc, panels=panels)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """The whole pipeline through placer's Python API, on the bundled relay demo (or any capture).
 
-    python examples/pipeline.py examples/relay-demo.json --budget 700 -o out/
+    python examples/pipeline.py examples/relay-demo.json --budget 640 -o out/
 
 1. cost the capture against the budget (``placer.inspect``);
 2. choose relays with CP-SAT (``placer.solve``) and write the plan and the rewritten program;
@@ -51,7 +51,7 @@ def host_buffers_csv(result: placer.SelectionResult, machine: placer.Machine) ->
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("capture", nargs="?", default=str(Path(__file__).with_name("relay-demo.json")))
-    ap.add_argument("--budget", default="700", help="table budget per tile (bytes or e.g. 80KiB)")
+    ap.add_argument("--budget", default="640", help="table budget per tile (bytes or e.g. 80KiB)")
     ap.add_argument("--machine", default="ipu21")
     ap.add_argument("--time-limit", type=float, default=20.0, help="seconds for the relay selection")
     ap.add_argument("-o", "--output", default=".", help="directory for plan.json, rewritten.json, host.*.csv")

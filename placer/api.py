@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -39,11 +39,14 @@ from placer.units import parse_size
 if TYPE_CHECKING:
     from placer.capture.model import Capture
     from placer.machine import Machine
+    from placer.ordering.orders import Replayed
+    from placer.ordering.program import ProgramFigures
     from placer.ordering.schedule import PhaseSchedule
     from placer.placement import PlacementProblem, PlacementResult
     from placer.selection.greedy import Decision
     from placer.selection.plan import Plan
     from placer.selection.select import Objectives, Outcome
+    from placer.validation.plan import Plan as ParsedPlan
     from placer.validation.validator import ValidationReport
 
 OBJECTIVES = ("cycles", "table", "scratch", "relays")  # the selection's default lexicographic order
@@ -252,8 +255,9 @@ class SelectionResult:
         Per phase before → after and the program against its budgets (``None`` if a signal stopped the run).
     deadline
         The clock the run was timed on; ``to_json()["time"]`` says how it was spent.
-    schedule
-        With ``schedule=True``: every phase of the rewritten program ordered and checked.
+    programs
+        With ``schedule=True``: the all-direct program, the production rule's and this plan's, every phase
+        scheduled (B1024, lower bound, placer's best order on the phases the plans change) and checked.
     interrupted
         A SIGINT/SIGTERM stopped the search (``placer solve`` then writes the best plan so far if it validates).
     """
@@ -264,8 +268,7 @@ class SelectionResult:
     outcome: Outcome
     summary: dict[str, Any] | None
     deadline: Deadline
-    schedule: list[dict[str, Any]] | None = None
-    scheduled_rule: list[dict[str, Any]] | None = None  # greedy mode + schedule: the rule's relayed phases
+    programs: dict[str, ProgramFigures] | None = None  # "direct", "production_rule", "plan"
     interrupted: bool = False
     write_reserve: float = 0.0  # seconds of the limit held back for writing the rewritten capture afterwards
 
@@ -319,7 +322,7 @@ class SelectionResult:
     @property
     def schedule_ok(self) -> bool:
         """Whether every schedule (``schedule=True``) passed its check (``True`` without schedules)."""
-        return all(r["valid"] for r in self.schedule or [])
+        return all(p.valid for p in (self.programs or {}).values())
 
     @property
     def exit_code(self) -> ExitCode:
@@ -346,6 +349,21 @@ class SelectionResult:
         """Write the plan file to ``path`` (gzipped when the name ends in ``.gz``), atomically."""
         write_json(path, self.plan_json(rendered=True))
 
+    def order_json(self) -> dict[str, Any]:
+        """The order file of the plan's program (``schedule=True``): placer's best order of every phase
+        (docs/plan.md, "The order file")."""
+        from placer.capture.io import capture_digest
+        from placer.ordering.orders import order_document
+
+        if self.programs is None:
+            raise ValueError("no schedule: solve with schedule=True")
+        rows = self.programs["plan"].rows
+        return order_document(capture_digest(self.rewritten()), self.machine, [r.phase_order() for r in rows])
+
+    def write_order(self, path: str | Path) -> None:
+        """Write the order file to ``path``, atomically."""
+        write_json(path, self.order_json())
+
     def _summary(self) -> dict[str, Any]:
         if self.summary is None:
             from placer.report.selection import outcome_summary
@@ -355,13 +373,11 @@ class SelectionResult:
 
     def to_json(self) -> dict[str, Any]:
         """The ``placer solve --json`` document; ``time`` is the clock as of this call."""
-        from placer.report.selection import outcome_json, time_json
+        from placer.report.selection import outcome_json, schedule_json, time_json
 
         doc = outcome_json(self.capture, self.outcome, self._summary())
-        if self.schedule is not None:
-            doc["schedule"] = self.schedule
-        if self.scheduled_rule is not None:
-            doc["production_rule"]["scheduled"] = self.scheduled_rule
+        if self.programs is not None:
+            doc["schedule"] = schedule_json(self.programs)
         doc["time"] = time_json(self.deadline, [self.outcome])
         if self.write_reserve:
             doc["time"]["write_capture_reserve_s"] = round(self.write_reserve, 1)
@@ -375,6 +391,16 @@ def _params(params: SolverParams | None, stage: str) -> SolverParams:
 def _deadline(params: SolverParams, deadline: Deadline | None) -> Deadline:
     # a command's clock starts when the console process imported placer; a library call's, now
     return deadline if deadline is not None else Deadline(params.time_limit, command_start())
+
+
+def _slack(value: float | None) -> float:
+    from placer.selection.select import CYCLE_SLACK
+
+    if value is None:
+        return CYCLE_SLACK
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise InputError(f"must be a share between 0 and 1 (0.01 is 1 %), got {value!r}", where="cycle_slack")
+    return float(value)
 
 
 def _load_timed(capture: CaptureLike, deadline: Deadline) -> Capture:
@@ -392,7 +418,8 @@ def _load_timed(capture: CaptureLike, deadline: Deadline) -> Capture:
 def solve(capture: CaptureLike, machine: MachineLike = None, *, budget: int | str | None = None,
           fragments: int | None = None, mode: SelectionMode | str = SelectionMode.CPSAT,
           objective: str | Sequence[str] | None = None, params: SolverParams | None = None, local_pack: bool = True,
-          schedule: bool = False, deadline: Deadline | None = None, writes_capture: bool = False) -> SelectionResult:
+          schedule: bool = False, deadline: Deadline | None = None, writes_capture: bool = False,
+          cycle_slack: float | None = None, order_params: SolverParams | None = None) -> SelectionResult:
     """Choose relays so every tile fits its exchange-table budget (``placer solve``).
 
     ``cpsat`` searches with CP-SAT from the best incumbent (the production rule's plan or placer's budget-greedy
@@ -420,12 +447,20 @@ def solve(capture: CaptureLike, machine: MachineLike = None, *, budget: int | st
     local_pack
         Offer the local-pack variant.
     schedule
-        Also order every phase of the plan (B1024 greedy) and check each schedule.
+        Also schedule the all-direct program, the production rule's plan and this one, every phase (B1024, the
+        lower bound, placer's best order on the phases either plan relays), and check each schedule
+        (``SelectionResult.programs``, ``write_order``).
     deadline
         The clock to count against (the command line's starts when placer is imported).
     writes_capture
         The caller writes the rewritten program afterwards (``placer solve --write-capture``): the search stops
         early enough for that to fit in the time limit too.
+    cycle_slack
+        With cycles first: the share of the direct program's Σ lower bound the plan may add (default 0.01; the
+        plan's Σ B1024 horizon never exceeds the production rule plan's).
+    order_params
+        With ``schedule``: the ordering search's parameters (default: the run configuration's ``[ordering]``;
+        ``time_limit`` is per searched phase and is not part of ``params.time_limit``).
 
     Returns
     -------
@@ -454,7 +489,7 @@ def solve(capture: CaptureLike, machine: MachineLike = None, *, budget: int | st
         end = min(end, deadline.seconds - reserve)
     with interrupt.graceful():  # a signal stops the search; the best plan so far is still returned
         outcome = select(cap, mach, table, frag, mode=mode, params=params, order=order, local_pack=local_pack,
-                         deadline=deadline, search_end=end)
+                         deadline=deadline, search_end=end, cycle_slack=_slack(cycle_slack))
     result = SelectionResult(cap, mach, mode, outcome, None, deadline, write_reserve=reserve)
     if interrupt.received() is not None:
         result.interrupted = True
@@ -462,42 +497,25 @@ def solve(capture: CaptureLike, machine: MachineLike = None, *, budget: int | st
     t = time.perf_counter()
     result._summary()
     if schedule:
-        result.schedule = schedule_plan(result.rewritten(), mach)
-        if mode == SelectionMode.GREEDY:
-            result.scheduled_rule = _accepted_horizons(cap, outcome, result.schedule, mach)
+        result.programs = schedule_programs(cap, outcome, mach, order_params)
     deadline.mark("output", t)
     return result
 
 
-def schedule_plan(program: Capture, machine: Machine) -> list[dict[str, Any]]:
-    """Order every phase of ``program`` with the production scheduler and check each schedule (``placer solve
-    --schedule``): one row per phase, ``valid`` and the first ``problems``."""
-    from placer.ordering.check import check_reference_schedule
-    from placer.ordering.schedule import schedule_phase
-    from placer.progress import track
+def schedule_programs(capture: Capture, outcome: Outcome, machine: Machine,
+                      params: SolverParams | None = None) -> dict[str, ProgramFigures]:
+    """The all-direct program, the production rule's plan and the outcome's plan, every phase scheduled under the
+    reference's rules and checked (``placer solve --schedule``): B1024, the lower bound, and placer's best order
+    (``params.time_limit`` seconds per phase) on the phases either plan relays -- the other phases are the same
+    phase in all three programs."""
+    from placer.ordering.program import ProgramScheduler
 
-    rows = []
-    for phase in track(program.phases, "schedule and check phases", unit="phases"):
-        ps = schedule_phase(phase, machine, "greedy", tiles=program.tile_count)
-        problems = check_reference_schedule(phase, ps.schedule.tx_start, ps.schedule.rx_start, ps.schedule.horizon,
-                                            machine)
-        rows.append({**ps.to_json(), "label": program.label(phase.phase), "valid": not problems,
-                     "problems": problems[:5]})
-    return rows
-
-
-def _accepted_horizons(capture: Capture, outcome: Outcome, scheduled: list[dict[str, Any]],
-                       machine: Machine) -> list[dict[str, Any]]:
-    """For every phase the production rule relayed: its scheduled horizon all direct and with the relays (B1024
-    greedy order, cycles without sync)."""
-    from placer.ordering.schedule import schedule_phase
-
-    after = {r["phase"]: r["horizon"] for r in scheduled}
-    out = []
-    for d in outcome.decisions:
-        if d.accepted:
-            direct = schedule_phase(capture.phase_by_id(d.phase), machine, "greedy", tiles=capture.tile_count)
-            out.append({"phase": d.phase, "horizon_direct": direct.horizon, "horizon_relayed": after[d.phase]})
+    scheduler = ProgramScheduler(machine, _params(params, "ordering"))
+    searched = {r.group.phase for r in [*outcome.greedy.relays, *outcome.plan.relays]}
+    out = {"direct": scheduler.program(capture, searched, "the all-direct program"),
+           "production_rule": scheduler.program(outcome.greedy.rewritten(capture), searched,
+                                                "the production rule's plan")}
+    out["plan"] = scheduler.program(outcome.plan.rewritten(capture), searched, "the plan")
     return out
 
 
@@ -544,6 +562,10 @@ class ComparisonResult:
         return [{**entry, "sweep_time": timing} for entry in self.entries]
 
 
+FIRST_SHARE = 0.7  # of a compare's search time, the first (smallest) budget's: it builds what the others reuse
+FRONT_SECONDS = 2.0  # CP-SAT seconds per point of a compare's trade-off front (a small multiple-choice model)
+
+
 def compare(capture: CaptureLike, machine: MachineLike = None, *, budgets: Sequence[int | str] | None = None,
             fragments: int | None = None, objective: str | Sequence[str] | None = None,
             params: SolverParams | None = None, local_pack: bool = True,
@@ -572,7 +594,7 @@ def compare(capture: CaptureLike, machine: MachineLike = None, *, budgets: Seque
     from placer.progress import task
     from placer.report.selection import comparison_json
     from placer.selection.greedy import greedy_plan
-    from placer.selection.select import SEARCH_END, prepare, select, share_table_bounds
+    from placer.selection.select import SEARCH_END, cycle_front, prepare, select, share_table_bounds
     from placer.units import format_size
 
     mach = _machine(machine)
@@ -594,8 +616,12 @@ def compare(capture: CaptureLike, machine: MachineLike = None, *, budgets: Seque
     search_from = deadline.elapsed()
     ascending = sorted(set(sizes))
     for i, b in enumerate(ascending):
-        # each budget's wall backstop: its share of what is left for the search when the sweep starts
-        end = search_from + (i + 1) / len(ascending) * (SEARCH_END * deadline.seconds - search_from)
+        # each budget's wall backstop: its share of what is left for the search when the sweep starts. The first
+        # budget builds and measures what every budget shares (the constructions, the phase configurations), so
+        # it gets FIRST_SHARE of it; the others, which mostly combine, split the rest
+        rest = (1 - FIRST_SHARE) / max(1, len(ascending) - 1)
+        share = FIRST_SHARE + i * rest if len(ascending) > 1 else 1.0
+        end = search_from + share * (SEARCH_END * deadline.seconds - search_from)
         hints = [solved[s].plan for s in ascending[:i] if solved[s].objectives.fits]
         with task(f"budget {format_size(b)}"):
             solved[b] = select(cap, mach, b, frag, params=params, order=order, local_pack=local_pack,
@@ -603,7 +629,8 @@ def compare(capture: CaptureLike, machine: MachineLike = None, *, budgets: Seque
     outcomes = [(b, solved[b]) for b in sizes]
     share_table_bounds(outcomes)
     t = time.perf_counter()
-    entries = [comparison_json(cap, b, out) for b, out in outcomes]
+    fronts = {b: cycle_front(out, replace(params, time_limit=FRONT_SECONDS)) for b, out in outcomes}
+    entries = [comparison_json(cap, b, out, fronts[b]) for b, out in outcomes]
     deadline.mark("output", t)
     return ComparisonResult(cap, outcomes, entries, deadline)
 
@@ -625,20 +652,22 @@ class ValidationResult:
 
     report: ValidationReport
     notes: list[str] = field(default_factory=list)
+    order: ReplayResult | None = None  # with an order file: its phases replayed on the plan's program
 
     @property
     def valid(self) -> bool:
-        """No error: the plan is a correct rewrite of the capture and fits the budgets checked."""
-        return self.report.valid
+        """No error: the plan is a correct rewrite of the capture and fits the budgets checked (and its order,
+        when one was given, keeps the dependencies and the rules)."""
+        return self.report.valid and (self.order is None or self.order.valid)
 
     @property
     def errors(self) -> list[str]:
-        return self.report.errors
+        return self.report.errors + [f"order: {p}" for p in (self.order.problems if self.order else [])]
 
     @property
     def over_budget_only(self) -> bool:
         """Invalid only because it breaks the budget (a correct rewrite)."""
-        return not self.valid and all(e.startswith("budget:") for e in self.report.errors)
+        return not self.valid and all(e.startswith("budget:") for e in self.errors)
 
     @property
     def exit_code(self) -> ExitCode:
@@ -649,11 +678,21 @@ class ValidationResult:
 
     def lines(self) -> list[str]:
         """The report as ``placer validate`` prints it."""
-        return [*self.report.lines(), *self.notes]
+        out = [*self.report.lines(), *self.notes]
+        if self.order is not None:
+            total = sum(r.horizon for r in self.order.phases)
+            out.append(f"order {'valid' if self.order.valid else 'INVALID'}: {len(self.order.phases)} phases "
+                       f"replayed by the reference's rules, Σ horizon {total:,} cycles")
+            out += [f"  order: {p}" for p in self.order.problems[:20]]
+        return out
 
     def to_json(self) -> dict[str, Any]:
         """The ``placer validate --json`` document."""
-        return {**self.report.to_json(), "notes": self.notes}
+        doc = {**self.report.to_json(), "notes": self.notes}
+        if self.order is not None:
+            doc["order"] = self.order.to_json()
+            doc["valid"] = self.valid
+        return doc
 
 
 def check_provenance(doc: Any, capture: Capture, capture_path: str | Path, machine: Machine,
@@ -683,7 +722,8 @@ def check_provenance(doc: Any, capture: Capture, capture_path: str | Path, machi
 
 
 def validate(capture: CaptureLike, plan: str | Path | dict[str, Any] | SelectionResult, machine: MachineLike = None,
-             *, budget: int | str | None = None, fragments: int | None = None) -> ValidationResult:
+             *, budget: int | str | None = None, fragments: int | None = None,
+             order: str | Path | None = None) -> ValidationResult:
     """Check a plan against the original capture and the machine, independently of the code that produced it
     (``placer validate``).
 
@@ -701,6 +741,9 @@ def validate(capture: CaptureLike, plan: str | Path | dict[str, Any] | Selection
         The machine the plan was made for (default ``ipu21``).
     budget, fragments
         The limits to check against (default: the machine's).
+    order
+        An order file for the program the plan produces (``placer solve --schedule -o``): every phase's order is
+        checked against the dependencies and timed by the reference's rules (``placer.ordering.orders``).
 
     Returns
     -------
@@ -735,7 +778,95 @@ def validate(capture: CaptureLike, plan: str | Path | dict[str, Any] | Selection
     if recorded != (table, frag):
         notes.append(f"note: the plan records budget {recorded[0]:,} bytes / {recorded[1]:,} fragments; checked "
                      f"against {table:,} / {frag:,}")
-    return ValidationResult(report, notes)
+    replayed = None
+    if order is not None:
+        replayed = replay(program_of(cap, parsed), order, mach)
+    return ValidationResult(report, notes, replayed)
+
+
+def program_of(capture: Capture, plan: ParsedPlan) -> Capture:
+    """The program a bound plan (``placer.validation.plan``) produces: each phase of its delta with the removed
+    transfers dropped and the appended ones after the rest, each inserted phase after its phase."""
+    import numpy as np
+
+    from placer.capture.model import Phase, Repeat
+
+    delta = {d.phase: d for d in plan.delta}
+    inserted: dict[int, list[Phase]] = {}
+    for ins in plan.inserted:
+        assert ins.transfers is not None  # bound
+        inserted.setdefault(ins.after, []).append(ins.transfers)
+    phases: list[Phase] = []
+    body = set(capture.repeat.phases) if capture.repeat is not None else set()
+    for p in capture.phases:
+        d = delta.get(p.phase)
+        if d is None:
+            phases.append(p)
+        else:
+            assert d.append is not None  # bound
+            keep = np.setdiff1d(np.arange(p.n), d.remove)
+            phases.append(Phase.concat(p.phase, [p.take(keep), d.append], extra=p.extra))
+        for extra in inserted.get(p.phase, []):
+            phases.append(extra)
+            if p.phase in body:
+                body.add(extra.phase)
+    out = capture.with_phases(phases)
+    if capture.repeat is not None:
+        out.repeat = Repeat(tuple(ph.phase for ph in phases if ph.phase in body), capture.repeat.iterations)
+    return out
+
+
+def replay(program: CaptureLike, order: str | Path, machine: MachineLike = None) -> ReplayResult:
+    """Check an order file against ``program`` (``placer schedule --replay``, ``placer validate --order``): it
+    must name this program (by digest) and machine, and every phase's order must be a permutation that respects
+    the phase's dependencies, time by the reference's rules to the recorded horizon and pass the independent
+    checker.
+
+    Raises
+    ------
+    InputError
+        A malformed order file, or one written for another program or machine.
+    """
+    from placer.capture.io import capture_digest
+    from placer.ordering.orders import parse_orders, replay_all
+
+    mach = _machine(machine)
+    prog = _capture(program)
+    path = str(order)
+    digest, machine_digest, orders = parse_orders(read_json(order), path)
+    if digest != capture_digest(prog):
+        raise InputError(f"the order was written for another program (sha256 {digest[:16]}…): order files name "
+                         "the program they index -- the capture given to placer schedule, or the program a plan "
+                         "produces", path=path, where="program_sha256")
+    if machine_digest != mach.digest():
+        raise InputError(f"the order was written for another machine (sha256 {machine_digest[:16]}…), not "
+                         f"{mach.name!r}", path=path, where="machine_sha256")
+    return ReplayResult(path, replay_all(prog, orders, mach, path))
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """An order file replayed (``placer schedule --replay``)."""
+
+    path: str
+    phases: list[Replayed]
+
+    @property
+    def valid(self) -> bool:
+        return all(r.valid for r in self.phases)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return ExitCode.OK if self.valid else ExitCode.INVALID
+
+    @property
+    def problems(self) -> list[str]:
+        return [p for r in self.phases for p in r.problems]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"order": self.path, "valid": self.valid,
+                "phases": [{"phase": r.phase, "horizon": r.horizon, "recorded": r.recorded, "valid": r.valid,
+                            "problems": r.problems[:5]} for r in self.phases]}
 
 
 # --- placement --------------------------------------------------------------------------------------------------
@@ -855,6 +986,7 @@ class ScheduleResult:
     phases: list[PhaseSchedule]
     invalid: dict[int, list[str]] = field(default_factory=dict)
     checked: bool = True
+    capture: Capture | None = field(default=None, repr=False)  # what was scheduled (the order file names it)
 
     @property
     def valid(self) -> bool:
@@ -864,6 +996,17 @@ class ScheduleResult:
     def exit_code(self) -> ExitCode:
         """``placer schedule``'s exit code: 1 when a schedule failed its check."""
         return ExitCode.OK if self.valid else ExitCode.INVALID
+
+    def order_json(self) -> dict[str, Any]:
+        """The order file of the scheduled phases (docs/plan.md, "The order file"); reference rules only."""
+        from placer.capture.io import capture_digest
+        from placer.ordering.orders import PhaseOrder, order_document
+
+        if self.capture is None or any(ps.rules != "reference" for ps in self.phases):
+            raise InputError("an order file is written for the reference's rules only (--rules reference)",
+                             where="--output")
+        return order_document(capture_digest(self.capture), self.machine,
+                              [PhaseOrder(ps.phase, ps.order, ps.horizon, ps.lower, ps.method) for ps in self.phases])
 
     def to_json(self) -> dict[str, Any]:
         """The ``placer schedule --json`` document."""
@@ -940,7 +1083,7 @@ def schedule(capture: CaptureLike, machine: MachineLike = None, *, phases: Seque
             problems = checker(p, ps.schedule.tx_start, ps.schedule.rx_start, ps.schedule.horizon, mach)
             if problems:
                 invalid[ps.phase] = problems
-    return ScheduleResult(name, mach, mode, results, invalid, check)
+    return ScheduleResult(name, mach, mode, results, invalid, check, cap)
 
 
 __all__ = [
@@ -963,7 +1106,7 @@ __all__ = [
     "place",
     "read_capture",
     "schedule",
-    "schedule_plan",
+    "schedule_programs",
     "solve",
     "validate",
     "write_capture",

@@ -9,7 +9,7 @@ import typer
 from placer import api
 from placer.cli import options
 from placer.errors import InputError
-from placer.fileio import print_json
+from placer.fileio import check_output, print_json, write_json
 from placer.machine import load_machine
 from placer.modes import ScheduleMode
 from placer.ordering.schedule import RULES, PhaseSchedule
@@ -36,6 +36,12 @@ def schedule(
                                                                "checker (exit 1 if one is invalid)."),
     quiet: bool = options.quiet(),
     ray: str | None = options.ray(),
+    output: Path | None = typer.Option(None, "-o", "--output", help="Write each scheduled phase's order (the best "
+                                       "found; B1024's in greedy mode) as an order file (docs/plan.md); reference "
+                                       "rules only."),
+    replay: Path | None = typer.Option(None, "--replay", help="Replay an order file instead of scheduling: time "
+                                       "each phase's order by the reference's rules, check it, and compare its "
+                                       "horizon with the one recorded (exit 1 if any differs or breaks a rule)."),
 ) -> None:
     """Schedule each phase's streams; print transfers, chunks, horizons, lower bound, gap and time per phase.
 
@@ -44,6 +50,14 @@ def schedule(
     estimated.
     """
     install(quiet)
+    if replay is not None:
+        _replay(capture, replay, machine, json)
+        return
+    if output is not None:
+        if rules != "reference":
+            raise InputError("-o writes an order for the reference's rules only: drop --rules model",
+                             where="--output")
+        output = check_output(output, "-o", inputs=(capture, params, machine))
     if wave_words < 1:
         raise InputError(f"--wave-words must be at least 1, got {wave_words}")
     if rules not in RULES:
@@ -65,6 +79,26 @@ def schedule(
     for pid, problems in result.invalid.items():
         for line in problems:
             typer.echo(f"phase {pid}: INVALID: {line}", err=True)
+    if output is not None:
+        write_json(output, result.order_json())
+        if not json:
+            typer.echo(f"order written to {output}")
+    if not result.valid:
+        raise typer.Exit(result.exit_code)
+
+
+def _replay(capture: Path, order: Path, machine: str, json: bool) -> None:
+    """``--replay``: each phase's order timed by the reference's rules and checked."""
+    result = api.replay(capture, order, load_machine(machine))
+    if json:
+        print_json(result.to_json())
+    else:
+        typer.echo(render(["phase", "horizon", "recorded", "checked"],
+                          [[r.phase, r.horizon, r.recorded, "ok" if r.valid else "INVALID"] for r in result.phases],
+                          title=f"order {order} replayed by the reference's rules (cycles without sync):"))
+        typer.echo(f"Σ horizon {sum(r.horizon for r in result.phases):,} cycles")
+    for line in result.problems:
+        typer.echo(f"INVALID: {line}", err=True)
     if not result.valid:
         raise typer.Exit(result.exit_code)
 

@@ -19,7 +19,7 @@ from placer.machine import Machine, load_machine
 from placer.modes import SelectionMode
 from placer.progress import install
 from placer.report.changes import render_changes
-from placer.report.selection import render_comparison, render_schedule, render_time, status_line
+from placer.report.selection import render_comparisons, render_schedule, render_time, status_line
 from placer.report.summary import plan_summary, render_decisions, render_summary
 from placer.selection.select import Outcome
 from placer.solver import Deadline
@@ -60,8 +60,17 @@ def solve(
     params: Path = options.params(),
     machine: str = options.machine(),
     local_pack: bool = typer.Option(True, "--local-pack/--no-local-pack", help="Offer the local-pack variant."),
-    schedule: bool = typer.Option(False, "--schedule", help="Also order every phase of the plan (B1024 greedy) "
-                                  "and check each schedule."),
+    schedule: bool = typer.Option(False, "--schedule", help="Also schedule the all-direct program, the production "
+                                  "rule's plan and this one (B1024, lower bound, placer's best order on the phases "
+                                  "the plans change), check every schedule, and with -o write the plan's order "
+                                  "file next to the plan (PLAN.order.json). Takes --order-time per changed phase "
+                                  "on top of --time-limit."),
+    order_time: float = typer.Option(None, "--order-time", help="With --schedule: seconds of placer's ordering "
+                                     "search per changed phase (default 10, from the run configuration's "
+                                     "[ordering])."),
+    cycle_slack: float = typer.Option(None, "--cycle-slack", help="With cycles first: the share of the direct "
+                                      "program's Σ scheduled lower bound the plan may add, e.g. 0.01 (the default) "
+                                      "for 1 %; its Σ B1024 horizon never exceeds the production rule plan's."),
     json: bool = options.json("the summary"),
     quiet: bool = options.quiet(),
 ) -> None:
@@ -79,25 +88,35 @@ def solve(
     install(quiet)
     began = command_start()
     _cpsat_only(mode, objective=objective, time_limit=time_limit, workers=workers, seed=seed, params=params)
+    _cpsat_only(mode, cycle_slack=cycle_slack)
+    if order_time is not None and not schedule:
+        raise InputError("--order-time only applies with --schedule", where="--order-time")
     inputs = (capture, params, machine)
     if output is not None:
         output = check_output(output, "-o", inputs=inputs)
     if write_capture is not None:
         write_capture = check_output(write_capture, "--write-capture", inputs=inputs, outputs=(("-o", output),))
+    order_file = None
+    if schedule and output is not None:
+        order_file = check_output(order_path(output), "the order file", inputs=inputs,
+                                  outputs=(("-o", output), ("--write-capture", write_capture)))
     mach = load_machine(machine)
     table, frag = _budgets(mach, budget, fragments)
     order = api.objective_order(objective)
     solver_params = options.solver_params("selection", params, time_limit, workers, seed)
+    order_params = options.solver_params("ordering", params, order_time, workers, seed) if schedule else None
     deadline = Deadline(solver_params.time_limit, began)
     result = api.solve(capture, mach, budget=table, fragments=frag, mode=mode, objective=order,
                        params=solver_params, local_pack=local_pack, schedule=schedule, deadline=deadline,
-                       writes_capture=write_capture is not None)
+                       writes_capture=write_capture is not None, cycle_slack=cycle_slack, order_params=order_params)
     stopped = interrupt.received()
     if stopped is not None:
         _interrupted(stopped, result.capture, mach, result.outcome, output)
     t = time.perf_counter()
     if output is not None:
         result.write_plan(output)
+    if order_file is not None:
+        result.write_order(order_file)
     if write_capture is not None:
         save_capture(result.rewritten(), write_capture)
     deadline.mark("output", t)
@@ -122,13 +141,22 @@ def _print_solve(result: api.SelectionResult, report: dict, output: Path | None)
     if outcome.irreducible:
         typer.echo("tiles that cannot fit even with every option (tile: bytes over):")
         typer.echo("  " + ", ".join(f"{t}: {b:,}" for t, b in outcome.irreducible))
-    if result.schedule is not None:
+    if result.programs is not None:
         typer.echo(render_schedule(report["schedule"]))
-        for h in report["production_rule"].get("scheduled", []):
-            typer.echo(f"phase {h['phase']} (relayed by the production rule): scheduled horizon "
-                       f"{h['horizon_direct']:,} direct → {h['horizon_relayed']:,} relayed")
     if output is not None:
         typer.echo(f"plan written to {output}")
+        if result.programs is not None:
+            typer.echo(f"order written to {order_path(output)}")
+
+
+def order_path(plan: Path) -> Path:
+    """Where ``solve --schedule -o PLAN`` writes the plan's order file: PLAN's name with ``.order.json``."""
+    name = plan.name
+    for suffix in (".json.gz", ".json", ".gz"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return plan.with_name(name + ".order.json")
 
 
 def _interrupted(signal: interrupt.Interrupted, cap: Capture, mach: Machine, outcome: Outcome,
@@ -165,7 +193,9 @@ def compare(
     params: Path = options.params(),
     machine: str = options.machine(),
     local_pack: bool = typer.Option(True, "--local-pack/--no-local-pack", help="Offer the local-pack variant."),
-    groups: bool = typer.Option(False, "--groups", help="List every group, not only those where the two differ."),
+    groups: bool = typer.Option(False, "--groups", help="With --detail: every group, not only those where the two "
+                                "differ."),
+    detail: bool = typer.Option(False, "--detail", help="Also each budget's phases and groups, after the summary."),
     json: bool = options.json("the comparison"),
     quiet: bool = options.quiet(),
 ) -> None:
@@ -186,9 +216,7 @@ def compare(
     if json:
         print_json(result.to_json())
     else:
-        for entry in result.entries:
-            typer.echo(render_comparison(entry, all_groups=groups))
-            typer.echo("")
+        typer.echo(render_comparisons(result.entries, detail=detail, all_groups=groups))
         typer.echo(render_time(result.time()))
     if result.exit_code is not ExitCode.OK:
         raise typer.Exit(result.exit_code)

@@ -22,6 +22,9 @@ def validate_command(
     budget: str = options.budget("Table budget per tile to check against (default: the machine's, not the "
                                  "budget the plan records)."),
     fragments: int = options.fragments(),
+    order: Path = typer.Option(None, "--order", help="Also check an order file for the plan's program (placer "
+                               "solve --schedule -o writes PLAN.order.json): every phase's order against the "
+                               "dependencies and the reference's rules, and its recorded horizon."),
     json: bool = options.json("the report"),
     quiet: bool = options.quiet(),
 ) -> None:
@@ -34,7 +37,7 @@ def validate_command(
     mach = load_machine(machine)
     table = size_option(budget, "--budget") if budget is not None else mach.budget.table_bytes
     frag = count_option(fragments, "--fragments") if fragments is not None else mach.budget.fragments
-    result = api.validate(capture, plan, mach, budget=table, fragments=frag)
+    result = api.validate(capture, plan, mach, budget=table, fragments=frag, order=order)
     if json:
         print_json(result.to_json())
     else:

@@ -199,6 +199,8 @@ class PhaseSchedule:
     schedule: Schedule = field(repr=False)
     starts: np.ndarray = field(repr=False)  # chunk starts (model rules; empty under the reference's rules)
     rules: str = "reference"
+    # the transfers in the order the reference's row builder appends them (reference rules; empty under the model)
+    order: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
 
     @property
     def lower(self) -> int:
@@ -392,7 +394,7 @@ def _schedule_reference(phase: Phase, machine: Machine, mode: Mode | str, params
         table_worst=int(table.max(initial=0)), estimate_table_worst=cost.worst_table(),
         seconds=time.perf_counter() - clock, greedy_seconds=greedy_s,
         schedule=Schedule(best.tx_start, best.rx_start, best.horizon), starts=np.zeros(0, np.int64),
-        rules="reference")
+        rules="reference", order=best.order)
 
 
 def _improve(

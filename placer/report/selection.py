@@ -3,14 +3,17 @@ compare``, and the API results' ``to_json``) and the text the commands print."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from placer.capture.model import Capture
 from placer.report.summary import plan_summary
 from placer.report.table import render
-from placer.selection.select import Outcome
+from placer.selection.select import FrontPoint, Objectives, Outcome
 from placer.solver import Deadline, Status
 from placer.units import format_size
+
+if TYPE_CHECKING:
+    from placer.ordering.program import ProgramFigures
 
 
 def time_json(deadline: Deadline, outcomes: list[Outcome]) -> dict[str, Any]:
@@ -46,7 +49,7 @@ def render_time(doc: dict[str, Any]) -> str:
 def outcome_summary(capture: Capture, outcome: Outcome) -> dict[str, Any]:
     """The per-phase summary of the outcome's plan (``plan_summary``, against the direct program it costed)."""
     direct = outcome.problem.direct if outcome.problem is not None else None
-    return plan_summary(capture, outcome.scans, outcome.plan, direct)
+    return plan_summary(capture, outcome.scans, outcome.plan, direct, outcome.scheduled)
 
 
 def outcome_json(capture: Capture, outcome: Outcome, summary: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -66,21 +69,53 @@ def outcome_json(capture: Capture, outcome: Outcome, summary: dict[str, Any] | N
             "note": outcome.note,
         },
         "objectives": outcome.objectives.to_json(),
+        "scheduled": {"plan": outcome.scheduled.to_json() if outcome.scheduled is not None else None,
+                      "production_rule": outcome.greedy_scheduled.to_json()
+                      if outcome.greedy_scheduled is not None else None,
+                      "caps": outcome.caps.to_json() if outcome.caps is not None else None},
         "production_rule": {"objectives": outcome.greedy_objectives.to_json(),
                             "decisions": [d.to_json() for d in outcome.decisions]},
         "irreducible_tiles": [{"tile": t, "bytes_over": b} for t, b in outcome.irreducible],
     }
 
 
-def render_schedule(rows: list[dict[str, Any]]) -> str:
-    """``placer solve --schedule``'s table: every phase's stream order against its bound, and its check."""
-    table = render(["phase", "label", "transfers", "horizon", "lower bound", "gap", "checked"],
-                   [[r["phase"], r["label"], r["transfers"], r["horizon"], r["lower_bound"],
-                     f"{r['gap']:.1%}", "ok" if r["valid"] else "INVALID"] for r in rows],
-                   title="\nstream order (B1024 greedy), cycles without sync:")
-    total = sum(r["horizon"] for r in rows)
-    bound = sum(r["lower_bound"] for r in rows)
-    return table + f"\nsum of horizons {total:,} against a summed lower bound of {bound:,}"
+PROGRAMS = (("direct", "all direct"), ("production_rule", "production rule"), ("plan", "this plan"))
+
+
+def schedule_json(programs: dict[str, ProgramFigures]) -> dict[str, Any]:
+    """``placer solve --schedule --json``'s ``schedule``: each program's totals and the plan's phases."""
+    rule = programs["production_rule"]
+    return {
+        "totals": {name: {**programs[name].totals(),
+                          "b1024_vs_rule": round(programs[name].b1024 / rule.b1024 - 1, 6) if rule.b1024 else 0.0,
+                          "valid": programs[name].valid}
+                   for name, _ in PROGRAMS},
+        "phases": [r.to_json() for r in programs["plan"].rows],
+        "changed_phases": [
+            {"phase": d.phase, "label": d.label, **{name: {"b1024": programs[name].rows[i].b1024,
+                                                           "best": programs[name].rows[i].best,
+                                                           "lower_bound": programs[name].rows[i].bound}
+                                                    for name, _ in PROGRAMS}}
+            for i, d in enumerate(programs["plan"].rows) if d.searched],
+    }
+
+
+def render_schedule(doc: dict[str, Any]) -> str:
+    """``placer solve --schedule``'s tables: each program's scheduled totals, then the phases the plans change."""
+    totals = doc["totals"]
+    rows = [[label, f"{totals[n]['b1024']:,}", f"{totals[n]['b1024_vs_rule']:+.2%}", f"{totals[n]['best']:,}",
+             f"{totals[n]['lower_bound']:,}", f"{totals[n]['best_gap']:.2%}", "ok" if totals[n]["valid"] else
+             "INVALID"] for n, label in PROGRAMS]
+    text = render(["program", "Σ B1024 horizon", "vs rule", "Σ best-order horizon", "Σ lower bound",
+                   "best vs bound", "schedules"], rows,
+                  title="\nscheduled cycles (every phase, sync excluded, times Repeat iterations; the best order is "
+                        "placer's search on the phases the plans change):")
+    changed = [[c["phase"], c["label"], *(f"{c[n]['b1024']:,} / {c[n]['best']:,} / {c[n]['lower_bound']:,}"
+                                          for n, _ in PROGRAMS)] for c in doc["changed_phases"]]
+    if changed:
+        text += "\n" + render(["phase", "label", *(label for _, label in PROGRAMS)], changed,
+                               title="\nthe phases the plans change (B1024 / best order / lower bound):")
+    return text
 
 
 def plan_source(source: str) -> str:
@@ -102,23 +137,25 @@ def status_line(outcome: Outcome) -> str:
     return f"cp-sat {outcome.status.value} [{stages}]; plan from {plan_source(outcome.source)}{extra}"
 
 
-def comparison_json(capture: Capture, budget: int, out: Outcome) -> dict[str, Any]:
-    """One budget of ``placer compare --json``: the production rule against CP-SAT, per phase and group."""
+def comparison_json(capture: Capture, budget: int, out: Outcome, front: list[FrontPoint] | None = None
+                    ) -> dict[str, Any]:
+    """One budget of ``placer compare --json``: the production rule against CP-SAT -- the summary, the trade-off
+    front between the worst tile and the scheduled cycles, then per phase and group."""
     g_by = {(r.group.phase, r.group.index): r for r in out.greedy.relays}
     c_by = {(r.group.phase, r.group.index): r for r in out.plan.relays}
     direct = out.problem.direct if out.problem is not None else None
-    g_sum = plan_summary(capture, out.scans, out.greedy, direct)
-    c_sum = plan_summary(capture, out.scans, out.plan, direct)
+    g_sum = plan_summary(capture, out.scans, out.greedy, direct, out.greedy_scheduled)
+    c_sum = plan_summary(capture, out.scans, out.plan, direct, out.scheduled)
     phases = []
     verdict = {d.phase: d.reason for d in out.decisions}
     for gp, cp in zip(g_sum["phases"], c_sum["phases"], strict=True):
         if not gp["groups"]:
             continue
+        keys = ("relayed", "relays", "table_after", "estimate_after", "bound_after", "b1024_after")
         phases.append({"phase": gp["phase"], "label": gp["label"], "groups": gp["groups"],
-                       "production_rule": {**{k: gp[k] for k in ("relayed", "relays", "table_after", "cycles_after")},
-                                           "reason": verdict.get(gp["phase"], "")},
-                       "cpsat": {k: cp[k] for k in ("relayed", "relays", "table_after", "cycles_after")},
-                       "table_before": gp["table_before"], "cycles_before": gp["cycles_before"]})
+                       "production_rule": {**{k: gp.get(k) for k in keys}, "reason": verdict.get(gp["phase"], "")},
+                       "cpsat": {k: cp.get(k) for k in keys},
+                       **{k: gp.get(k) for k in ("table_before", "estimate_before", "bound_before", "b1024_before")}})
     group_rows = []
     scanned = {g.key() for scan in out.scans for g in scan.groups}
     # the production rule also relays groups the optimiser's scan prunes: list those too
@@ -132,8 +169,18 @@ def comparison_json(capture: Capture, budget: int, out: Outcome) -> dict[str, An
                 "production_rule_scratch": int(gr.scratch_bytes.sum()) if gr else 0,
                 "cpsat_scratch": int(cr.scratch_bytes.sum()) if cr else 0,
             })
+    stages = dict(out.staged.stages) if out.staged else {}
+    table_stage = stages.get("table")
     return {
         "budget": budget,
+        "summary": {
+            "production_rule": _brief(out.greedy_objectives),
+            "cpsat": {**_brief(out.objectives),
+                      "table_bound": None if table_stage is None or table_stage.bound is None
+                      else int(table_stage.bound),
+                      "table_gap": None if table_stage is None else table_stage.gap},
+        },
+        "front": [p.to_json() for p in front or []],
         "status": out.status.value,
         "plan_from": plan_source(out.source),
         "stages": [{"stage": n, **r.to_json()} for n, r in (out.staged.stages if out.staged else [])],
@@ -141,7 +188,8 @@ def comparison_json(capture: Capture, budget: int, out: Outcome) -> dict[str, An
         "production_rule": {**out.greedy_objectives.to_json(),
                             "row_estimate": g_sum["program"]["row_estimate_after"]},
         "cpsat": {**out.objectives.to_json(), "row_estimate": c_sum["program"]["row_estimate_after"]},
-        "direct": {"fits": g_sum["program"]["fits_before"], "cycles": g_sum["program"]["cycles_before"],
+        "direct": {"fits": g_sum["program"]["fits_before"], "estimate": g_sum["program"]["estimate_before"],
+                   "cycles": out.scheduled.direct_bound if out.scheduled is not None else None,
                    "table": g_sum["program"]["worst_table_before"],
                    "row_estimate": g_sum["program"]["row_estimate_before"],
                    "fragments": g_sum["program"]["worst_fragments_before"]},
@@ -149,6 +197,43 @@ def comparison_json(capture: Capture, budget: int, out: Outcome) -> dict[str, An
         "groups": group_rows,
         "production_rule_decisions": [d.to_json() for d in out.decisions],
     }
+
+
+def _brief(o: Objectives) -> dict[str, Any]:
+    return {"fits": o.fits, "table": o.table, "relays": o.relays, "cycles": o.cycles, "b1024_change": o.b1024,
+            "estimate": o.estimate}
+
+
+def render_comparisons(entries: list[dict[str, Any]], *, detail: bool = False, all_groups: bool = False) -> str:
+    """``placer compare`` as text: one summary row per budget, the trade-off front, then (``detail``) each budget's
+    phases and groups."""
+    rows = []
+    for e in entries:
+        g, c = e["summary"]["production_rule"], e["summary"]["cpsat"]
+        gap = "-" if c["table_gap"] is None else f"{c['table_gap']:.1%}"
+        rows.append([format_size(e["budget"]), "yes" if g["fits"] else "NO", g["table"], g["relays"],
+                     f"{g['cycles']:,}", f"{g['b1024_change']:+,}", "yes" if c["fits"] else "NO", c["table"],
+                     c["relays"], f"{c['cycles']:,}", f"{c['b1024_change']:+,}", gap, e["status"]])
+    lines = [render(["budget", "rule fits", "rule worst B", "rule relays", "rule Σ bound", "rule B1024 Δ",
+                     "placer fits", "placer worst B", "placer relays", "placer Σ bound", "placer B1024 Δ",
+                     "table gap", "status"], rows,
+                    title="production rule against placer, per budget (Σ bound: the program's scheduled lower bound, "
+                          "cycles; B1024 Δ: the B1024 horizon against the all-direct program's):")]
+    last = entries[-1] if entries else None
+    if last is not None and last["front"]:
+        lines.append(render(["Σ bound within", "worst tile B", "fits", "Σ bound", "B1024 Δ", "relays"],
+                            [["no cap" if p["slack"] is None else f"+{p['slack']:.2%}", p["table"],
+                              "yes" if p["fits"] else "NO", f"{p['cycles']:,}", f"{p['b1024_change']:+,}", p["relays"]]
+                             for p in last["front"]],
+                            title=f"\nthe front at {format_size(last['budget'])}: the least worst tile the measured "
+                                  "configurations allow, per cycle cap (B1024 no worse than the rule's but in the "
+                                  "last row):"))
+    if detail:
+        for e in entries:
+            lines.append("\n" + render_comparison(e, all_groups=all_groups))
+    else:
+        lines.append("\n(--detail for each budget's phases and groups)")
+    return "\n".join(lines)
 
 
 def _choice(r: Any) -> str:
@@ -168,16 +253,20 @@ def render_comparison(entry: dict[str, Any], *, all_groups: bool = False) -> str
         bnd = "-" if st["bound"] is None else f"{st['bound']:,.0f}"
         lines.append(f"  stage {st['stage']}: {st['status']}, objective {obj}, bound {bnd}{gap}, "
                      f"{st['runtime_s']:.2f} s")
+    def sched(p: dict[str, Any]) -> str:
+        return "-" if p.get("bound_after") is None else f"{p['bound_after']:,} / {p['b1024_after']:,}"
+
     rows = [[p["phase"], p["label"], p["groups"], p["production_rule"]["reason"],
              f"{p['production_rule']['relayed']} / {p['production_rule']['relays']}",
              f"{p['cpsat']['relayed']} / {p['cpsat']['relays']}",
-             p["table_before"], p["production_rule"]["table_after"], p["cpsat"]["table_after"], p["cycles_before"],
-             p["production_rule"]["cycles_after"], p["cpsat"]["cycles_after"]]
+             p["table_before"], p["production_rule"]["table_after"], p["cpsat"]["table_after"],
+             "-" if p.get("bound_before") is None else f"{p['bound_before']:,} / {p['b1024_before']:,}",
+             sched(p["production_rule"]), sched(p["cpsat"])]
             for p in entry["phases"]]
     lines.append(render(["phase", "label", "groups", "rule verdict", "rule grp/relays", "cp-sat grp/relays",
-                         "table direct", "table rule", "table cp-sat", "cycles direct", "cycles rule",
-                         "cycles cp-sat"], rows,
-                        title="per phase ('rule' is the production rule, BRIEF §5):"))
+                         "table direct", "table rule", "table cp-sat", "bound / B1024 direct", "rule", "cp-sat"],
+                        rows, title="per phase ('rule' is the production rule; scheduled cycles without sync, where "
+                                    "the selection measured the phase):"))
     diff = [r for r in entry["groups"] if all_groups or r["production_rule"] != r["cpsat"]]
     if diff:
         shown = diff[:40]
@@ -189,11 +278,12 @@ def render_comparison(entry: dict[str, Any], *, all_groups: bool = False) -> str
         if len(diff) > len(shown):
             lines.append(f"… and {len(diff) - len(shown)} more (--json for all)")
     d = entry["direct"]
-    lines.append(render(["", "fits", "cycles", "worst tile table B", "row estimate B (Σ phase maxima)",
-                         "fragment max", "scratch B", "relays"], [
-        ["all direct", d["fits"], d["cycles"], d["table"], d["row_estimate"], d["fragments"], 0, 0],
-        ["production rule", g["fits"], g["cycles"], g["table"], g["row_estimate"], g["fragments"], g["scratch"],
-         g["relays"]],
-        ["cp-sat", c["fits"], c["cycles"], c["table"], c["row_estimate"], c["fragments"], c["scratch"], c["relays"]],
+    lines.append(render(["", "fits", "Σ lower bound", "B1024 Δ", "estimate", "worst tile table B",
+                         "row estimate B (Σ phase maxima)", "fragment max", "scratch B", "relays"], [
+        ["all direct", d["fits"], d["cycles"], 0, d["estimate"], d["table"], d["row_estimate"], d["fragments"], 0, 0],
+        ["production rule", g["fits"], g["cycles"], g["b1024"], g["estimate"], g["table"], g["row_estimate"],
+         g["fragments"], g["scratch"], g["relays"]],
+        ["cp-sat", c["fits"], c["cycles"], c["b1024"], c["estimate"], c["table"], c["row_estimate"], c["fragments"],
+         c["scratch"], c["relays"]],
     ], title="\ntotals (the budget is checked against the worst tile; the row estimate is the reference's figure):"))
     return "\n".join(lines)

@@ -9,12 +9,15 @@ from placer.alternatives.groups import GroupScan
 from placer.capture.model import Capture
 from placer.cost.model import ProgramCost, program_cost
 from placer.report.table import render
+from placer.selection.columns import Scheduled
 from placer.selection.plan import Plan
 from placer.units import format_size
 
 
 def plan_summary(capture: Capture, scans: list[GroupScan], plan: Plan,
-                 before: ProgramCost | None = None) -> dict[str, Any]:
+                 before: ProgramCost | None = None, scheduled: Scheduled | None = None) -> dict[str, Any]:
+    """Per phase, before → after: groups, relays, tables, the estimate's cycles and (``scheduled``, for the
+    phases the selection measured) the scheduled lower bound and B1024 horizon; the program against its budgets."""
     machine = plan.machine
     before = before or program_cost(capture, machine)
     rewritten = plan.rewritten(capture)
@@ -45,8 +48,9 @@ def plan_summary(capture: Capture, scans: list[GroupScan], plan: Plan,
             "table_before": pb.worst_table(),
             "table_after": max(pa.worst_table(), after_by_id[extra_of[p.phase]].worst_table()
                                if p.phase in extra_of else 0),
-            "cycles_before": pb.cycles,
-            "cycles_after": cycles_after,
+            "estimate_before": pb.cycles,
+            "estimate_after": cycles_after,
+            **_scheduled(scheduled, p.phase),
         })
     scratch = sum(int(r.scratch_bytes.sum()) for r in plan.relays)
     return {
@@ -64,8 +68,10 @@ def plan_summary(capture: Capture, scans: list[GroupScan], plan: Plan,
             "row_estimate_after": after.row_estimate,
             "worst_fragments_before": before.worst_fragments(),
             "worst_fragments_after": after.worst_fragments(),
-            "cycles_before": before.cycles,
-            "cycles_after": after.cycles,
+            "estimate_before": before.cycles,
+            "estimate_after": after.cycles,
+            **({"cycles_after": scheduled.bound, "b1024_change": scheduled.b1024_change}
+               if scheduled is not None else {}),
             "relayed_groups": len(plan.relays),
             "relays": sum(r.segmentation.count for r in plan.relays),
             "scratch_bytes": scratch,
@@ -73,6 +79,14 @@ def plan_summary(capture: Capture, scans: list[GroupScan], plan: Plan,
             "fits": after.fits(plan.table_budget, plan.fragment_limit),
         },
     }
+
+
+def _scheduled(scheduled: Scheduled | None, phase: int) -> dict[str, Any]:
+    """A measured phase's scheduled figures, direct → plan (cycles, sync excluded); nothing for the others."""
+    if scheduled is None or phase not in scheduled.phases:
+        return {}
+    d, a = scheduled.direct[phase], scheduled.phases[phase]
+    return {"bound_before": d.bound, "bound_after": a.bound, "b1024_before": d.b1024, "b1024_after": a.b1024}
 
 
 def render_decisions(decisions: list[dict[str, Any]], labels: dict[int, str]) -> str:
@@ -99,13 +113,19 @@ def render_summary(summary: dict[str, Any], *, all_phases: bool = False, phase_t
     for p in summary["phases"]:
         if not all_phases and not p["groups"]:
             continue
+        measured = "bound_before" in p
         rows.append([
             p["phase"], p["label"], f"{p['relayed']}/{p['groups']}", p["relays"],
             ",".join(map(str, p["segments"])) or "-", p["largest_buffer"],
-            f"{p['table_before']:,} → {p['table_after']:,}", f"{p['cycles_before']:,} → {p['cycles_after']:,}",
+            f"{p['table_before']:,} → {p['table_after']:,}",
+            f"{p['bound_before']:,} → {p['bound_after']:,}" if measured else "-",
+            f"{p['b1024_before']:,} → {p['b1024_after']:,}" if measured else "-",
+            f"{p['estimate_before']:,} → {p['estimate_after']:,}",
         ])
     text = render(["phase", "label", "relayed/groups", "relays", "segs", "max buffer B", "worst table B",
-                   "cycles"], rows) + "\n\n" if phase_table else ""
+                   "lower bound", "B1024", "estimate"], rows,
+                  title="per phase, all direct → this plan (cycles without sync; the estimate with it):") + "\n\n" \
+        if phase_table else ""
     g = summary["program"]
     verdict = "fits" if g["fits"] else "DOES NOT FIT"
     text += (
@@ -113,8 +133,10 @@ def render_summary(summary: dict[str, Any], *, all_phases: bool = False, phase_t
         f"{g['worst_tile_before']}) → {g['worst_table_after']:,} (tile {g['worst_tile_after']}) / budget "
         f"{format_size(g['table_budget'])}; row estimate (Σ of phase maxima) {g['row_estimate_before']:,} → "
         f"{g['row_estimate_after']:,}; fragment maximum {g['worst_fragments_before']:,} → "
-        f"{g['worst_fragments_after']:,} / {g['fragment_limit']:,}; cycles {g['cycles_before']:,} → "
-        f"{g['cycles_after']:,}; {g['relayed_groups']} groups relayed over {g['relays']} relays, scratch "
-        f"{format_size(g['scratch_bytes'])}; {verdict}"
+        f"{g['worst_fragments_after']:,} / {g['fragment_limit']:,}; "
+        + (f"scheduled: Σ lower bound {g['cycles_after']:,} cycles, B1024 horizon {g['b1024_change']:+,} against "
+           "all direct; " if "cycles_after" in g else "")
+        + f"estimate {g['estimate_before']:,} → {g['estimate_after']:,} cycles; {g['relayed_groups']} groups "
+        f"relayed over {g['relays']} relays, scratch {format_size(g['scratch_bytes'])}; {verdict}"
     )
     return text

@@ -104,10 +104,18 @@ class Pool:
             if r.group.phase not in position:
                 raise ValueError(f"the plan relays phase {r.group.phase}, which the pool does not measure")
             by_phase.setdefault(position[r.group.phase], []).append(r)
+        # what was measured for another budget of a sweep (a configuration's figures do not depend on it)
+        known: dict[tuple[int, tuple], Column] = problem.shared.setdefault("columns", {})
         todo: dict[tuple[int, tuple], list[RelayChoice]] = {}
         for k, relays in sorted(by_phase.items()):
             key = relay_key(relays)
-            if key not in self._index[k]:
+            if key in self._index[k]:
+                continue
+            hit = known.get((self.ids[k], key))
+            if hit is not None:
+                self._index[k][key] = len(self.columns[k])
+                self.columns[k].append(Column(relays, hit.fixed, hit.figures, hit.source))
+            else:
                 todo[(k, key)] = relays
         machine = problem.machine
 
@@ -133,6 +141,7 @@ class Pool:
             for ((k, key), _relays), col in zip(items, measured, strict=True):
                 self._index[k][key] = len(self.columns[k])
                 self.columns[k].append(col)
+                known[(self.ids[k], key)] = col
         choice = [0] * len(self.ids)
         for k, relays in by_phase.items():
             choice[k] = self._index[k][relay_key(relays)]
@@ -155,11 +164,22 @@ class Pool:
     def direct(self) -> list[int]:
         return [0] * len(self.ids)
 
+    def tables(self, choice: list[int]) -> np.ndarray:
+        """Per tile, the program table of a choice (the direct program's, plus each chosen configuration's
+        change in its phase)."""
+        tiles = self.problem.tiles
+        table = self.problem.direct.table_bytes[:tiles].astype(np.int64).copy()
+        for k, c in enumerate(choice):
+            if c:
+                table += self.columns[k][c].fixed.table[:tiles] - self.columns[k][0].fixed.table[:tiles]
+        return table
+
     def scheduled(self, choice: list[int]) -> Scheduled:
         """A choice's scheduled figures over the whole program."""
         bound, b1024 = self.figures(choice)
-        _, direct = self.figures(self.direct())
-        return Scheduled(other_bounds(self.problem, self.ids, self.workers) + bound, b1024 - direct,
+        direct_bound, direct = self.figures(self.direct())
+        other = other_bounds(self.problem, self.ids, self.workers)
+        return Scheduled(other + bound, b1024 - direct, other + direct_bound,
                          {pid: self.columns[k][c].figures for k, (pid, c) in enumerate(zip(self.ids, choice,
                                                                                            strict=True))},
                          {pid: self.columns[k][0].figures for k, pid in enumerate(self.ids)})
@@ -174,11 +194,12 @@ class Scheduled:
 
     bound: int  # Σ over every phase of the program of its lower bound
     b1024_change: int  # Σ over the measured phases of B1024 horizon (plan) − B1024 horizon (direct)
+    direct_bound: int  # the all-direct program's Σ lower bound
     phases: dict[int, PhaseFigures]  # the measured phases: the plan's figures
     direct: dict[int, PhaseFigures]  # the same phases all direct
 
     def to_json(self) -> dict[str, Any]:
-        return {"lower_bound": self.bound, "b1024_change": self.b1024_change,
+        return {"lower_bound": self.bound, "b1024_change": self.b1024_change, "direct_lower_bound": self.direct_bound,
                 "phases": [{"phase": p, **f.to_json(), "direct": self.direct[p].to_json()}
                            for p, f in sorted(self.phases.items())]}
 
@@ -189,6 +210,20 @@ class Caps:
 
     bound: int | None = None  # Σ lower bound
     b1024: int | None = None  # Σ B1024 horizon
+
+
+@dataclass(frozen=True)
+class CycleCaps:
+    """The cycle caps a plan was chosen under, program-wide (what ``placer solve`` reports)."""
+
+    lower_bound: int  # Σ lower bound over the program
+    b1024_change: int  # Σ B1024 horizon change against the all-direct program
+    slack: float  # the share of the direct program's Σ lower bound a plan could add
+    held: bool  # the plan is within them (False: no measured plan within them fits the budget)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"lower_bound": self.lower_bound, "b1024_change": self.b1024_change, "slack": self.slack,
+                "held": self.held}
 
 
 @dataclass(frozen=True)
@@ -297,4 +332,4 @@ def combine(pool: Pool, caps: Caps, params: SolverParams, order: tuple[str, ...]
     return Combination(choice, first, fits, held)
 
 
-__all__ = ["Caps", "Column", "Combination", "Pool", "Scheduled", "combine", "fixed_of", "relay_key"]
+__all__ = ["Caps", "Column", "Combination", "CycleCaps", "Pool", "Scheduled", "combine", "fixed_of", "relay_key"]

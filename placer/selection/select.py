@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -17,7 +17,7 @@ from placer.machine import Machine
 from placer.progress import SolverCallback, task, track
 from placer.selection import capacity
 from placer.selection.bounds import table_lp_bound
-from placer.selection.columns import Caps, Pool, Scheduled, combine, fixed_of
+from placer.selection.columns import Caps, CycleCaps, Pool, Scheduled, combine, fixed_of
 from placer.selection.cpsat import (
     EXACT_HOST_LIMIT,
     HostKey,
@@ -148,7 +148,9 @@ class Outcome:
     backstop: bool = False  # the wall clock cut the search: this run is not reproducible
     scheduled: Scheduled | None = None  # the plan's scheduled figures
     greedy_scheduled: Scheduled | None = None  # the production rule plan's
-    caps: Caps | None = None  # the cycle caps the plan was chosen under (cycles first)
+    caps: CycleCaps | None = None  # the cycle caps the plan was chosen under (cycles first)
+    pool: Pool | None = field(default=None, repr=False)  # the measured configurations (``cycle_front``)
+    greedy_choice: list[int] = field(default_factory=list, repr=False)  # the rule's plan in the pool
 
 
 @dataclass(eq=False)
@@ -352,6 +354,10 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
 
 
 SLACKS = (0.0, 0.02, 0.05, 0.1)  # the schedule-true construction's targets: each phase's bound + this share
+# improving moves of each schedule-true construction: the release condition makes most swaps fail, and on SigLIP b2
+# 3,000 rounds took 18 s of the search for no better combination than this many
+SCHEDULED_ROUNDS = 200
+COMBINE_SECONDS = 5.0  # the combination's share of the search (a multiple-choice model: about a second)
 
 
 
@@ -380,34 +386,18 @@ def _scheduled(capture: Capture, problem: SelectionProblem, params: SolverParams
     rule_choice = pool.add(greedy, "production rule")
     for plan, name in plans:
         pool.add(plan, name)
-    timings = direct_timings(problem, [pd.phase.phase for pd in problem.phases], workers)
     cut = False
-    for eps in SLACKS:
-        if clock.wall_left() <= 0:
+    last = 0.0  # wall seconds the previous construction and its measurement took: the next is skipped if it
+    # would run past the search's end (less the combination's share)
+    for name, build in scheduled_constructions(problem, clock):
+        if clock.wall_left() - COMBINE_SECONDS <= last:
             cut = True
             break
-        targets = [timings[pd.phase.phase].figures.bound + int(eps * timings[pd.phase.phase].figures.bound)
-                   for pd in problem.phases]
-        caps = schedule_caps(problem, timings, targets)
-        cutoff = Cutoff(clock.deadline.start + clock.end)
-        with task(f"schedule-true construction, targets +{eps:.0%}"):
-            built = capacity.relay_greedy(problem, caps, cutoff=cutoff)
-        cut |= cutoff.fired
-        pool.add(built, f"construction at +{eps:.0%}")
-        rehosted = capacity.place_segments(problem, capacity.plan_choice(problem, built), caps, prefer="highest")
-        pool.add(rehosted, f"construction at +{eps:.0%}, hosts in the rule's order")
-    if clock.wall_left() > 0:
-        # every group of a phase relayed alike, hosts in the rule's order, under the loosest targets: the
-        # configurations the measured phases favour most often (SigLIP b2's QKV input at 36 segments per group:
-        # B1024 18,394 cycles, the rule's 18,870)
-        loose = schedule_caps(problem, timings, [timings[pd.phase.phase].figures.bound
-                                                 + int(SLACKS[-1] * timings[pd.phase.phase].figures.bound)
-                                                 for pd in problem.phases])
-        for rank in range(1, max((len(idx) for pc in loose for idx in pc.options), default=1)):
-            uniform = capacity.uniform_choice(problem, loose, rank)
-            if any(any(row) for row in uniform):
-                pool.add(capacity.place_segments(problem, uniform, loose, prefer="highest"),
-                         f"every group at its relay option {rank}, hosts in the rule's order")
+        began = time.perf_counter()
+        plan, fired = build()
+        cut |= fired
+        pool.add(Plan(plan.mode, problem.machine, problem.table_budget, problem.fragment_limit, plan.relays), name)
+        last = time.perf_counter() - began
     direct_bound, direct_b = pool.figures(pool.direct())
     rule_bound, rule_b = pool.figures(rule_choice)
     other = other_bounds(problem, ids, workers)
@@ -418,7 +408,8 @@ def _scheduled(capture: Capture, problem: SelectionProblem, params: SolverParams
         cap = Caps()
         stages = order
     with task(f"combine {pool.size()} measured phase configurations"):
-        comb = combine(pool, cap, replace(params, time_limit=max(1.0, min(10.0, clock.wall_left()))), stages,
+        comb = combine(pool, cap, replace(params, time_limit=max(1.0, min(COMBINE_SECONDS, clock.wall_left()))),
+                       stages,
                        start=rule_choice)
     choice = comb.choice if comb is not None else rule_choice
     plan = pool.plan(choice)
@@ -443,9 +434,12 @@ def _scheduled(capture: Capture, problem: SelectionProblem, params: SolverParams
     ]
     status = Status.OPTIMAL if all(r.status is Status.OPTIMAL for _, r in stages_out) and obj.fits else \
         Status.FEASIBLE if obj.fits else Status.UNKNOWN
+    held = None
+    if cap.bound is not None and cap.b1024 is not None:
+        held = CycleCaps(other + cap.bound, cap.b1024 - direct_b, cycle_slack, comb is None or comb.capped)
     note = (f"scheduled cycles: {pool.size()} phase configurations measured, combined "
-            + (f"under the caps Σ lower bound ≤ {cap.bound:,} and Σ B1024 change ≤ {cap.b1024 - direct_b:+,}"
-               if cap.bound is not None and cap.b1024 is not None else "without cycle caps")
+            + (f"under the caps Σ lower bound ≤ {held.lower_bound:,} and Σ B1024 change ≤ {held.b1024_change:+,}"
+               if held is not None else "without cycle caps")
             + (f"; combination over them {comb.table.status.value}" if comb is not None else "")
             + ("; no measured plan within the caps fits the budget: the caps were relaxed (the budget first)"
                if comb is not None and cap.bound is not None and not comb.capped else "")
@@ -458,8 +452,111 @@ def _scheduled(capture: Capture, problem: SelectionProblem, params: SolverParams
     return Outcome(plan=plan, objectives=obj, greedy=greedy, greedy_objectives=g_obj, decisions=decisions,
                    status=status, staged=staged, source=source, note=note, rounds=pool.size(), runtime=runtime,
                    problem=problem, scans=scans, irreducible=irreducible, work=clock.spent, work_budget=clock.work,
-                   backstop=clock.backstop or cut, scheduled=sched, greedy_scheduled=g_sched,
-                   caps=cap if cap.bound is not None else None)
+                   backstop=clock.backstop or cut, scheduled=sched, greedy_scheduled=g_sched, caps=held, pool=pool,
+                   greedy_choice=rule_choice)
+
+
+def scheduled_constructions(problem: SelectionProblem, clock: SearchClock
+                            ) -> list[tuple[str, Callable[[], tuple[Plan, bool]]]]:
+    """The schedule-true constructions, in the order they are tried, each as (name, build): the capacity
+    construction under each of ``SLACKS``'s targets (its hosts as it placed them, then in the production rule's
+    order), then every group of a phase relayed alike at each of its relay options, hosts in the rule's order,
+    under the loosest targets (on SigLIP b2's QKV input, 36 segments per group: B1024 18,394 cycles, the rule's
+    18,870). They do not depend on the budget: a sweep's budgets share what was built (``problem.shared``); a
+    construction the search's end cut short is not kept. ``build`` returns the plan and whether it was cut."""
+    cache: dict[str, Plan] = problem.shared.setdefault("scheduled_plans", {})
+    timings = direct_timings(problem, [pd.phase.phase for pd in problem.phases])
+
+    def caps_at(eps: float) -> list[capacity.PhaseCaps]:
+        return schedule_caps(problem, timings, [timings[pd.phase.phase].figures.bound
+                                                + int(eps * timings[pd.phase.phase].figures.bound)
+                                                for pd in problem.phases])
+
+    def cached(name: str, make: Callable[[Cutoff], Plan]) -> tuple[str, Callable[[], tuple[Plan, bool]]]:
+        def build() -> tuple[Plan, bool]:
+            hit = cache.get(name)
+            if hit is not None:
+                return hit, False
+            cutoff = Cutoff(clock.deadline.start + clock.end)
+            with task(f"schedule-true {name}"):
+                plan = make(cutoff)
+            if not cutoff.fired:
+                cache[name] = plan
+            return plan, cutoff.fired
+        return name, build
+
+    def greedy_at(eps: float, highest: bool) -> Callable[[Cutoff], Plan]:
+        def make(cutoff: Cutoff) -> Plan:
+            caps = caps_at(eps)
+            base = cache.get(f"construction at +{eps:.0%}")
+            if base is None:
+                base = capacity.relay_greedy(problem, caps, cutoff=cutoff, rounds=SCHEDULED_ROUNDS)
+            if not highest:
+                return base
+            return capacity.place_segments(problem, capacity.plan_choice(problem, base), caps, prefer="highest")
+        return make
+
+    def uniform(rank: int) -> Callable[[Cutoff], Plan]:
+        def make(_cutoff: Cutoff) -> Plan:
+            loose = caps_at(SLACKS[-1])
+            return capacity.place_segments(problem, capacity.uniform_choice(problem, loose, rank), loose,
+                                           prefer="highest")
+        return make
+
+    out = []
+    for eps in SLACKS:
+        out.append(cached(f"construction at +{eps:.0%}", greedy_at(eps, False)))
+        out.append(cached(f"construction at +{eps:.0%}, hosts in the rule's order", greedy_at(eps, True)))
+    ranks = max((len(opts) for pd in problem.phases for opts in pd.options), default=1)
+    out += [cached(f"every group at its relay option {rank}, hosts in the rule's order", uniform(rank))
+            for rank in range(1, ranks)]
+    return out
+
+
+FRONT_SLACKS: tuple[float | None, ...] = (0.0, 0.0025, 0.005, 0.01, 0.02, 0.05, None)  # None: no cap at all
+
+
+@dataclass(frozen=True)
+class FrontPoint:
+    """The least worst tile the measured configurations allow under one cycle cap (``cycle_front``)."""
+
+    slack: float | None  # Σ lower bound within this share of the direct program's; None: no cycle cap at all
+    fits: bool
+    table: int
+    cycles: int  # Σ lower bound, program
+    b1024_change: int
+    relays: int
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def cycle_front(outcome: Outcome, params: SolverParams) -> list[FrontPoint]:
+    """The trade-off between the worst tile and the scheduled cycles (``placer compare``): for each of
+    ``FRONT_SLACKS``, the combination of the outcome's measured configurations with the least worst tile whose
+    Σ lower bound is within the slack (and whose Σ B1024 horizon is no more than the production rule plan's;
+    without a slack, nothing is capped). Each point is optimal over the measured configurations only."""
+    pool = outcome.pool
+    if pool is None:
+        return []
+    problem = pool.problem
+    direct_bound, _ = pool.figures(pool.direct())
+    rule_bound, rule_b = pool.figures(outcome.greedy_choice)
+    other = other_bounds(problem, pool.ids, params.workers)
+    _, direct_b = pool.figures(pool.direct())
+    out = []
+    for slack in FRONT_SLACKS:
+        caps = Caps() if slack is None else Caps(max(rule_bound, direct_bound) + int(slack * (other + direct_bound)),
+                                                 rule_b)
+        comb = combine(pool, caps, params, ("table", "cycles", "scratch", "relays"), start=outcome.greedy_choice)
+        if comb is None or (slack is not None and not comb.capped):
+            continue
+        bound, b1024 = pool.figures(comb.choice)
+        table = pool.tables(comb.choice)
+        relays = sum(pool.columns[k][c].fixed.relays for k, c in enumerate(comb.choice))
+        out.append(FrontPoint(slack, bool(table.max(initial=0) <= problem.table_budget), int(table.max(initial=0)),
+                              other + bound, b1024 - direct_b, relays))
+    return out
 
 
 def _capped(order: tuple[str, ...]) -> tuple[str, ...]:
@@ -491,7 +588,13 @@ def _monolithic(capture: Capture, problem: SelectionProblem, params: SolverParam
         clock.charge(staged)
         if staged.selection is None:
             break
-        plan = realise(problem, staged.selection, "cpsat")
+        try:
+            plan = realise(problem, staged.selection, "cpsat")
+        except RuntimeError as e:
+            # the model's hosting counts could not be matched to tiles (aggregated tile classes): the incumbent
+            # stays, and the measured configurations decide
+            note = f"CP-SAT's plan could not be realised ({e}); the {source} plan is kept"
+            break
         obj = plan_objectives(capture, plan)
         if obj.key(order) < best_obj.key(order):
             best_plan, best_obj, source = plan, obj, "cp-sat"

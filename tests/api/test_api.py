@@ -80,7 +80,7 @@ def test_malformed_input_is_an_input_error() -> None:
 
 def test_run_configuration_sections(tmp_path: Path) -> None:
     bundled = RunConfig.load()
-    assert (bundled.selection.time_limit, bundled.placement.time_limit, bundled.ordering.time_limit) == (30, 60, 10)
+    assert (bundled.selection.time_limit, bundled.placement.time_limit, bundled.ordering.time_limit) == (60, 60, 10)
     f = tmp_path / "run.toml"
     f.write_text("workers = 1\n[ordering]\ntime_limit = 3\n")
     cfg = RunConfig.load(f)

@@ -34,7 +34,7 @@ def _placer(cwd: Path, *args: object) -> Any:
 def test_example_equals_the_commands_json(tmp_path: Path) -> None:
     api, cli = tmp_path / "api", tmp_path / "cli"
     cli.mkdir()
-    res = subprocess.run([sys.executable, str(ROOT / "examples" / "pipeline.py"), str(DEMO), "--budget", "700",
+    res = subprocess.run([sys.executable, str(ROOT / "examples" / "pipeline.py"), str(DEMO), "--budget", "640",
                           "--time-limit", "20", "-o", str(api)], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
@@ -42,10 +42,10 @@ def test_example_equals_the_commands_json(tmp_path: Path) -> None:
 
     # the same steps through the command line, the files named the same way in their own directory
     expected = {
-        "inspect": _placer(cli, "inspect", DEMO, "--budget", "700"),
-        "solve": _placer(cli, "solve", DEMO, "--budget", "700", "--time-limit", "20", "-o", "plan.json",
+        "inspect": _placer(cli, "inspect", DEMO, "--budget", "640"),
+        "solve": _placer(cli, "solve", DEMO, "--budget", "640", "--time-limit", "20", "-o", "plan.json",
                          "--write-capture", "rewritten.json", "-q"),
-        "validate": _placer(cli, "validate", DEMO, "plan.json", "--budget", "700"),
+        "validate": _placer(cli, "validate", DEMO, "plan.json", "--budget", "640"),
         "schedule": _placer(cli, "schedule", "rewritten.json", "-q"),
     }
     host = next(api.glob("host.*.csv"))  # the placement problem the example derived from its plan

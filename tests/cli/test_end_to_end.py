@@ -28,24 +28,24 @@ def test_version_and_help() -> None:
 
 def test_solve_then_validate(tmp_path: Path) -> None:
     plan = tmp_path / "plan.json"
-    res = placer("solve", DEMO, "--budget", "700", "-o", plan, "--json", "--time-limit", "60")
+    res = placer("solve", DEMO, "--budget", "640", "-o", plan, "--json", "--time-limit", "60")
     assert res.returncode == 0, res.stderr
     report = json.loads(res.stdout)
     assert report["summary"]["program"]["fits"] is True
     assert report["solver"]["status"] in ("optimal", "feasible")
     for stage in report["solver"]["stages"]:
         assert {"status", "objective", "bound", "runtime_s"} <= set(stage)
-    assert report["objectives"]["table"] <= 700 < report["production_rule"]["objectives"]["table"]
+    assert report["objectives"]["table"] <= 640 < report["production_rule"]["objectives"]["table"]
     check = placer("validate", DEMO, plan)
     assert check.returncode == 0 and check.stdout.startswith("valid"), check.stdout + check.stderr
 
 
 def test_greedy_breaks_budget_exit_4_and_validator_rejects(tmp_path: Path) -> None:
     plan = tmp_path / "greedy.json"
-    res = placer("solve", DEMO, "--budget", "700", "--mode", "greedy", "-o", plan)
+    res = placer("solve", DEMO, "--budget", "640", "--mode", "greedy", "-o", plan)
     assert res.returncode == 4, res.stdout + res.stderr
     assert "DOES NOT FIT" in res.stdout
-    check = placer("validate", DEMO, plan, "--budget", "700")  # validate checks --budget, or the machine's
+    check = placer("validate", DEMO, plan, "--budget", "640")  # validate checks --budget, or the machine's
     assert check.returncode == 4 and "budget" in check.stdout, check.stdout + check.stderr
 
 

@@ -14,7 +14,7 @@ LINE = re.compile(r"^\d\d:\d\d:\d\d \S.*$")
 
 def test_solve_progress_is_plain_timestamped_lines_when_piped(tmp_path) -> None:
     # PLACER_PROGRESS_SECONDS=0: every step leaves its line, however quick, so the format is checked on all of them
-    res = placer("solve", DEMO, "--budget", "700", "--time-limit", "60", "-o", tmp_path / "plan.json",
+    res = placer("solve", DEMO, "--budget", "640", "--time-limit", "60", "-o", tmp_path / "plan.json",
                  env={"PLACER_PROGRESS_SECONDS": "0"})
     assert res.returncode == 0, res.stderr
     err = res.stderr
@@ -34,9 +34,9 @@ def test_solve_progress_is_plain_timestamped_lines_when_piped(tmp_path) -> None:
 
 
 def test_quiet_silences_progress(tmp_path) -> None:
-    res = placer("solve", DEMO, "--budget", "700", "--mode", "greedy", "-q", "-o", tmp_path / "plan.json",
+    res = placer("solve", DEMO, "--budget", "640", "--mode", "greedy", "-q", "-o", tmp_path / "plan.json",
                  env={"PLACER_PROGRESS_SECONDS": "0"})
-    assert res.returncode in (0, 4) and res.stderr == ""  # 4: the production rule does not fit 700 B
+    assert res.returncode in (0, 4) and res.stderr == ""  # 4: the production rule does not fit 640 B
 
 
 def test_short_steps_leave_no_line_by_default(tmp_path) -> None:

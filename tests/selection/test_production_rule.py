@@ -325,5 +325,5 @@ def test_solve_greedy_reports_every_phase_decision(tmp_path) -> None:  # type: i
     assert first["accepted"] and first["reason"] == ACCEPTED and first["relays"] == 16
     assert first["rows_after"] < first["rows_before"] and first["cycles_after"] <= first["cycles_before"]
     assert second["reason"] == NO_MULTICAST and second["cycles_after"] is None
-    [h] = rule_doc["scheduled"]
-    assert h["phase"] == 0 and h["horizon_direct"] > 0 and h["horizon_relayed"] > 0
+    [changed] = json.loads(res.stdout)["schedule"]["changed_phases"]
+    assert changed["phase"] == 0 and changed["direct"]["b1024"] > 0 and changed["production_rule"]["b1024"] > 0

@@ -31,7 +31,7 @@ def write(tmp_path: Path, text: str) -> Path:
 
 
 GREEDY_SPEC = f"""
-budgets = [600, 700]
+budgets = [600, 640]
 modes = ["greedy"]
 
 [[workloads]]
@@ -117,18 +117,18 @@ def test_serial_resume_and_failed_workload(tmp_path: Path) -> None:
     first = run_sweep(spec, out, use_ray=False)
     assert len(first.ran) == 2 and not first.skipped
     # a workload that cannot be read fails its own jobs, with the error, and nothing else
-    assert [j for j, _ in first.failed] == ["broken__600B__greedy", "broken__700B__greedy"]
+    assert [j for j, _ in first.failed] == ["broken__600B__greedy", "broken__640B__greedy"]
     assert all(str(BAD) in e and "invalid JSON" in e for _, e in first.failed)
     rows = {r["job"]: r for r in first.rows}
     assert [r["job"] for r in first.rows] == [j.id for j in spec.jobs()]
     assert rows["broken__600B__greedy"]["state"] == "failed" and "invalid JSON" in rows["broken__600B__greedy"]["error"]
-    # the greedy breaks 700 B on the demo: the independent validator rejects its plan, the table says so
-    assert rows["demo__700B__greedy"]["fits"] is False and rows["demo__700B__greedy"]["valid"] is False
+    # the greedy breaks 640 B on the demo: the independent validator rejects its plan, the table says so
+    assert rows["demo__640B__greedy"]["fits"] is False and rows["demo__640B__greedy"]["valid"] is False
     assert list(orjson.loads((out / "sweep.json").read_bytes())["columns"]) == list(COLUMNS)
     csv_lines = (out / "sweep.csv").read_text().splitlines()
     assert csv_lines[0] == ",".join(COLUMNS) and len(csv_lines) == 5
     check = subprocess.run([sys.executable, "-m", "placer.cli", "validate", str(DEMO),
-                            str(job_dir(out, spec.jobs()[1]) / "plan.json.gz"), "--budget", "700"],
+                            str(job_dir(out, spec.jobs()[1]) / "plan.json.gz"), "--budget", "640"],
                            capture_output=True, text=True, timeout=120)
     # the written file re-checks the same way (exit 4: valid, but over the budget given)
     assert check.returncode == 4 and "budget" in check.stdout
@@ -136,7 +136,7 @@ def test_serial_resume_and_failed_workload(tmp_path: Path) -> None:
     # resume: finished jobs are skipped by their result files; failed and missing ones run again
     (job_dir(out, spec.jobs()[0]) / "summary.json").unlink()
     again = run_sweep(spec, out, use_ray=False)
-    assert again.skipped == ["demo__700B__greedy"]
+    assert again.skipped == ["demo__640B__greedy"]
     assert again.ran == ["demo__600B__greedy"]
     assert [_stable(r) for r in again.rows] == [_stable(r) for r in first.rows]
 
@@ -183,7 +183,7 @@ workers = 1
 [[workloads]]
 name = "demo"
 capture = "{DEMO}"
-budgets = [600, 700]
+budgets = [600, 640]
 """)
     out = tmp_path / "r"
     # SIGINT back to its default: a process started in the background inherits it ignored

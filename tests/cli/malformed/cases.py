@@ -350,7 +350,7 @@ CASES: list[Case] = [
          data=_plan(lambda p: p.update(delta=[{"phase": 0, "remove": [9999], "append": []}])),
          says=("plan.json", "delta[0].remove", "9999")),
     # --- exit codes other than 2 (README's table)
-    Case("validate-over-budget", "validate {cap} {greedy700} --budget 700", code=4, says=(),
+    Case("validate-over-budget", "validate {cap} {greedy640} --budget 640", code=4, says=(),
          stdout_says=("budget",)),
     Case("inspect-does-not-fit", "inspect {cap} --budget 100", code=4, says=(), stdout_says=("DOES NOT FIT",)),
     Case("place-infeasible-keeps-out", "place {f} -o {out}", name="tight.1000.csv", code=3,

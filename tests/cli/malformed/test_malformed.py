@@ -60,9 +60,9 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[subpro
     plan = tmp / "plan.json"
     made = run(["solve", str(cap), "--mode", "greedy", "-o", str(plan)], tmp)
     assert made.returncode == 0, made.stderr
-    greedy700 = tmp / "greedy700.json"
-    made = run(["solve", str(cap), "--mode", "greedy", "--budget", "700", "-o", str(greedy700)], tmp)
-    assert made.returncode == 4, made.stderr  # the production rule breaks 700 B; its plan is still written
+    greedy640 = tmp / "greedy640.json"
+    made = run(["solve", str(cap), "--mode", "greedy", "--budget", "640", "-o", str(greedy640)], tmp)
+    assert made.returncode == 4, made.stderr  # the production rule breaks 640 B; its plan is still written
     csv = tmp / "small.1024.csv"
     csv.write_text("id,lower,upper,size\nb1,0,3,4\nb2,3,9,4\n")
     shared_dir = tmp / "adir"
@@ -82,7 +82,7 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[subpro
         else:
             _write_case_file(case, f, capture_doc, capture_raw, plan_doc)
         argv = case.argv.format(cap=cap, plan=plan, csv=csv, out=out, dir=shared_dir, f=f, tmp=sub,
-                                greedy700=greedy700).split()
+                                greedy640=greedy640).split()
         jobs.append((case.id, argv, sub))
     with ThreadPoolExecutor(4) as pool:
         done = pool.map(lambda job: (job[0], run(job[1], job[2]), job[2]), jobs)
