@@ -3,6 +3,7 @@
     python benchmarks/bench_selection.py                          # SigLIP and PE-core, batches 1, 2, 4, at 80 KiB
     python benchmarks/bench_selection.py --models siglip-so400m --batches 2 --budgets 64KiB,72KiB,80KiB,96KiB
     python benchmarks/bench_selection.py --readme                 # just the README's "Where things stand" rows
+    python benchmarks/bench_selection.py --readme --schedule      # ... and their programs scheduled whole
     python benchmarks/bench_selection.py --sweep --budgets 64KiB,72KiB,80KiB,96KiB   # option effects shared
 
 With --sweep the option effects are computed once per program (printed as "prepare") and the budgets are solved
@@ -10,8 +11,10 @@ smallest first, each hinted with the smaller budgets' plans, as `placer compare`
 own limit (wall seconds then exclude the shared preparation).
 
 Per (workload, batch, budget), exactly what `placer solve --budget B --time-limit S` does on the generated program
-(generation excluded, everything after it counted against S): the production rule's worst tile and cycles; CP-SAT's
-objective, bound, gap and status per stage; where the plan came from; the wall seconds; whether the wall-clock
+(generation excluded, everything after it counted against S): the production rule's worst tile and scheduled cycles
+(the program's Σ lower bound, its Σ B1024 horizon against the all-direct program's); placer's, with its worst tile
+against the rule's and its Σ lower bound against the direct program's; the objective, bound, gap and status per
+stage; where the plan came from; the wall seconds; whether the wall-clock
 backstop fired (then that run is not reproducible); whether the plan validates. The machine's load average is
 printed before and after: on a shared machine, wall seconds mean little without it.
 """
@@ -23,6 +26,7 @@ import os
 import time
 
 from placer.allocator import keep_freed_arrays
+from placer.api import schedule_programs
 from placer.machine import load_machine
 from placer.selection.select import Outcome, prepare, select
 from placer.solver import Deadline, SolverParams
@@ -55,12 +59,16 @@ def main() -> None:
     ap.add_argument("--models", default="siglip-so400m,pe-core-l14")
     ap.add_argument("--batches", default="1,2,4")
     ap.add_argument("--budgets", default="80KiB")
-    ap.add_argument("--time-limit", type=float, default=30.0)
+    ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--params", default=None, help="solver parameters TOML (e.g. a work_per_second that keeps the "
                     "default work under a longer limit on a busy machine)")
     ap.add_argument("--readme", action="store_true", help="only the README rows (SigLIP b2, PE-core b2, SigLIP b4)")
     ap.add_argument("--no-validate", action="store_true")
     ap.add_argument("--sweep", action="store_true", help="share option effects between budgets, as compare does")
+    ap.add_argument("--schedule", action="store_true", help="the README rows' programs (all direct, the rule's, "
+                    "placer's) scheduled whole, as `placer solve --schedule` does")
+    ap.add_argument("--order-time", type=float, default=10.0, help="with --schedule: seconds of placer's ordering "
+                    "search per changed phase")
     args = ap.parse_args()
     keep_freed_arrays()  # as the CLI does
     machine = load_machine()
@@ -71,9 +79,9 @@ def main() -> None:
     print(f"{load()}; limit {params.time_limit:g} s per solve, {params.workers} workers, "
           f"work {params.work_per_second * params.time_limit:.1f} deterministic s, "
           f"deterministic={params.deterministic}")
-    print(f"{'program':<18}{'budget':>8}  {'rule worst B':>12}{'rule cycles':>12}{'fits':>5}  {'cp-sat worst B':>14}"
-          f"{'cycles':>10}{'Δcycles':>9}{'fits':>5}{'wall s':>8}{'backstop':>9}{'valid':>6}  stages (objective/bound)"
-          f"  [plan from]")
+    print(f"{'program':<12}{'budget':>8}  {'rule worst B':>12}{'Σ bound':>10}{'B1024 Δ':>9}{'fits':>5}  "
+          f"{'placer worst B':>14}{'÷ rule':>7}{'Σ bound':>10}{'vs direct':>10}{'B1024 Δ':>9}{'fits':>5}"
+          f"{'wall s':>8}{'backstop':>9}{'valid':>6}  stages (objective/bound)  [plan from]")
     readme = []
     for model, batch in runs:
         cap = generate(model, batch, 1, machine, 0)
@@ -90,24 +98,48 @@ def main() -> None:
             if args.sweep and out.objectives.fits:
                 hints.append(out.plan)
             g, c = out.greedy_objectives, out.objectives
+            direct = out.scheduled.direct_bound if out.scheduled is not None else c.cycles
             valid = "-"
             if not args.no_validate:
                 valid = "yes" if validate(cap, out.plan.to_json(cap), machine).valid == c.fits else "NO"
             name = f"{model.split('-')[0]} b{batch}"
-            print(f"{name:<18}{format_size(budget):>8}  {g.table:>12,}{g.cycles:>12,}{'y' if g.fits else 'n':>5}  "
-                  f"{c.table:>14,}{c.cycles:>10,}{c.cycles / g.cycles - 1:>+9.2%}{'y' if c.fits else 'n':>5}"
+            print(f"{name:<12}{format_size(budget):>8}  {g.table:>12,}{g.cycles:>10,}{g.b1024:>+9,}"
+                  f"{'y' if g.fits else 'n':>5}  {c.table:>14,}{c.table / g.table:>7.3f}{c.cycles:>10,}"
+                  f"{c.cycles / direct - 1:>+10.2%}{c.b1024:>+9,}{'y' if c.fits else 'n':>5}"
                   f"{wall:>8.1f}{'yes' if out.backstop else 'no':>9}{valid:>6}  {stages(out)}  [{out.source}]",
                   flush=True)
             if (model, batch) in README_ROWS and budget == 80 * 1024:
-                readme.append((model, batch, g, c, wall, valid))
+                readme.append((model, batch, cap, out, wall, valid))
     print(load())
     if readme:
-        print("\nREADME rows (80 KiB, one layer):")
-        for model, batch, g, c, wall, valid in readme:
-            rule = f"worst tile {g.table:,} B" + ("" if g.fits else ": does not fit")
-            cp = (f"{c.table:,} B, {'fits' if c.fits else 'DOES NOT FIT'}, cycles {c.cycles / g.cycles - 1:+.2%}, "
-                  f"{wall:.0f} s{', validates' if valid == 'yes' else ''}")
+        print("\nREADME rows (80 KiB, one layer; Σ bound: the program's scheduled lower bound; B1024 Δ: against the "
+              "all-direct program):")
+        for model, batch, _cap, out, wall, valid in readme:
+            g, c = out.greedy_objectives, out.objectives
+            direct = out.scheduled.direct_bound if out.scheduled is not None else c.cycles
+            rule = f"{g.table:,} B" + ("" if g.fits else ": does not fit") + f", B1024 {g.b1024:+,}"
+            cp = (f"{c.table:,} B ({c.table / g.table:.2f} × rule), {'fits' if c.fits else 'DOES NOT FIT'}, "
+                  f"Σ bound {c.cycles / direct - 1:+.2%} vs direct, B1024 {c.b1024:+,}, {wall:.0f} s"
+                  f"{', validates' if valid == 'yes' else ''}")
             print(f"| {model} batch {batch} | {rule} | {cp} |")
+    if args.schedule and readme:
+        print(f"\nevery phase scheduled (placer solve --schedule; best order: {args.order_time:g} s of placer's "
+              "search per changed phase; cycles without sync):")
+        print(f"{'program':<14}{'plan':<16}{'worst B':>9}{'estimate':>10}{'Σ B1024':>10}{'vs rule':>9}"
+              f"{'Σ best':>10}{'Σ bound':>10}{'vs direct':>10}{'valid':>6}")
+        order = SolverParams(time_limit=args.order_time, workers=params.workers, seed=params.seed)
+        for model, batch, cap, out, _wall, _valid in readme:
+            programs = schedule_programs(cap, out, machine, order)
+            tables = {"direct": out.problem.direct.worst_table() if out.problem is not None else 0,
+                      "production_rule": out.greedy_objectives.table, "plan": out.objectives.table}
+            estimates = {"direct": out.problem.direct.cycles if out.problem is not None else 0,
+                         "production_rule": out.greedy_objectives.estimate, "plan": out.objectives.estimate}
+            rule, direct = programs["production_rule"], programs["direct"]
+            for key, fig in programs.items():
+                print(f"{model.split('-')[0] + ' b' + str(batch):<14}{key:<16}{tables[key]:>9,}{estimates[key]:>10,}"
+                      f"{fig.b1024:>10,}{fig.b1024 / rule.b1024 - 1:>+9.2%}{fig.best:>10,}{fig.bound:>10,}"
+                      f"{fig.bound / direct.bound - 1:>+10.2%}{'yes' if fig.valid else 'NO':>6}", flush=True)
+        print(load())
 
 
 if __name__ == "__main__":

@@ -496,9 +496,11 @@ def solve(capture: CaptureLike, machine: MachineLike = None, *, budget: int | st
         return result
     t = time.perf_counter()
     result._summary()
+    t = deadline.mark("output", t)
     if schedule:
+        # its own time (--order-time per changed phase, the whole program scheduled three times): not the limit's
         result.programs = schedule_programs(cap, outcome, mach, order_params)
-    deadline.mark("output", t)
+        deadline.mark("schedule", t)
     return result
 
 

@@ -50,8 +50,10 @@ def small_capture(tiles: int = 16, **kw: object) -> Capture:
 
 
 def relay_capture(tiles: int = 48, groups: int = 4, replicas: int = 4, fragments: int = 48, senders: int = 4,
-                  phases: int = 2, seed: int = 0, interleave: bool = False) -> Capture:
-    """Several phases, each with ``groups`` replica groups on disjoint tiles; spare tiles at the top end."""
+                  phases: int = 2, seed: int = 0, interleave: bool = False, long_words: int = 0) -> Capture:
+    """Several phases, each with ``groups`` replica groups on disjoint tiles; spare tiles at the top end.
+    ``long_words``: each phase also sends one transfer of that many words between the two highest tiles, which
+    sets the phase's length and leaves relays room in its schedule."""
     rng = np.random.default_rng(seed)
     out = []
     per_group = replicas + senders
@@ -64,6 +66,8 @@ def relay_capture(tiles: int = 48, groups: int = 4, replicas: int = 4, fragments
             holes = tuple(int(h) for h in rng.choice(fragments, size=2, replace=False)) if fragments > 4 else ()
             parts.append(group_phase(ph, reps, snds, fragments, holes=holes, interleave=interleave,
                                      seed=seed + g + 7 * ph))
+        if long_words:
+            parts.append(Phase.build(ph, [tiles - 2], [long_words], [1], [tiles - 1], [0x70000], [0x50000]))
         out.append(Phase.concat(ph, parts))
     return Capture(tile_count=tiles, phases=out, allocations=Allocations.empty())
 

@@ -75,6 +75,8 @@ def report(
         figs = [F.heatmap(data, plan), F.phase_bars(data)]
         if data.compare:
             figs.append(F.compare_figure(data.compare))
+            if data.compare[-1].get("front"):
+                figs.append(F.front_figure(data.compare))
         schedule = F.schedule_of(data, plan, chosen_phase)
         figs.append(F.gantt(data, plan, chosen_phase, schedule))
         figs.append(F.sram_map(data, chosen_tile))

@@ -20,6 +20,7 @@ from placer.errors import InputError
 from placer.fileio import read_json
 from placer.machine import Machine
 from placer.progress import task, track
+from placer.selection.timing import phase_figures
 from placer.validation.plan import Plan as PlanFile
 from placer.validation.plan import bind_plan, parse_plan
 
@@ -80,6 +81,9 @@ class ReportData:
     before_cycles: np.ndarray  # (phases,)
     plans: list[PlanView]
     compare: list[dict[str, Any]] | None = None
+    # the phases some plan changes, scheduled under the reference's rules: "direct" and each plan's name ->
+    # phase id -> (lower bound, B1024 horizon), cycles without sync
+    scheduled: dict[str, dict[int, tuple[int, int]]] = field(default_factory=dict)
 
     @property
     def tiles(self) -> int:
@@ -187,6 +191,17 @@ def gather(capture: Capture, machine: Machine, plan_paths: list[Path], budget: i
             p.name = f"{p.name} ({Path(p.path).name})"
     if budget is None:
         budget = plans[0].budget if plans else machine.budget.table_bytes
+    changed = sorted({pid for p in plans for pid in p.phases})
+    scheduled: dict[str, dict[int, tuple[int, int]]] = {"direct": {}, **{p.name: {} for p in plans}}
+    for pid in track(changed, "schedule the phases the plans change", unit="phases"):
+        f = phase_figures(capture.phases[capture.phase_ids().index(pid)], machine, tiles)
+        scheduled["direct"][pid] = (f.bound, f.b1024)
+        for p in plans:
+            if pid in p.phases:
+                g = phase_figures(p.phases[pid], machine, tiles)
+                scheduled[p.name][pid] = (g.bound, g.b1024)
+            else:
+                scheduled[p.name][pid] = (f.bound, f.b1024)
     return ReportData(
         capture=capture,
         machine=machine,
@@ -198,6 +213,7 @@ def gather(capture: Capture, machine: Machine, plan_paths: list[Path], budget: i
         before=before,
         before_cycles=before_cycles,
         plans=plans,
+        scheduled=scheduled,
         compare=load_compare(compare) if compare is not None else None,
     )
 

@@ -172,7 +172,11 @@ def _tile_marks(tiles: np.ndarray, rows: np.ndarray, cols: np.ndarray, axis: str
 
 
 def phase_bars(data: ReportData) -> Figure:
+    """Per phase: worst-tile table bytes; on the phases a plan changes, the scheduled cycles (B1024 horizon as
+    bars, the lower bound as a mark); every phase's estimate."""
     x = [str(p) for p in data.phase_ids]
+    changed = sorted(data.scheduled.get("direct", {}))
+    cx = [str(p) for p in changed]
     series = [("direct", data.before.max(axis=1), data.before_cycles)]
     series += [(p.name, p.table.max(axis=1), p.cycles) for p in data.plans]
     traces = []
@@ -180,22 +184,79 @@ def phase_bars(data: ReportData) -> Figure:
         custom = [[lab, int(t), int(c)] for lab, t, c in zip(data.labels, table.tolist(), cycles.tolist(),
                                                              strict=True)]
         hover = "phase %{x}: %{customdata[0]}<br>" + name + "<br>worst-tile table bytes %{customdata[1]:,}" \
-                "<br>cycles %{customdata[2]:,}<extra></extra>"
+                "<br>estimate %{customdata[2]:,} cycles<extra></extra>"
         traces.append({"type": "bar", "name": name, "x": x, "y": table.tolist(), "customdata": custom,
                        "marker": {"color": plan_color(name)}, "legendgroup": name, "hovertemplate": hover,
                        "xaxis": "x", "yaxis": "y"})
+        fig = data.scheduled.get(name, {})
+        b1024 = [fig[p][1] for p in changed]
+        bound = [fig[p][0] for p in changed]
+        traces.append({"type": "bar", "name": name, "x": cx, "y": b1024, "customdata": bound,
+                       "marker": {"color": plan_color(name)}, "legendgroup": name, "showlegend": False,
+                       "hovertemplate": "phase %{x}<br>" + name + "<br>B1024 horizon %{y:,} cycles<br>lower bound "
+                                        "%{customdata:,}<extra></extra>", "xaxis": "x2", "yaxis": "y2",
+                       "offsetgroup": name})
+        traces.append({"type": "scatter", "mode": "markers", "name": name, "x": cx, "y": bound,
+                       "marker": {"symbol": "line-ew-open", "size": 18, "color": "#222222"}, "legendgroup": name,
+                       "showlegend": False, "hovertemplate": "lower bound %{y:,}<extra></extra>", "xaxis": "x2",
+                       "yaxis": "y2", "offsetgroup": name})
         traces.append({"type": "bar", "name": name, "x": x, "y": cycles.tolist(), "customdata": custom,
                        "marker": {"color": plan_color(name)}, "legendgroup": name, "showlegend": False,
-                       "hovertemplate": hover, "xaxis": "x2", "yaxis": "y2"})
-    layout = _layout("Per phase: worst-tile table bytes (top), modelled cycles of one execution (bottom)",
-                     height=560, barmode="group", bargap=0.15,
+                       "hovertemplate": hover, "xaxis": "x3", "yaxis": "y3"})
+    layout = _layout("Per phase: worst-tile table bytes (top); scheduled cycles on the phases the plans change, "
+                     "B1024 horizon (bars) and lower bound (marks) (middle); the estimate of one execution "
+                     "(bottom)", height=760, barmode="group", bargap=0.15,
                      xaxis={"type": "category", "anchor": "y", "showticklabels": False, "domain": [0, 1]},
-                     yaxis={"title": {"text": "table bytes"}, "domain": [0.55, 1.0]},
-                     xaxis2={"type": "category", "anchor": "y2", "title": {"text": "phase"}, "tickangle": -90,
+                     yaxis={"title": {"text": "table bytes"}, "domain": [0.7, 1.0]},
+                     xaxis2={"type": "category", "anchor": "y2", "title": {"text": "phase (changed)"}},
+                     yaxis2={"title": {"text": "scheduled cycles"}, "domain": [0.38, 0.62]},
+                     xaxis3={"type": "category", "anchor": "y3", "title": {"text": "phase"}, "tickangle": -90,
                              "matches": "x"},
-                     yaxis2={"title": {"text": "cycles"}, "domain": [0.0, 0.45]},
+                     yaxis3={"title": {"text": "estimate"}, "domain": [0.0, 0.28]},
                      legend=TOP_LEGEND)
-    return Figure("phases", traces, layout, {"points": 2 * len(series) * len(x)})
+    return Figure("phases", traces, layout, {"points": len(series) * (2 * len(x) + 2 * len(cx))})
+
+
+def front_points(front: list[dict[str, Any]]) -> list[tuple[int, int, str]]:
+    """The front's distinct points (Σ lower bound, worst tile), each labelled by the smallest cap that gives it
+    ("+0.50% and up")."""
+    out: dict[tuple[int, int], str] = {}
+    for p in front:
+        key = (int(p["cycles"]), int(p["table"]))
+        if key not in out:
+            cap = "no cap" if p["slack"] is None else f"+{p['slack']:.2%}"
+            out[key] = cap if p is front[-1] else f"{cap} and up"
+    return [(c, t, label) for (c, t), label in out.items()]
+
+
+def front_figure(entries: list[dict[str, Any]]) -> Figure:
+    """The trade-off `placer compare` measured at its largest budget: the least worst tile per cycle cap, against
+    the Σ scheduled lower bound, with the production rule's plan."""
+    last = entries[-1]
+    front = last.get("front") or []
+    labels = ["no cap" if p["slack"] is None else f"+{p['slack']:.2%}" for p in front]
+    distinct = {(c, t): label for c, t, label in front_points(front)}
+    shown = [distinct.pop((int(p["cycles"]), int(p["table"])), "") for p in front]
+    traces: list[dict[str, Any]] = [{
+        "type": "scatter", "mode": "lines+markers+text", "name": "placer (least worst tile per cap)",
+        "x": [p["cycles"] for p in front], "y": [p["table"] for p in front], "text": shown,
+        "textposition": "top right",
+        "customdata": [[p["b1024_change"], p["relays"], lab] for p, lab in zip(front, labels, strict=True)],
+        "line": {"color": plan_color("CP-SAT")},
+        "hovertemplate": "Σ lower bound %{x:,}<br>worst tile %{y:,} B<br>B1024 Δ %{customdata[0]:+,}<br>relays "
+                         "%{customdata[1]:,}<extra>%{customdata[2]}</extra>",
+    }]
+    rule = last.get(RULE_KEY, {})
+    if "cycles" in rule:
+        traces.append({"type": "scatter", "mode": "markers", "name": "production rule", "x": [rule["cycles"]],
+                       "y": [rule["table"]], "marker": {"size": 12, "color": plan_color("production rule")},
+                       "hovertemplate": "production rule<br>Σ lower bound %{x:,}<br>worst tile %{y:,} B"
+                                        "<extra></extra>"})
+    layout = _layout(f"The front at {last['budget'] / 1024:g} KiB: worst tile against the Σ scheduled lower bound, "
+                     "one point per cycle cap (B1024 no worse than the rule's but with no cap)", height=460,
+                     xaxis={"title": {"text": "Σ lower bound (cycles)"}},
+                     yaxis={"title": {"text": "worst-tile table bytes"}}, legend=TOP_LEGEND)
+    return Figure("front", traces, layout, {"points": len(front) + 1})
 
 
 def phase_rows(data: ReportData) -> list[dict[str, Any]]:

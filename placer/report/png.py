@@ -45,6 +45,8 @@ def write_pngs(data: ReportData, plan: PlanView | None, phase: int, tile: int, s
              _save(phases(data), directory / "phases.png")]
     if data.compare:
         paths.append(_save(compare(data.compare), directory / "compare.png"))
+        if data.compare[-1].get("front"):
+            paths.append(_save(front(data.compare), directory / "front.png"))
     paths.append(_save(gantt(data, plan, phase, schedule), directory / "schedule.png"))
     paths.append(_save(sram(data, tile), directory / "sram.png"))
     return paths
@@ -94,16 +96,47 @@ def phases(data: ReportData) -> Any:
     series += [(p.name, p.table.max(axis=1), p.cycles) for p in data.plans]
     x = np.arange(len(data.phase_ids))
     width = 0.8 / len(series)
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(13, 6), sharex=True)
+    changed = sorted(data.scheduled.get("direct", {}))
+    cx = np.arange(len(changed))
+    fig, (top, middle, bottom) = plt.subplots(3, 1, figsize=(13, 8.5), gridspec_kw={"height_ratios": [3, 2, 2]})
     for k, (name, table, cycles) in enumerate(series):
         top.bar(x + k * width, table, width, label=name, color=F.plan_color(name))
         bottom.bar(x + k * width, cycles, width, label=name, color=F.plan_color(name))
+        fig_of = data.scheduled.get(name, {})
+        middle.bar(cx + k * width, [fig_of[p][1] for p in changed], width, color=F.plan_color(name))
+        middle.scatter(cx + k * width, [fig_of[p][0] for p in changed], marker="_", s=200, color="#222222",
+                       zorder=3)
     top.set_ylabel("worst-tile table bytes")
-    bottom.set_ylabel("cycles (one execution)")
+    top.set_xticks(x + 0.4 - width / 2, [str(p) for p in data.phase_ids], rotation=90, fontsize=7)
+    middle.set_ylabel("scheduled cycles")
+    middle.set_xticks(cx + 0.4 - width / 2, [str(p) for p in changed], fontsize=8)
+    middle.set_xlabel("the phases the plans change: B1024 horizon (bars), lower bound (marks)")
+    bottom.set_ylabel("estimate (one execution)")
     bottom.set_xticks(x + 0.4 - width / 2, [str(p) for p in data.phase_ids], rotation=90, fontsize=7)
     bottom.set_xlabel("phase")
     top.legend(fontsize=8)
     fig.suptitle("Per phase, before and after", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def front(entries: list[dict[str, Any]]) -> Any:
+    plt = _pyplot()
+    last = entries[-1]
+    pts = last["front"]
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    xs, ys = [p["cycles"] for p in pts], [p["table"] for p in pts]
+    ax.plot(xs, ys, "-o", color=F.plan_color("CP-SAT"), label="placer: least worst tile per cycle cap")
+    for p in F.front_points(pts):  # one label per distinct point: the smallest cap that gives it
+        ax.annotate(p[2], (p[0], p[1]), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    rule = last.get(RULE_KEY, {})
+    if "cycles" in rule:
+        ax.scatter([rule["cycles"]], [rule["table"]], s=60, color=F.plan_color("production rule"),
+                   label="production rule", zorder=3)
+    ax.set_xlabel("Σ scheduled lower bound (cycles)")
+    ax.set_ylabel("worst-tile table bytes")
+    ax.legend(fontsize=8)
+    fig.suptitle(f"The front at {last['budget'] / 1024:g} KiB", fontsize=11)
     return fig
 
 

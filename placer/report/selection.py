@@ -30,9 +30,14 @@ def time_json(deadline: Deadline, outcomes: list[Outcome]) -> dict[str, Any]:
 
 def render_time(doc: dict[str, Any]) -> str:
     """The ``time:`` line of a solve or compare (from :func:`time_json`), with the backstop's warning."""
-    parts = ", ".join(f"{k} {v:.1f} s" for k, v in doc["spent_s"].items())
-    line = (f"time: {doc['wall_s']:.1f} s of a {doc['limit_s']:g} s limit ({parts}); CP-SAT work "
+    spent = dict(doc["spent_s"])
+    scheduling = spent.pop("schedule", None)
+    parts = ", ".join(f"{k} {v:.1f} s" for k, v in spent.items())
+    wall = doc["wall_s"] - (scheduling or 0.0)
+    line = (f"time: {wall:.1f} s of a {doc['limit_s']:g} s limit ({parts}); CP-SAT work "
             f"{doc['work']:.1f} of {doc['work_budget']:.1f} deterministic s")
+    if scheduling is not None:
+        line += f"; then --schedule {scheduling:.1f} s (outside the limit: --order-time per changed phase)"
     reserve = doc.get("write_capture_reserve_s", 0.0)
     if reserve:
         line += f"; {reserve:.1f} s of the limit held back for --write-capture"

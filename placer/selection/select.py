@@ -238,8 +238,7 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     if mode == "greedy":
         light = prepared.problem if prepared is not None else SelectionProblem(
             capture, machine, program_tiles(capture, machine), table_budget, fragment_limit, scans, direct)
-        pool = Pool(light, rule_phases(decisions), params.workers)
-        g_obj, scheduled = measure(pool, pool.add(greedy, "production rule"))
+        [(g_obj, scheduled)] = measure_plans(light, decisions, [(greedy, "production rule")], params.workers)
         return Outcome(plan=greedy, objectives=g_obj, greedy=greedy, greedy_objectives=g_obj, decisions=decisions,
                        status=Status.UNKNOWN, staged=None, source="greedy", runtime=time.perf_counter() - start,
                        scans=scans, scheduled=scheduled, greedy_scheduled=scheduled)
@@ -256,10 +255,8 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
         what = "the production rule's plan" if source == "greedy" else "the plan of a smaller budget"
         light = prepared.problem if prepared is not None else SelectionProblem(
             capture, machine, program_tiles(capture, machine), table_budget, fragment_limit, scans, direct)
-        ids = sorted(set(rule_phases(decisions)) | {r.group.phase for r in kept.relays})
-        pool = Pool(light, ids, params.workers)
-        g_obj, g_sched = measure(pool, pool.add(greedy, "production rule"))
-        k_obj, k_sched = measure(pool, pool.add(kept, source))
+        (k_obj, k_sched), (g_obj, g_sched) = measure_plans(light, decisions, [(kept, source), (greedy, "rule")],
+                                                           params.workers)
         return Outcome(plan=kept, objectives=k_obj, greedy=greedy, greedy_objectives=g_obj, decisions=decisions,
                        status=Status.UNKNOWN, staged=StagedResult(None, [], {}), source=source,
                        note=f"the time limit was reached before the search could start: {what} is kept",
@@ -321,11 +318,13 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     proof = irreducible_tiles(problem)
     if proof:
         # some tile stays over budget whatever is chosen: proved without search
+        (best_obj, b_sched), (g_obj, g_sched) = measure_plans(problem, decisions, [(best_plan, source),
+                                                                                   (greedy, "rule")], params.workers)
         return Outcome(plan=best_plan, objectives=best_obj, greedy=greedy, greedy_objectives=g_obj,
                        decisions=decisions, status=Status.INFEASIBLE, staged=None, source=source,
                        note="proved infeasible by a per-tile lower bound (every group touching the tile at its best "
                        "option, no relay hosted)", rounds=0, runtime=time.perf_counter() - start, problem=problem,
-                       scans=scans, irreducible=proof)
+                       scans=scans, irreducible=proof, scheduled=b_sched, greedy_scheduled=g_sched)
     # a construction the wall clock skipped or stopped is reported like a search the backstop cut
     clock = SearchClock(deadline, params.work_per_second * params.time_limit if work is None else work, end,
                         backstop=cutoff.fired)
@@ -363,6 +362,15 @@ COMBINE_SECONDS = 5.0  # the combination's share of the search (a multiple-choic
 
 def rule_phases(decisions: list[Decision]) -> list[int]:
     return sorted(d.phase for d in decisions if d.accepted)
+
+
+def measure_plans(problem: SelectionProblem, decisions: list[Decision], plans: list[tuple[Plan, str]],
+                  workers: int) -> list[tuple[Objectives, Scheduled]]:
+    """Each plan's exact objectives, scheduled cycles included (measured over the phases any of them relays and
+    the rule's)."""
+    ids = sorted(set(rule_phases(decisions)) | {r.group.phase for plan, _ in plans for r in plan.relays})
+    pool = Pool(problem, ids, workers)
+    return [measure(pool, pool.add(plan, name)) for plan, name in plans]
 
 
 def measure(pool: Pool, choice: list[int]) -> tuple[Objectives, Scheduled]:

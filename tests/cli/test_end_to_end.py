@@ -85,9 +85,56 @@ def test_compare_sweep_json() -> None:
     doc = json.loads(res.stdout)
     assert [d["budget"] for d in doc] == [700, 1024]
     for entry in doc:
-        assert entry["cpsat"]["fits"]
-        assert (not entry["cpsat"]["fits"], entry["cpsat"]["cycles"], entry["cpsat"]["table"]) <= (
-            not entry["production_rule"]["fits"], entry["production_rule"]["cycles"], entry["production_rule"]["table"])
+        placer_, rule = entry["cpsat"], entry["production_rule"]
+        assert placer_["fits"] and placer_["table"] <= rule["table"]
+        # cycles first: no more B1024 than the rule's plan, a lower bound within the cap
+        assert placer_["b1024"] <= rule["b1024"]
+        assert entry["front"] and entry["front"][-1]["slack"] is None  # the last point caps nothing
+        assert min(p["table"] for p in entry["front"]) <= placer_["table"]
+
+
+def test_compare_summary_lists_every_budget() -> None:
+    """The summary comes first, one row per budget, then the front; the per-phase detail only with --detail."""
+    res = placer("compare", DEMO, "--budget", "600,640,1KiB", "--time-limit", "60")
+    assert res.returncode == 0, res.stderr
+    summary = res.stdout.split("\n\n")[0].splitlines()
+    assert summary[0].startswith("production rule against placer, per budget")
+    rows = [line.split()[:2] for line in summary[3:]]
+    assert rows == [["600", "B"], ["640", "B"], ["1", "KiB"]]
+    assert "the front at 1 KiB" in res.stdout and "per phase" not in res.stdout
+    detail = placer("compare", DEMO, "--budget", "600,640,1KiB", "--time-limit", "60", "--detail")
+    assert detail.stdout.count("per phase ('rule' is the production rule") == 3
+
+
+def test_exported_order_replays_to_the_same_horizon_and_validates(tmp_path: Path) -> None:
+    """solve --schedule -o writes the plan's order next to it; validate --order and schedule --replay time it by
+    the reference's rules to the horizons solve reported; an order that breaks a dependency is refused."""
+    plan, rewritten = tmp_path / "plan.json", tmp_path / "rewritten.json"
+    res = placer("solve", DEMO, "--budget", "640", "--schedule", "--order-time", "2", "-o", plan,
+                 "--write-capture", rewritten, "--json")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    order = tmp_path / "plan.order.json"
+    written = json.loads(order.read_text())
+    best = {p["phase"]: p["best"] for p in doc["schedule"]["phases"]}
+    assert {p["phase"]: p["horizon"] for p in written["phases"]} == best
+    check = placer("validate", DEMO, plan, "--order", order, "--json")
+    assert check.returncode == 0, check.stdout + check.stderr
+    replayed = json.loads(check.stdout)["order"]
+    assert replayed["valid"] and {p["phase"]: p["horizon"] for p in replayed["phases"]} == best
+    again = placer("schedule", rewritten, "--replay", order, "--json")
+    assert again.returncode == 0 and json.loads(again.stdout)["valid"], again.stderr
+    # an order of the direct capture's phases is not this program's
+    other = placer("schedule", DEMO, "--replay", order)
+    assert other.returncode == 2 and "another program" in other.stderr
+    # a forward (the plan appends them last) moved before the gathers it forwards breaks a dependency
+    relayed = written["phases"][0]
+    forward = relayed["transfers"] - 1
+    relayed["order"].remove(forward)
+    relayed["order"].insert(0, forward)
+    order.write_text(json.dumps(written))
+    bad = placer("validate", DEMO, plan, "--order", order)
+    assert bad.returncode == 1 and "comes before transfer" in bad.stdout, bad.stdout + bad.stderr
 
 
 @pytest.mark.parametrize("args", [["solve", "missing.json"], ["inspect", "missing.json"],
