@@ -262,18 +262,36 @@ def combine(pool: Pool, caps: Caps, params: SolverParams, order: tuple[str, ...]
     hi = int(base_table.max(initial=0)) + sum(int(max((d.max(initial=0) for d in dt), default=0)) for dt in delta_t)
     worst = m.new_int_var(0, max(hi, 0), "T")
     m.add(worst >= int(base_table[~table_terms].max(initial=0)))
+    budget = problem.table_budget
+    # Σ bytes over the budget and fragments over the limit, tile by tile (what ``Objectives.excess`` counts): the
+    # first thing a plan that cannot fit minimises; a tile no choice changes adds a constant
+    over: list[Any] = [int(np.maximum(base_table[~table_terms] - budget, 0).sum())]
     for t in np.flatnonzero(table_terms).tolist():
         expr = int(base_table[t]) + sum(int(d[t]) * x[pi][c] for pi, dt in enumerate(delta_t)
                                         for c, d in enumerate(dt) if d[t])
         m.add(worst >= expr)
+        top = int(base_table[t]) + sum(max(0, int(max(d[t] for d in dt))) for dt in delta_t)
+        if top > budget:
+            o = m.new_int_var(0, top - budget, f"over{t}")
+            m.add(o >= expr - budget)
+            over.append(o)
     frag_terms = np.zeros(tiles, bool)
     for df in delta_f:
         for d in df:
             frag_terms |= d != 0
+    within = m.new_bool_var("within the budget")
+    m.add(worst <= budget).only_enforce_if(within)
+    limit = problem.fragment_limit
+    over.append(int(np.maximum(base_frag[~frag_terms] - limit, 0).sum()))
     for t in np.flatnonzero(frag_terms).tolist():
         expr = int(base_frag[t]) + sum(int(d[t]) * x[pi][c] for pi, df in enumerate(delta_f)
                                        for c, d in enumerate(df) if d[t])
-        m.add(expr <= problem.fragment_limit)
+        m.add(expr <= limit).only_enforce_if(within)
+        top = int(base_frag[t]) + sum(max(0, int(max(d[t] for d in df))) for df in delta_f)
+        if top > limit:
+            o = m.new_int_var(0, top - limit, f"frag_over{t}")
+            m.add(o >= expr - limit)
+            over.append(o)
     its = [pool.iterations(k) for k in range(len(pool.ids))]
     chosen = [(pool.columns[k][c], its[k], v) for k, lits in enumerate(x) for c, v in enumerate(lits)]
     bound = sum(col.figures.bound * it * v for col, it, v in chosen)
@@ -285,22 +303,24 @@ def combine(pool: Pool, caps: Caps, params: SolverParams, order: tuple[str, ...]
         m.add(b1024 <= caps.b1024).only_enforce_if(capped)
     scratch = sum(col.fixed.scratch * v for col, _it, v in chosen)
     relays = sum(col.fixed.relays * v for col, _it, v in chosen)
-    objective: dict[str, Any] = {"table": worst, "cycles": bound, "scratch": scratch, "relays": relays}
-    within = m.new_bool_var("within the budget")
-    m.add(worst <= problem.table_budget).only_enforce_if(within)
+    objective: dict[str, Any] = {"table": worst, "cycles": bound, "scratch": scratch, "relays": relays,
+                                 "excess": sum(over)}
     if start is not None:
         for pi, c in enumerate(start):
             for ci, v in enumerate(x[pi]):
                 m.add_hint(v, ci == c)
     share = replace(params, time_limit=max(0.5, params.time_limit / (len(order) + 1)))
     # what must hold, most wanted first: the budget beats the cycle caps (a plan that fits beats one that does
-    # not), and a plan that breaks the caps minimises its cycles before its table
+    # not); a plan that fits but breaks the caps minimises its cycles before its table, and when nothing fits,
+    # the least worst tile comes first (the nearest to fitting), whatever its cycles
     fits = held = True
-    for fits, held in ((True, True), (True, False), (False, True), (False, False)):
+    for fits, held in ((True, True), (True, False), (False, False)):
         m.clear_assumptions()
         m.add_assumptions([v for v, keep in ((within, fits), (capped, held)) if keep])
         stages = [n for n in order if n in objective]
-        if not held and "cycles" in stages:
+        if not fits:
+            stages = ["excess", "table", *(n for n in stages if n != "table")]
+        elif not held and "cycles" in stages:
             stages = ["cycles", *(n for n in stages if n != "cycles")]
         m.minimize(objective[stages[0]])
         solver, res = run(m, share)

@@ -329,9 +329,10 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     clock = SearchClock(deadline, params.work_per_second * params.time_limit if work is None else work, end,
                         backstop=cutoff.fired)
     searched: Outcome | None = None
-    if not scheduled_first or not large:
-        # the estimate's searches (table first, or a program small enough for the exact model): their plan is
-        # one more source of configurations
+    if not scheduled_first or not large or not g_obj.fits:
+        # the estimate's searches (table first, a program small enough for the exact model, or one the rule's
+        # plan does not fit, where the smallest table matters most): their plan is one more source of
+        # configurations
         if large:
             # the estimate at its bound, then the table: the estimate's best plans when the table comes first
             searched = _at_cycles_bound(capture, problem, params, ("estimate", *(n for n in est if n != "estimate")),
