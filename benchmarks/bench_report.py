@@ -1,10 +1,13 @@
 """`placer report` on the SigLIP So400m batch-2 program: generation time (wall and CPU) and page size.
 
     python benchmarks/bench_report.py [--dir out]
+    python benchmarks/bench_report.py --dir out/report --png docs/img     # also the README's pictures
 
 Makes whatever is missing in DIR first (capture, the production rule's and CP-SAT's plans at 80 KiB, compare over
 64/72/80/96 KiB: several minutes), then times the report alone, as a command, three times, and prints the median.
-The machine's load average is printed with it: the figure is only comparable on an idle machine.
+The machine's load average is printed with it: the figure is only comparable on an idle machine. With --png DIR,
+the report's PNG figures are written to DIR as report-<figure>.png (the README shows docs/img's): made from the
+code of the run, so the pictures cannot drift from it.
 """
 
 from __future__ import annotations
@@ -42,8 +45,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--dir", type=Path, default=Path("out"))
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--png", type=Path, default=None, help="also write the figures as report-<figure>.png here")
     args = ap.parse_args()
     cap, greedy, plan, cmp = prepare(args.dir)
+    if args.png is not None:
+        pngs = args.dir / "png"
+        placer("report", cap, greedy, plan, "--compare", cmp, "-o", args.dir / "report.html", "--png", pngs, "-q")
+        args.png.mkdir(parents=True, exist_ok=True)
+        for f in sorted(pngs.glob("*.png")):
+            (args.png / f"report-{f.name}").write_bytes(f.read_bytes())
+            print(f"wrote {args.png / ('report-' + f.name)}")
     html = args.dir / "report.html"
     walls, cpus = [], []
     for _ in range(args.runs):

@@ -224,7 +224,7 @@ def render_comparisons(entries: list[dict[str, Any]], *, detail: bool = False, a
                      "table gap", "status"], rows,
                     title="production rule against placer, per budget (Σ bound: the program's scheduled lower bound, "
                           "cycles; B1024 Δ: the B1024 horizon against the all-direct program's):")]
-    last = entries[-1] if entries else None
+    last = max(entries, key=lambda e: e["budget"]) if entries else None
     if last is not None and last["front"]:
         lines.append(render(["Σ bound within", "worst tile B", "fits", "Σ bound", "B1024 Δ", "relays"],
                             [["no cap" if p["slack"] is None else f"+{p['slack']:.2%}", p["table"],

@@ -176,6 +176,7 @@ def prepare(capture: Capture, machine: Machine, table_budget: int, fragment_limi
                                          local_pack=local_pack, direct=direct, workers=workers), full)
 
 
+ESTIMATE_SHARE = 0.5  # of a large program's search time left when the estimate's searches start: theirs
 CYCLE_SLACK = 0.01  # share of the direct program's Σ lower bound a plan may add (cycles first; --cycle-slack)
 TIGHTER_TARGETS = (0.8, 0.7)  # large programs: the budget-aware construction also aimed at these shares
 SEARCH_END = 0.85  # share of the command's limit by which the search stops: the rest is re-costing and output
@@ -332,8 +333,11 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     if not scheduled_first or not large or not g_obj.fits:
         # the estimate's searches (table first, a program small enough for the exact model, or one the rule's
         # plan does not fit, where the smallest table matters most): their plan is one more source of
-        # configurations
+        # configurations. On a large program it leaves part of the search's time to measuring what it and the
+        # schedule-true constructions find (each measured phase is scheduled)
+        end = clock.end
         if large:
+            clock.end = clock.deadline.elapsed() + ESTIMATE_SHARE * (end - clock.deadline.elapsed())
             # the estimate at its bound, then the table: the estimate's best plans when the table comes first
             searched = _at_cycles_bound(capture, problem, params, ("estimate", *(n for n in est if n != "estimate")),
                                         best_plan, best_obj, source, greedy, g_obj, decisions, progress, start,
@@ -345,6 +349,7 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
             searched = _monolithic(capture, problem, params, est, best_plan, best_obj, source, greedy, g_obj,
                                    decisions, progress, start, scans, clock, selection_from_plan(problem, best_plan),
                                    max_rounds, local_pack)
+        clock.end = end
         best_plan, source = searched.plan, searched.source
     plans = [(best_plan, source)] + [(p, n) for p, n in candidates if p is not best_plan]
     out = _scheduled(capture, problem, params, order, cycle_slack, plans, greedy, g_obj, decisions, start, scans,
@@ -554,12 +559,15 @@ def cycle_front(outcome: Outcome, params: SolverParams) -> list[FrontPoint]:
     other = other_bounds(problem, pool.ids, params.workers)
     _, direct_b = pool.figures(pool.direct())
     out = []
+    start = outcome.greedy_choice
     for slack in FRONT_SLACKS:
         caps = Caps() if slack is None else Caps(max(rule_bound, direct_bound) + int(slack * (other + direct_bound)),
                                                  rule_b)
-        comb = combine(pool, caps, params, ("table", "cycles", "scratch", "relays"), start=outcome.greedy_choice)
+        # each cap admits every plan of the one before: hinted with that point, a point is never worse
+        comb = combine(pool, caps, params, ("table", "cycles"), start=start)
         if comb is None or (slack is not None and not comb.capped):
             continue
+        start = comb.choice
         bound, b1024 = pool.figures(comb.choice)
         table = pool.tables(comb.choice)
         relays = sum(pool.columns[k][c].fixed.relays for k, c in enumerate(comb.choice))

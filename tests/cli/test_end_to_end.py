@@ -89,8 +89,10 @@ def test_compare_sweep_json() -> None:
         assert placer_["fits"] and placer_["table"] <= rule["table"]
         # cycles first: no more B1024 than the rule's plan, a lower bound within the cap
         assert placer_["b1024"] <= rule["b1024"]
-        assert entry["front"] and entry["front"][-1]["slack"] is None  # the last point caps nothing
-        assert min(p["table"] for p in entry["front"]) <= placer_["table"]
+    front = doc[-1]["front"]  # at the largest budget: each cap admits the plans of the one before
+    assert front and front[-1]["slack"] is None and not doc[0]["front"]
+    assert [p["table"] for p in front] == sorted((p["table"] for p in front), reverse=True)
+    assert front[-1]["table"] <= doc[-1]["cpsat"]["table"]
 
 
 def test_compare_summary_lists_every_budget() -> None:
