@@ -8,9 +8,13 @@ The names are loaded on first use, so ``import placer`` (and the command line's 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from placer import startup  # noqa: F401 - first of all: a signal while the command line starts ends it quietly
 
-from placer import clock  # noqa: F401 - first: a command's --time-limit counts from this import
+# isort: split
+from placer import clock  # noqa: F401 - next: a command's --time-limit counts from this import
+
+# isort: split
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 

@@ -32,7 +32,7 @@ from placer.errors import ExitCode, InputError
 from placer.fileio import read_json, write_json
 from placer.modes import PlacementMode, ScheduleMode, SelectionMode
 from placer.solver import Deadline, RunConfig, SolveResult, SolverParams, Status
-from placer.units import parse_size
+from placer.units import MAX_ADDRESS, MAX_SIZE, size_option
 
 # Every stage (and numpy with it) is imported by the function that needs it: ``placer place`` on a MiniMalloc-class
 # instance imports neither numpy nor ortools, and ``import placer`` stays cheap.
@@ -160,13 +160,8 @@ def _capture(capture: CaptureLike) -> Capture:
     return capture if isinstance(capture, Capture) else _read(capture)
 
 
-def _size(value: int | str, name: str) -> int:
-    if isinstance(value, bool):
-        raise InputError(f"must be a size, got {value!r}", where=name)
-    try:
-        return parse_size(value)
-    except ValueError as exc:
-        raise InputError(str(exc), where=name) from None
+def _size(value: int | str, name: str, maximum: int = MAX_SIZE) -> int:
+    return size_option(value, name, maximum=maximum)  # the CLI's check and limits
 
 
 def objective_order(objective: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -922,7 +917,8 @@ class PlaceResult:
 
 
 def place(problem: PlacementProblem | str | Path, *, capacity: int | str | None = None,
-          mode: PlacementMode | str = PlacementMode.EXACT, params: SolverParams | None = None) -> PlaceResult:
+          mode: PlacementMode | str = PlacementMode.EXACT, params: SolverParams | None = None,
+          deadline: float | None = None) -> PlaceResult:
     """Place one tile's buffers in SRAM, or prove that they cannot be placed (``placer place``).
 
     Parameters
@@ -936,6 +932,9 @@ def place(problem: PlacementProblem | str | Path, *, capacity: int | str | None 
         ``greedy`` (the production allocator only).
     params
         CP-SAT parameters (default: the run configuration's ``[placement]``).
+    deadline
+        A ``time.perf_counter`` value no engine runs past (``placer place``: its start + ``--time-limit``, so the
+        limit bounds the whole command, reading included).
 
     Returns
     -------
@@ -948,11 +947,12 @@ def place(problem: PlacementProblem | str | Path, *, capacity: int | str | None 
     mode = PlacementMode(mode)
     params = _params(params, "placement")
     if not isinstance(problem, PlacementProblem):
-        cap = _size(capacity, "capacity") if capacity is not None else None
+        cap = _size(capacity, "capacity", MAX_ADDRESS) if capacity is not None else None
         problem = read_problem(problem, capacity=cap)
     with task(f"place {problem.n:,} buffers ({mode})") as shown:
         result = solve_placement(problem, params, mode="exact" if mode == PlacementMode.EXACT else "greedy",
-                                 progress=lambda engine, elapsed, status: shown.advance(0, f"{engine}: {status}"))
+                                 progress=lambda engine, elapsed, status: shown.advance(0, f"{engine}: {status}"),
+                                 deadline=deadline)
     verified = None
     if result.addresses is not None:
         errors = check_placement(problem, result.addresses)

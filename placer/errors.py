@@ -15,6 +15,7 @@ class ExitCode(enum.IntEnum):
     OVER_BUDGET = 4  # no solution within the time limit, or the result breaks the budget / does not fit
     INTERNAL = 5  # a bug in placer (one line; PLACER_TRACEBACK=1 prints the traceback)
     SIGINT = 130
+    BROKEN_PIPE = 141  # standard output's reader went away (`placer ... | head`): the conventional 128 + SIGPIPE
     SIGTERM = 143
 
 
@@ -26,7 +27,8 @@ Exit codes (every command):
   3    proved infeasible (solve, place)
   4    no solution in time, or the result breaks the budget (solve, compare, validate, inspect: DOES NOT FIT)
   5    internal error (a bug; PLACER_TRACEBACK=1 shows the traceback)
-  130  interrupted by SIGINT; 143 by SIGTERM (solve writes its best valid plan so far if -o is given)"""
+  130  interrupted by SIGINT; 143 by SIGTERM (solve writes its best valid plan so far if -o is given)
+  141  standard output's reader went away (`placer ... | head`); files given with -o are complete"""
 
 
 class InputError(ValueError):

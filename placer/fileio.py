@@ -18,6 +18,7 @@ import tempfile
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -25,38 +26,160 @@ import orjson
 
 from placer.errors import InputError
 
+GIB = 1 << 30
+MIB = 1 << 20
 
-def read_bytes(path: str | Path) -> bytes:
-    """Read a file, un-gzipping it when its name ends in ``.gz``."""
+
+@dataclass(frozen=True)
+class InputLimits:
+    """What placer reads at most (docs/robustness.md, "Limits"). Each has an environment variable that raises it
+    for a run that needs more: the message that refuses an input names it."""
+
+    max_bytes: int  # an input's bytes after decompression (PLACER_MAX_INPUT_BYTES)
+    max_ratio: int  # a gzip file's decompressed bytes per compressed byte, past RATIO_FLOOR (PLACER_MAX_GZIP_RATIO)
+    max_text: int  # a TOML file: machine, run configuration, model, sweep (PLACER_MAX_TEXT_BYTES)
+    max_transfers: int  # a capture's transfers (PLACER_MAX_TRANSFERS): 16 times SigLIP So400m's batch-4 layer
+
+    @staticmethod
+    def from_env() -> InputLimits:
+        def get(name: str, default: int) -> int:
+            raw = os.environ.get(name)
+            if raw is None:
+                return default
+            try:
+                value = int(raw)
+            except ValueError:
+                raise InputError(f"must be a positive whole number, got {raw!r}", where=name) from None
+            if value <= 0:
+                raise InputError(f"must be positive, got {value}", where=name)
+            return value
+
+        return InputLimits(get("PLACER_MAX_INPUT_BYTES", 16 * GIB), get("PLACER_MAX_GZIP_RATIO", 200),
+                           get("PLACER_MAX_TEXT_BYTES", 4 * MIB), get("PLACER_MAX_TRANSFERS", 100_000_000))
+
+
+RATIO_FLOOR = 64 * MIB  # below this many decompressed bytes no gzip file is refused for its ratio
+_CHUNK = 4 * MIB
+
+
+def regular_file(path: str | Path) -> int:
+    """The size of ``path`` if it is a regular file placer may read; InputError otherwise (missing, a directory,
+    a device such as /dev/zero, a FIFO: placer reads regular files only, so no input is endless)."""
     p = Path(path)
     try:
-        raw = p.read_bytes()
+        st = os.stat(p)
     except FileNotFoundError:
         raise InputError("no such file", path=str(p)) from None
+    except NotADirectoryError:
+        raise InputError("no such file (a directory on its path is a file)", path=str(p)) from None
     except OSError as exc:
         raise InputError(f"cannot read ({exc.strerror})", path=str(p)) from None
-    if p.suffix == ".gz" or raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except EOFError:
-            raise InputError("truncated gzip file (ends before the end of the compressed stream)",
-                             path=str(p)) from None
-        except (OSError, zlib.error) as exc:
-            raise InputError(f"not a valid gzip file ({exc})", path=str(p)) from None
-    return raw
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError("is a directory, not a file", path=str(p))
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError("is not a regular file (a device, FIFO or socket): placer reads regular files only",
+                         path=str(p))
+    return int(st.st_size)
+
+
+class InflationGuard:
+    """Counts a gzip file's decompressed bytes and refuses it past the limits: its total, and (past RATIO_FLOOR)
+    its ratio to the compressed size -- a gzip bomb of a megabyte that inflates to a gigabyte is refused long
+    before it is read whole. Real captures compress about 5 to 15 times."""
+
+    def __init__(self, path: str | Path, compressed: int, limits: InputLimits | None = None) -> None:
+        self.path, self.compressed = str(path), max(1, compressed)
+        self.limits = limits or InputLimits.from_env()
+        self.total = 0
+
+    def add(self, nbytes: int) -> None:
+        self.total += nbytes
+        lim = self.limits
+        if self.total > lim.max_bytes:
+            raise InputError(f"inflates to more than {lim.max_bytes:,} bytes (the input limit; "
+                             "PLACER_MAX_INPUT_BYTES raises it)", path=self.path)
+        if self.total > RATIO_FLOOR and self.total > lim.max_ratio * self.compressed:
+            raise InputError(f"inflates more than {lim.max_ratio} times ({self.compressed:,} bytes to more than "
+                             f"{self.total:,}): not a file placer writes, perhaps a gzip bomb "
+                             "(PLACER_MAX_GZIP_RATIO raises the limit)", path=self.path)
+
+
+def read_bytes(path: str | Path) -> bytes:
+    """Read a regular file, un-gzipping it when its name ends in ``.gz`` (or it starts like gzip), within the
+    input limits (:class:`InputLimits`)."""
+    p = Path(path)
+    size = regular_file(p)
+    limits = InputLimits.from_env()
+    if size > limits.max_bytes:
+        raise InputError(f"is {size:,} bytes, more than the input limit of {limits.max_bytes:,} "
+                         "(PLACER_MAX_INPUT_BYTES raises it)", path=str(p))
+    try:
+        with open(p, "rb") as f:
+            head = f.read(2)
+            if not (p.suffix == ".gz" or head == b"\x1f\x8b"):
+                return head + f.read()  # its size is known (regular_file) and within the limit
+            return _inflate_file(f, head, InflationGuard(p, size, limits))
+    except OSError as exc:
+        raise InputError(f"cannot read ({exc.strerror})", path=str(p)) from None
+
+
+def _inflate_file(f: BinaryIO, head: bytes, guard: InflationGuard) -> bytes:
+    """A gzip file's decompressed bytes, member after member as :func:`gzip.decompress` reads them, counted."""
+    path = guard.path
+    out: list[bytes] = []
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    pending = head
+    try:
+        while True:
+            if d.eof:  # a member ended: zero padding, then the next member or the end
+                pending = d.unused_data + pending
+                while not (pending := pending.lstrip(b"\0")):
+                    pending = f.read(_CHUNK)
+                    if not pending:
+                        return b"".join(out)
+                d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            src = d.unconsumed_tail or pending or f.read(_CHUNK)
+            pending = b""
+            if not src:
+                if not d.eof:
+                    raise InputError("truncated gzip file (ends before the end of the compressed stream)",
+                                     path=path)
+                return b"".join(out)
+            piece = d.decompress(src, _CHUNK)
+            guard.add(len(piece))
+            out.append(piece)
+    except zlib.error as exc:
+        raise InputError(f"not a valid gzip file ({exc})", path=path) from None
 
 
 def read_text(path: str | Path) -> str:
-    """A small UTF-8 text file (machine, params, model files)."""
+    """A small UTF-8 text file (machine, params, model, sweep files), within the text limit."""
     p = Path(path)
+    size = regular_file(p)
+    limit = InputLimits.from_env().max_text
+    if size > limit:
+        raise InputError(f"is {size:,} bytes, more than a TOML file may be ({limit:,}; PLACER_MAX_TEXT_BYTES raises "
+                         "it)", path=str(p))
     try:
-        return p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("no such file", path=str(p)) from None
+        return p.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text (byte {exc.start})", path=str(p)) from None
     except OSError as exc:
         raise InputError(f"cannot read ({exc.strerror})", path=str(p)) from None
+
+
+def parse_toml(text: str, where: str) -> dict[str, Any]:
+    """A TOML document, or one ``InputError`` line: invalid syntax, or nesting deeper than Python's parser
+    recurses (a few hundred levels; no placer file nests more than three)."""
+    import tomllib
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"invalid TOML: {exc}", path=where) from None
+    except RecursionError:
+        raise InputError("invalid TOML: arrays or tables nested hundreds deep (placer's files nest at most three "
+                         "levels)", path=where) from None
 
 
 def check_output(path: str | Path, flag: str, *, inputs: tuple[str | Path | None, ...] = (),
@@ -70,6 +193,17 @@ def check_output(path: str | Path, flag: str, *, inputs: tuple[str | Path | None
         raise InputError("empty output path", where=flag)
     target = Path(os.path.realpath(p))
     where = f"{flag} {p}"
+    try:
+        # the path as given, links followed by the kernel: /dev/stdout into a pipe resolves to a name realpath
+        # cannot follow ("pipe:[…]"), but stat sees the pipe
+        st = os.stat(p)
+    except (FileNotFoundError, NotADirectoryError):
+        st = None
+    except OSError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+        raise InputError("is not a regular file (a device, FIFO or socket); placer writes only regular files",
+                         where=where)
     try:
         st = target.stat()
     except FileNotFoundError:
@@ -98,6 +232,30 @@ def _same_file(a: Path, b: Path) -> bool:
         return os.path.samefile(a, b)
     except OSError:
         return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_output_dir(path: str | Path, flag: str) -> Path:
+    """Refuse a folder that files cannot be written into (a file, a device such as /dev/null, a path under a
+    file, no write permission) before any work; the folder itself is created when the first file is written."""
+    p = Path(path)
+    where = f"{flag} {p}"
+    if not str(path).strip():
+        raise InputError("empty output folder", where=flag)
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        st = None
+    except NotADirectoryError:
+        raise InputError("a directory on its path is a file", where=where) from None
+    except OSError as exc:
+        raise InputError(f"cannot use as output folder ({exc.strerror})", where=where) from None
+    if st is None:
+        _check_parent(Path(os.path.realpath(p)) / "_", where)
+    elif not stat.S_ISDIR(st.st_mode):
+        raise InputError("exists and is not a folder", where=where)
+    elif not os.access(p, os.W_OK | os.X_OK):
+        raise InputError("folder is not writable", where=where)
+    return p
 
 
 def _check_parent(target: Path, where: str) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import tomllib
 from dataclasses import asdict, dataclass, fields
 from importlib import resources
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from placer.errors import InputError
-from placer.fileio import read_text
+from placer.fileio import parse_toml, read_text
 from placer.units import ceil_div, round_up
 
 
@@ -197,16 +196,13 @@ def load_machine(spec: str | Path | None = None) -> Machine:
     spec = "ipu21" if spec is None else spec
     if str(spec) in BUNDLED:
         where = f"placer/machines/{spec}.toml"
-        text = resources.files("placer.machines").joinpath(f"{spec}.toml").read_text()
+        text = resources.files("placer.machines").joinpath(f"{spec}.toml").read_text(encoding="utf-8")
     else:
         where = str(spec)
         if not Path(spec).exists():
             raise InputError(f"no such machine file (bundled machines: {', '.join(BUNDLED)})", path=where)
         text = read_text(spec)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"invalid TOML: {exc}", path=where) from None
+    data = parse_toml(text, where)
     return _machine_from_dict(data, where)
 
 

@@ -11,7 +11,6 @@ import importlib.util
 import math
 import sys
 import time
-import tomllib
 from dataclasses import dataclass, field, fields, replace
 from importlib import resources
 from pathlib import Path
@@ -27,7 +26,7 @@ MAX_SEED = 2**31 - 1  # CP-SAT's random_seed is a 32-bit signed integer
 MAX_TIME_LIMIT = 7 * 24 * 3600.0
 
 
-def _check_param(key: str, value: Any, path: str, field: str) -> None:
+def check_param(key: str, value: Any, path: str, field: str) -> None:
     """Refuse a parameter value CP-SAT would misread, overflow on, or silently skip the search for."""
     def bad(need: str) -> InputError:
         return InputError(f"must be {need}, got {value!r}", path=path, where=field)
@@ -116,13 +115,13 @@ class SolverParams:
 
     def check(self, where: str = "solver parameters") -> None:
         for f in fields(self):
-            _check_param(f.name, getattr(self, f.name), where, f.name)
+            check_param(f.name, getattr(self, f.name), where, f.name)
 
     def with_overrides(self, **overrides: Any) -> SolverParams:
         """Apply the CLI flags that were given (``None`` means "not given")."""
         given = {k: v for k, v in overrides.items() if v is not None}
         for key, value in given.items():
-            _check_param(key, value, "command line", "--" + key.replace("_", "-"))
+            check_param(key, value, "command line", "--" + key.replace("_", "-"))
         return replace(self, **given)
 
     def apply(self, solver: cp_model.CpSolver) -> None:
@@ -183,18 +182,15 @@ class RunConfig:
             The file is unreadable, not TOML, or has an unknown key or a value out of range (the message names
             the file, the key and the value).
         """
+        from placer.fileio import parse_toml, read_text
+
         if path is None:
-            text = resources.files("placer.params").joinpath("default.toml").read_text()
+            text = resources.files("placer.params").joinpath("default.toml").read_text(encoding="utf-8")
             where = "placer/params/default.toml"
         else:
-            from placer.fileio import read_text
-
             where = str(path)
             text = read_text(path)
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise InputError(f"invalid TOML: {exc}", path=where) from None
+        data = parse_toml(text, where)
         shared = {k: v for k, v in data.items() if not (k in STAGES and isinstance(v, dict))}
         _check_table(shared, where, "")
         stages = {}
@@ -215,7 +211,7 @@ def _check_table(data: dict[str, Any], where: str, prefix: str) -> None:
         if key == "backstop":
             raise InputError("is set by the solver, not by a params file", path=where, where=prefix + key)
     for key, value in data.items():
-        _check_param(key, value, where, prefix + key)
+        check_param(key, value, where, prefix + key)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,9 @@ from placer.errors import InputError
 # column that holds such a number is exact up to here (CP-SAT coefficients, int32 arrays).
 MAX_SIZE = 2**31 - 1
 MAX_COUNT = 2**31 - 1
+# Any address, end of a range or buffer size in a placement problem (dump, MiniMalloc CSV, --capacity): a tile's
+# address is 32 bits, so an end of 2^32 is the largest that makes sense, and the engines' int64 sums stay exact.
+MAX_ADDRESS = 2**32
 
 _BINARY = {"": 1, "B": 1, "KIB": 1024, "MIB": 1024**2, "GIB": 1024**3}
 _AMBIGUOUS = {"K", "KB", "M", "MB", "G", "GB"}
@@ -59,13 +62,17 @@ def parse_size_list(text: str) -> list[int]:
     return [parse_size(part) for part in parts]
 
 
-def size_option(text: str, flag: str, *, minimum: int = 1, maximum: int = MAX_SIZE) -> int:
-    """A size given on the command line, checked: ``InputError`` naming the flag and the value otherwise."""
+def size_option(text: str | int, flag: str, *, minimum: int = 1, maximum: int = MAX_SIZE,
+                path: str | None = None) -> int:
+    """A size given anywhere a user types one (a flag, a TOML or JSON field, the API), checked against the one set
+    of limits: ``InputError`` naming the file (``path``), the flag or field and the value otherwise."""
+    if isinstance(text, bool) or not isinstance(text, str | int):
+        raise InputError(f"must be a size such as \"80KiB\" or 81920, got {text!r}", path=path, where=flag)
     try:
         value = parse_size(text)
     except ValueError as exc:
-        raise InputError(str(exc), where=flag) from None
-    _in_range(value, text, flag, minimum, maximum)
+        raise InputError(str(exc), path=path, where=flag) from None
+    _in_range(value, text, flag, minimum, maximum, path)
     return value
 
 
@@ -86,11 +93,11 @@ def count_option(value: int, flag: str, *, minimum: int = 1, maximum: int = MAX_
     return value
 
 
-def _in_range(value: int, text: str, flag: str, minimum: int, maximum: int) -> None:
+def _in_range(value: int, text: str | int, flag: str, minimum: int, maximum: int, path: str | None = None) -> None:
     if value < minimum:
-        raise InputError(f"must be at least {format_size(minimum)}, got {text!r}", where=flag)
+        raise InputError(f"must be at least {format_size(minimum)}, got {text!r}", path=path, where=flag)
     if value > maximum:
-        raise InputError(f"must be at most {maximum:,} bytes, got {text!r}", where=flag)
+        raise InputError(f"must be at most {maximum:,} bytes, got {text!r}", path=path, where=flag)
 
 
 def ceil_div(x: Any, d: Any) -> Any:

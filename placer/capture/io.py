@@ -35,7 +35,7 @@ from placer.capture.model import (
     Repeat,
 )
 from placer.errors import InputError
-from placer.fileio import read_bytes, read_json
+from placer.fileio import InputLimits, read_bytes, read_json
 from placer.progress import task
 
 MAX_WORDS = 4148  # the reference format's per-transfer limit; a machine file may be stricter, never looser
@@ -52,9 +52,15 @@ _WIDTH_CODE = {name: code for code, name in enumerate(WIDTH_NAMES)}
 
 
 def read_capture(path: str | Path) -> Capture:
-    """Read a capture (``.json`` or ``.json.gz``); raise :class:`InputError` naming the bad field."""
+    """Read a capture (``.json`` or ``.json.gz``); raise :class:`InputError` naming the bad field. The input
+    limits apply (``placer.fileio.InputLimits``), the number of transfers included."""
     with task(f"load {Path(path).name}"):
-        return _read_capture(path)
+        cap = _read_capture(path)
+    limit = InputLimits.from_env().max_transfers
+    if cap.transfer_count() > limit:
+        raise InputError(f"has {cap.transfer_count():,} transfers, more than the limit of {limit:,} "
+                         "(PLACER_MAX_TRANSFERS raises it)", path=str(path))
+    return cap
 
 
 def _read_capture(path: str | Path) -> Capture:
@@ -404,9 +410,9 @@ def _allocations(raw: Any, tiles: int, path: str) -> Allocations:
             raise InputError("must be an object", path=path, where=f"{where}[{i}]")
         for key in cols:
             v = a.get(key)
-            if not _is_int(v) or v < 0:
-                raise InputError(f"field '{key}' must be a non-negative integer, got {v!r}", path=path,
-                                 where=f"{where}[{i}]")
+            if not _is_int(v) or not 0 <= v <= _ALLOCATION_MAX[key]:
+                raise InputError(f"field '{key}' must be an integer in 0..{_ALLOCATION_MAX[key]:,}, got {v!r}",
+                                 path=path, where=f"{where}[{i}]")
             cols[key].append(v)
         if a["tile"] >= tiles:
             raise InputError(f"field 'tile' = {a['tile']} is outside 0..{tiles - 1}", path=path, where=f"{where}[{i}]")
@@ -424,6 +430,8 @@ def _allocations(raw: Any, tiles: int, path: str) -> Allocations:
 
 
 _ALLOCATION_KEYS = ("tile", "start", "end", "first", "last")
+# a tile's addresses are 32 bits (an end may be 2^32); phases are numbered like the capture's (below 2^31)
+_ALLOCATION_MAX = {"tile": 2**31 - 1, "start": 2**32, "end": 2**32, "first": 2**31 - 1, "last": 2**31 - 1}
 
 
 def _allocations_fast(raw: list[Any], tiles: int) -> Allocations | None:
@@ -440,7 +448,8 @@ def _allocations_fast(raw: list[Any], tiles: int) -> Allocations | None:
     except OverflowError:
         return None
     if raw and not ((tile >= 0).all() and (tile < tiles).all() and (start >= 0).all() and (end > start).all()
-                    and (first >= 0).all() and (last >= first).all()):
+                    and (end <= _ALLOCATION_MAX["end"]).all() and (first >= 0).all() and (last >= first).all()
+                    and (last <= _ALLOCATION_MAX["last"]).all()):
         return None
     return Allocations(tile=tile.astype(np.int32), start=start, end=end, first=first, last=last,
                        name=[str(a.get("name", "")) for a in raw])

@@ -32,6 +32,8 @@ from typing import Any
 import numpy as np
 import orjson
 
+from placer.fileio import InflationGuard, InputLimits, regular_file
+
 _VERSION = 1  # of the extension's interface: a stale build (an editable install not rebuilt) is not used
 try:  # built by setup.py when a C++ compiler is there; optional, so an install without one still works
     from placer.capture import _scan
@@ -99,6 +101,10 @@ def scan_file(path: str | Path, limits: Limits) -> NativeSplit | None:
     """Scan a capture file (gzipped when its name ends in ``.gz`` or it starts with gzip's magic bytes, as
     :func:`placer.fileio.read_bytes` decides), or ``None`` if unsure or unreadable."""
     p = Path(path)
+    size = regular_file(p)  # a device or FIFO is refused before a byte is read: it may never end
+    bounds = InputLimits.from_env()
+    if size > bounds.max_bytes:
+        return None  # read_bytes refuses it in its own words
     try:
         with open(p, "rb") as f:
             head = f.read(2)
@@ -109,7 +115,7 @@ def scan_file(path: str | Path, limits: Limits) -> NativeSplit | None:
 
             # read and parse piece by piece, never holding the whole text (nor the whole compressed file)
             if p.suffix == ".gz" or head == b"\x1f\x8b":
-                return _scan_gzip(read, limits)
+                return _scan_gzip(read, limits, InflationGuard(p, size, bounds))
             return _scan_pieces(iter(lambda: read(_PLAIN_PIECE), b""), limits)
     except OSError:
         return None
@@ -155,14 +161,16 @@ def _markers_ok(doc: Any, marker: str, count: int) -> bool:
     return True
 
 
-def _scan_gzip(read: Callable[[int], bytes], limits: Limits) -> NativeSplit | None:
-    """Read and inflate the gzip stream on a second thread while this one scans, a bounded queue between them."""
+def _scan_gzip(read: Callable[[int], bytes], limits: Limits, guard: InflationGuard) -> NativeSplit | None:
+    """Read and inflate the gzip stream on a second thread while this one scans, a bounded queue between them;
+    ``guard`` refuses a stream that inflates past the input limits (its InputError reaches the caller)."""
     q: queue.Queue[bytes | BaseException | None] = queue.Queue(_IN_FLIGHT)
     stop = threading.Event()
 
     def produce() -> None:
         try:
             for piece in _inflate(read):
+                guard.add(len(piece))
                 while not stop.is_set():
                     try:
                         q.put(piece, timeout=0.05)

@@ -8,8 +8,10 @@ command can end into one line and one exit code (:class:`placer.errors.ExitCode`
 from __future__ import annotations
 
 import ast
+import errno
 import importlib
 import os
+import signal
 import sys
 import traceback
 from pathlib import Path
@@ -18,7 +20,7 @@ from typing import Any
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from placer import __version__, clock, interrupt
+from placer import __version__, clock, interrupt, startup
 from placer.allocator import keep_freed_arrays
 from placer.errors import EXIT_TABLE, ExitCode, InputError
 
@@ -111,9 +113,20 @@ def _root(
 def main() -> None:
     """Run the command line; every way it can end maps to one :class:`placer.errors.ExitCode` (no traceback)."""
     clock.CONSOLE = True  # a console command's clock starts when placer is imported, not when the command runs
-    interrupt.install()
-    keep_freed_arrays()
-    sys.exit(run(sys.argv[1:]))
+    try:
+        interrupt.install()
+        keep_freed_arrays()
+        if sys.stdout is None:  # started with standard output closed (`placer ... >&-`): the report would vanish
+            code = _fail("standard output is closed: placer prints its report there (send it to /dev/null to "
+                         "drop it)", ExitCode.INPUT)
+        else:
+            code = run(sys.argv[1:])
+    except interrupt.Interrupted as exc:  # between the handlers' installation and the command's own handling
+        code = _fail(f"interrupted by {exc.name}: stopped; nothing written", exc.exit_code)
+    # a signal while the interpreter shuts down ends it with its code, quietly: the command is over
+    for sig in interrupt.EXIT_CODES:
+        signal.signal(sig, startup.quiet_exit)
+    sys.exit(code)
 
 
 
@@ -134,8 +147,24 @@ def run(argv: list[str]) -> int:
     except MemoryError:
         return _fail("out of memory (the input is too large for this machine)", ExitCode.INPUT)
     except BrokenPipeError:  # `placer ... | head`: the reader has gone; nothing to report to
-        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - keeps Python's exit-time flush quiet
-        return 1
+        _quiet_stdout()
+        return ExitCode.BROKEN_PIPE
+    except SystemExit as exc:
+        # typer's vendored click turns a broken pipe into exit 1 ("invalid" here) after wrapping the streams
+        if type(sys.stdout).__name__ == "PacifyFlushWrapper":
+            return ExitCode.BROKEN_PIPE
+        raise exc
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EBADF):
+            # a full disk or device under a write: a file placer writes names itself, standard output does not
+            where = exc.filename if exc.filename else "standard output"
+            if not exc.filename:
+                _quiet_stdout()
+            return _fail(f"cannot write to {where} ({exc.strerror})", ExitCode.INPUT)
+        if os.environ.get("PLACER_TRACEBACK"):
+            traceback.print_exc()
+        return _fail(f"internal error: {type(exc).__name__}: {exc} (a bug in placer; PLACER_TRACEBACK=1 shows "
+                     "where)", ExitCode.INTERNAL)
     except Exception as exc:  # a bug: one line (the traceback on request), never a silent or misleading code
         if os.environ.get("PLACER_TRACEBACK"):
             traceback.print_exc()
@@ -147,6 +176,16 @@ def run(argv: list[str]) -> int:
         # a command that let CP-SAT stop early and did not report the interruption itself
         return _fail(f"interrupted by {signal.name}: results above are incomplete", signal.exit_code)
     return code
+
+
+def _quiet_stdout() -> None:
+    """Point standard output at /dev/null, so Python's flush at exit does not fail a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 def _fail(message: str, code: int) -> int:

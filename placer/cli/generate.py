@@ -10,39 +10,12 @@ import typer
 from placer import api
 from placer.capture.writer import write_capture_fast
 from placer.cli import options
-from placer.errors import InputError
 from placer.fileio import check_output
 from placer.progress import install, task
 from placer.units import MAX_COUNT, count_option, format_size
-from placer.workloads.generate import DEFAULT_BATCH
+from placer.workloads.generate import DEFAULT_BATCH, check_memory
 
 MAX_BATCH = 4096
-# Peak memory of generate + write grows linearly with the batch: 2.4 GB at batch four (docs/workloads.md).
-PEAK_BYTES_PER_IMAGE = 650 << 20
-PEAK_BYTES_BASE = 300 << 20
-
-
-def _check_memory(batch: int) -> None:
-    """Refuse a batch whose capture would not fit in memory, before building it (it used to get the machine's
-    OOM killer involved)."""
-    need = PEAK_BYTES_BASE + batch * PEAK_BYTES_PER_IMAGE
-    have = available_memory()
-    if have is not None and need > have:
-        raise InputError(f"batch {batch} needs about {need / 2**30:,.1f} GiB of memory to generate (~"
-                         f"{PEAK_BYTES_PER_IMAGE >> 20} MiB per image); {have / 2**30:,.1f} GiB is available",
-                         where="--batch")
-
-
-def available_memory() -> int | None:
-    """MemAvailable from /proc/meminfo (bytes), or None where there is no such file."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
 
 
 def generate(
@@ -64,7 +37,7 @@ def generate(
         count_option(layers, "--layers", maximum=MAX_COUNT)
     count_option(seed, "--seed", minimum=0, maximum=2**32 - 1)
     output = check_output(output, "-o", inputs=(model,))
-    _check_memory(batch)
+    check_memory(model, batch)
     t0 = time.perf_counter()
     with task(f"lower {model} batch {batch}"):
         capture = api.generate(model, batch=batch, layers=layers, machine=machine, seed=seed)

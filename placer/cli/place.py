@@ -13,6 +13,7 @@ import typer
 
 from placer import api
 from placer.cli import options
+from placer.clock import command_start
 from placer.errors import ExitCode, InputError
 from placer.fileio import check_output, print_json
 from placer.modes import PlacementMode
@@ -20,9 +21,9 @@ from placer.placement.checker import check_placement
 from placer.placement.formats import write_solution
 from placer.progress import install
 from placer.solver import SolverParams, Status
-from placer.units import size_option
+from placer.units import MAX_ADDRESS, size_option
 
-MAX_ADDRESS = 2**32 - 1  # a tile address is 32 bits
+OUTPUT_SHARE = 0.97  # of --time-limit, when the engines stop: the rest is the checker and the output
 
 
 def place(
@@ -53,7 +54,9 @@ def place(
         if output is not None:
             raise InputError("-o takes one input file; with several (or --ray) use --json", where="--output")
         raise typer.Exit(place_many([file, *(more or [])], cap, solver_params, mode, json, ray))
-    placed = api.place(file, capacity=cap, mode=mode, params=solver_params)
+    # the limit bounds the whole command: reading, the engines, the production allocator's report line
+    deadline = command_start() + solver_params.time_limit * OUTPUT_SHARE
+    placed = api.place(file, capacity=cap, mode=mode, params=solver_params, deadline=deadline)
     problem, result = placed.problem, placed.result
     if output is not None and result.placed:  # no placement, no file (exit 3 or 4 says why)
         write_solution(output, problem, result)
@@ -72,7 +75,7 @@ def place(
         if greedy is None and mode == PlacementMode.EXACT and problem.n:  # large flat problems skip the mirror
             from placer.placement.greedy import greedy_place
 
-            greedy = greedy_place(problem).describe()
+            greedy = greedy_place(problem, deadline=deadline).describe()
         if greedy:
             typer.echo(f"production allocator: {greedy}")
         if output is not None and result.placed:

@@ -17,10 +17,10 @@ import typer
 from placer.capture import read_capture
 from placer.cli import options
 from placer.errors import InputError
-from placer.fileio import check_output
+from placer.fileio import check_output, check_output_dir
 from placer.machine import load_machine
 from placer.progress import install, task
-from placer.units import format_size, parse_size
+from placer.units import format_size, size_option
 
 
 def _need_extra() -> None:
@@ -59,11 +59,10 @@ def report(
 
     started = time.perf_counter()
     output = check_output(output, "-o", inputs=(capture, *(plans or []), compare))
+    if png is not None:
+        check_output_dir(png, "--png")  # before the page is written, not after
     mach = load_machine(machine)
-    try:
-        table_budget = parse_size(budget) if budget else None
-    except ValueError as exc:
-        raise InputError(str(exc), where="--budget") from None
+    table_budget = size_option(budget, "--budget") if budget is not None else None
     cap = read_capture(capture)
     data = gather(cap, mach, list(plans or []), table_budget, compare)
     if tile is not None and not 0 <= tile < data.tiles:

@@ -31,20 +31,22 @@ def sweep(
                                 "production rule against CP-SAT at every budget, and every job (needs the report "
                                 "extra)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No line per finished job."),
+    yes: bool = typer.Option(False, "--yes", help="Run a sweep of more than 1,000 jobs (never more than 100,000)."),
 ) -> None:
     """Run a sweep of relay-selection jobs (on Ray, or --serial) and write one combined table.
 
     Exit codes: 0 every job ran and the validator agrees with every plan's fit; 1 a job failed or a plan's
-    verdict disagrees; 2 a malformed sweep file.
+    verdict disagrees; 2 a malformed sweep file, or more than 1,000 jobs without --yes.
     """
     from placer.sweep.runner import run_sweep
-    from placer.sweep.spec import load_spec
+    from placer.sweep.spec import check_job_count, load_spec
 
     if serial and address is not None:
         from placer.errors import InputError
 
         raise InputError("--serial runs without Ray; drop --address (or --serial)")
     parsed = load_spec(spec)
+    count = check_job_count(parsed, confirmed=yes)
     from placer.sweep.results import check_output_dir
 
     check_output_dir(output)  # before any line is printed or any job runs
@@ -59,8 +61,7 @@ def sweep(
         if show:
             typer.echo(f"{time.strftime(TIMESTAMP)} {line}" if stamp else line, err=True)
 
-    jobs = parsed.jobs()
-    say(f"{spec}: {len(jobs)} jobs over {len(parsed.workloads)} workload(s), modes "
+    say(f"{spec}: {count} jobs over {len(parsed.workloads)} workload(s), modes "
         f"{', '.join(parsed.modes)}; CP-SAT {parsed.config.workers} worker(s) and {parsed.config.time_limit:g} s "
         f"per job, {'serial' if serial else 'on Ray'}")
     run = run_sweep(parsed, output, use_ray=not serial, address=address, report=say)

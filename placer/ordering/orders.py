@@ -97,9 +97,10 @@ def parse_orders(doc: Any, path: str) -> tuple[str, str, list[PhaseOrder]]:
         if not isinstance(method, str):
             raise bad(f"{where}.method", "a string", method)
         order = p.get("order")
-        if not isinstance(order, list) or any(isinstance(v, bool) or not isinstance(v, int) for v in order):
+        if not isinstance(order, list) or any(isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 1 << 62
+                                              for v in order):
             raise bad(f"{where}.order", "a list of transfer indices", order if not isinstance(order, list)
-                      else "a list with a non-integer")
+                      else "a list with a non-integer or a negative or huge index")
         arr = np.asarray(order, dtype=np.int64) if order else np.zeros(0, np.int64)
         out.append(PhaseOrder(int(p["phase"]), arr, int(p["horizon"]), int(p["lower_bound"]), method))
     return digests[0], digests[1], out

@@ -55,9 +55,14 @@ constexpr i64 kInf = std::numeric_limits<i64>::max() / 4;
 // The failed-state table never grows beyond this many entries (32 bytes each): it only saves work, so once full
 // it is emptied and refilled.
 constexpr size_t kMemoMaxEntries = size_t(1) << 23;
+// The path's state grows with the depth a search reaches (each depth keeps the unplaced buffers' order, about
+// n - depth entries, and nested parts keep their buffers), so with tens of thousands of buffers it would grow for
+// as long as the search runs: 3.8 GB after 30 s at 20,000. Past this many entries (about 16 bytes each: 1 GiB,
+// shared by a portfolio's searches) the search stops and says so, as it does at its time limit.
+constexpr size_t kFrameMaxEntries = size_t(1) << 26;
 constexpr int kStaggerMs = 5;  // a portfolio's second worker starts after this (see py_search)
 
-enum Status { FOUND, NOTFOUND, ABORTED, TIMEOUT };
+enum Status { FOUND, NOTFOUND, ABORTED, TIMEOUT, MEMORY };
 
 inline u64 mix64(u64 x) {  // splitmix64's finaliser: a bijection with good avalanche
   x += 0x9e3779b97f4a7c15ULL;
@@ -235,6 +240,7 @@ class Search {
   std::atomic<i64> published_nodes_{0};  // nodes_, as the calling thread may read it
   std::function<bool()>* tick_ = nullptr;  // set on the search the calling thread runs itself
   size_t memo_entries_ = kMemoMaxEntries;
+  size_t entry_ceiling_ = kFrameMaxEntries;  // the path's entries at most (a portfolio shares kFrameMaxEntries)
   u64 seed_ = 0;
 
  private:
@@ -279,6 +285,8 @@ class Search {
 
   Status run(const std::string& h, Memo* memo, i64 limit) {
     heuristic_ = h;
+    check_mask_ = 1023;
+    while (check_mask_ > 0 && (check_mask_ + 1) * i64(n_) > (i64(1) << 14)) check_mask_ >>= 1;
     memo_ = memo;
     budget_ = limit;
     total_ = total0_;
@@ -395,7 +403,11 @@ class Search {
       order.reserve(pre.size());
       for (size_t k = 0; k < pre.size(); ++k) order.emplace_back(minoff_[pre[k]], int(k));
       std::sort(order.begin(), order.end());
-      result = search(order, 0, 0);
+      // a part's buffers live on the path until it is solved, and parts nest: counted against the ceiling
+      const size_t held = sub.capacity() + pre.capacity() + 2 * order.capacity();
+      part_entries_ += held;
+      result = held_entries() > entry_ceiling_ ? MEMORY : search(order, 0, 0);
+      part_entries_ -= held;
     }
     part_ = saved;
     h1_ = sh1;
@@ -534,6 +546,9 @@ class Search {
     return true;
   }
 
+  // What the path holds, in 16-byte entries: the frames' orders, the nested parts, the undo trail.
+  size_t held_entries() const { return frame_entries_ + part_entries_ + trail_.capacity(); }
+
   // Per-depth scratch space, so that a node allocates nothing once the search has warmed up.
   struct Frame {
     std::vector<std::pair<i64, int>> order;  // (minoff, preorder index) of the unplaced buffers, sorted
@@ -542,8 +557,11 @@ class Search {
   Status search(const std::vector<std::pair<i64, int>>& parent_order, i64 min_offset, i64 min_pidx) {
     ++nodes_;
     if (--budget_ < 0) return ABORTED;
-    if ((nodes_ & 1023) == 0 && out_of_time()) return TIMEOUT;
-    if (depth_ == frames_.size()) frames_.emplace_back();
+    if ((nodes_ & check_mask_) == 0 && out_of_time()) return TIMEOUT;
+    if (depth_ == frames_.size()) {
+      if (held_entries() > entry_ceiling_) return MEMORY;
+      frames_.emplace_back();
+    }
     Frame& f = frames_[depth_];
     ++depth_;
     const Status st = search_node(f, parent_order, min_offset, min_pidx);
@@ -556,6 +574,7 @@ class Search {
     const std::vector<int>& pre = *part_.pre;
     // the parent's order minus the placed buffers, re-keyed and re-sorted (nearly sorted: insertion sort)
     auto& order = f.order;
+    const size_t capacity = order.capacity();
     order.clear();
     for (const auto& [m, q] : parent_order) {
       const int i = pre[q];
@@ -569,6 +588,7 @@ class Search {
       }
       order[k] = item;
     }
+    frame_entries_ += order.capacity() - capacity;  // counted before going deeper: a frame's vector only grows
     if (order.empty()) {
       for (int i : *part_.buffers) sol_[i] = off_[i];
       return FOUND;
@@ -600,9 +620,16 @@ class Search {
         const int j = sec_mem_[k];
         if (off_[j] >= 0) continue;
         const i64 m = minoff_[j];
-        if (m > o) other = m <= R_[s];
-        else if (m == o && pidx_[j] >= p) level = j, ++count;
-        else other = next_legal(j, o + 1) <= R_[s];
+        if (m > o) {
+          other = m <= R_[s];
+        } else if (m == o && pidx_[j] >= p) {
+          level = j, ++count;
+          // it may also be the section's lowest above the level, raised there by a buffer placed at the level in
+          // another section (a placement that must not be cut off: found by brute force on 4 buffers)
+          other = next_legal(j, o + 1) <= R_[s];
+        } else {
+          other = next_legal(j, o + 1) <= R_[s];
+        }
       }
       if (other || count >= 2) continue;
       if (count == 0) return -1;
@@ -715,6 +742,11 @@ class Search {
   u64 h1_ = 0, h2_ = 0;
   std::deque<Frame> frames_;  // a deque: growing it keeps references to the shallower frames valid
   size_t depth_ = 0;
+  size_t frame_entries_ = 0;  // entries reserved by every frame's order
+  size_t part_entries_ = 0;  // entries held by the parts on the path (solve_partitions)
+  // the clock is read every check_mask_ + 1 nodes: 1,024 on up to 16 buffers, about 16,384 / n above (a node
+  // walks the unplaced buffers and sections: with 20,000 buffers 1,024 nodes took 2.6 s past a 0.25 s limit)
+  i64 check_mask_ = 1023;
   i64 budget_ = 0;
   std::deque<Memo> memos_;
   Memo* memo_ = nullptr;
@@ -907,6 +939,7 @@ PyObject* py_search(PyObject*, PyObject* args) {
     searches.push_back(std::make_unique<Search>(size, lo, hi, align, capacity, sections, life, g));
     searches.back()->seed_ = u64(seed) + k;
     searches.back()->memo_entries_ = kMemoMaxEntries / K;
+    searches.back()->entry_ceiling_ = kFrameMaxEntries / K;
   }
   std::atomic<bool> stop{false};
   std::mutex mu;
@@ -976,7 +1009,9 @@ PyObject* py_search(PyObject*, PyObject* args) {
     return Py_BuildValue("iNLs", 0, offsets, nodes, answered[winner].c_str());
   }
   if (winner >= 0) return Py_BuildValue("iOLs", 1, Py_None, nodes, answered[winner].c_str());
-  return Py_BuildValue("iOLO", 2, Py_None, nodes, Py_None);
+  // no answer: the time limit, or (code 3) a search's path scratch reached its memory ceiling
+  const bool memory = std::any_of(results.begin(), results.end(), [](Status r) { return r == MEMORY; });
+  return Py_BuildValue("iOLO", memory ? 3 : 2, Py_None, nodes, Py_None);
 }
 
 PyMethodDef kMethods[] = {

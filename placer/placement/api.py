@@ -115,8 +115,10 @@ def _flat_exact(problem: PlacementProblem, params: SolverParams, t0: float, dead
         return PlacementResult(Status.INFEASIBLE, None, "canonical", time.perf_counter() - t0,
                                reason=f"exhaustive canonical search ({out.nodes:,} nodes) found no placement",
                                nodes=out.nodes, greedy=greedy, bound=bound, search_cpu=out.cpu)
-    return PlacementResult(Status.UNKNOWN, None, "canonical", time.perf_counter() - t0,
-                           reason=f"time limit after {out.nodes:,} nodes", nodes=out.nodes, greedy=greedy, bound=bound)
+    reason = (f"the search stopped at its memory ceiling (1 GiB of path state) after {out.nodes:,} nodes"
+              if out.memory_full else f"time limit after {out.nodes:,} nodes")
+    return PlacementResult(Status.UNKNOWN, None, "canonical", time.perf_counter() - t0, reason=reason,
+                           nodes=out.nodes, greedy=greedy, bound=bound)
 
 
 PROBE_SECONDS = 0.1
@@ -167,11 +169,13 @@ def solve_placement(
     *,
     mode: Mode = "exact",
     progress: StageProgress | None = None,
+    deadline: float | None = None,
 ) -> PlacementResult:
-    """Place every request of ``problem`` or prove that it cannot be done, within ``params.time_limit``."""
+    """Place every request of ``problem`` or prove that it cannot be done, within ``params.time_limit`` (and by
+    ``deadline``, a ``time.perf_counter`` value, when given: the command's own limit, counted from its start)."""
     params = params or SolverParams()
     t0 = time.perf_counter()
-    deadline = t0 + params.time_limit
+    deadline = min(t0 + params.time_limit, deadline if deadline is not None else t0 + params.time_limit)
     flat = problem.is_flat and problem.n > 0
     bound = _bound(problem) if flat else None
     if flat and bound is not None and bound > problem.ranges[0][1]:
@@ -208,7 +212,7 @@ def solve_placement(
             if time.perf_counter() >= deadline:
                 return probe  # the probe had the whole limit: starting the search again would only overrun it
         return _flat_exact(problem, params, t0, deadline, progress, None, bound)
-    g = greedy_place(problem)
+    g = greedy_place(problem, deadline=deadline)
     if g.addresses is not None:
         return _placed(problem, g.addresses, f"greedy-{g.phase}", t0, greedy=g.describe())
     proof = None if flat else infeasibility_proof(problem)  # flat: the peak bound above already passed

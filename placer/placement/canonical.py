@@ -85,6 +85,7 @@ class CanonicalOutcome:
     runtime: float
     heuristic: str | None = None
     cpu: float = 0.0  # CPU seconds of the search that answered (its critical path, whatever the machine load)
+    memory_full: bool = False  # no answer because the search's path reached its memory ceiling (1 GiB)
 
 
 class _Timeout(Exception):
@@ -201,9 +202,9 @@ class CanonicalSearch:
             self.size, self.lifetimes, self.slo, self.shi, self.align, self.capacity, self.S,
             [list(share) for share in shares], time_limit, progress, None, seed)
         self.nodes = nodes
-        status = ("placed", "infeasible", "unknown")[code]
+        status = ("placed", "infeasible", "unknown", "unknown")[code]
         return CanonicalOutcome(status, offsets, nodes, time.perf_counter() - start, heuristic,
-                                time.process_time() - cpu0)
+                                time.process_time() - cpu0, memory_full=code == 3)
 
     def _reset(self, heuristic: str) -> None:
         n = self.n

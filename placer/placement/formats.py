@@ -29,6 +29,7 @@ from placer.placement.model import (
     PlacementProblem,
     Request,
 )
+from placer.units import MAX_ADDRESS, size_option
 
 _CLASSES = {c.value: c for c in MemoryClass} | {
     "standard": MemoryClass.STANDARD,
@@ -49,7 +50,7 @@ def read_problem(path: str | Path, *, capacity: int | None = None) -> PlacementP
 
 
 # ------------------------------------------------------------------------------------------------------- dump
-def _int(value: Any, path: str, where: str, *, minimum: int = 0, maximum: int | None = 2**32) -> int:
+def _int(value: Any, path: str, where: str, *, minimum: int = 0, maximum: int | None = MAX_ADDRESS) -> int:
     # the default maximum: a 32-bit tile's addresses and sizes (larger values would overflow the engines' int64
     # arithmetic in places, and are nonsense for one tile)
     if isinstance(value, bool) or not isinstance(value, int):
@@ -64,6 +65,15 @@ def _pair(value: Any, path: str, where: str) -> tuple[int, int]:
     if not isinstance(value, list | tuple) or len(value) != 2:
         raise InputError(f"expected a pair [a, b], got {value!r}", path=path, where=where)
     return _int(value[0], path, f"{where}[0]"), _int(value[1], path, f"{where}[1]")
+
+
+def _list(value: Any, path: str, where: str) -> list[Any]:
+    """An optional list field: absent or null is empty; anything else but a list is refused."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InputError(f"expected a list, got {value!r}"[:120], path=path, where=where)
+    return value
 
 
 def parse_dump(data: Any, path: str) -> PlacementProblem:
@@ -86,7 +96,7 @@ def parse_dump(data: Any, path: str) -> PlacementProblem:
     if not isinstance(data["requests"], list):
         raise InputError(f"expected a list, got {type(data['requests']).__name__}", path=path, where="requests")
     requests = tuple(_request(r, path, f"requests[{i}]") for i, r in enumerate(data["requests"]))
-    fixed = tuple(_fixed(f, path, f"fixed[{k}]") for k, f in enumerate(data.get("fixed") or []))
+    fixed = tuple(_fixed(f, path, f"fixed[{k}]") for k, f in enumerate(_list(data.get("fixed"), path, "fixed")))
     host = data.get("host_scratch_range", HOST_SCRATCH)
     host_range = None if host is None else _pair(host, path, "host_scratch_range")
     tile = data.get("tile")
@@ -128,11 +138,10 @@ def _request(r: Any, path: str, where: str) -> Request:
     alignment = _int(r["alignment"], path, f"{where}.alignment", minimum=1)
     if alignment & (alignment - 1):
         raise InputError(f"alignment must be a power of two, got {alignment}", path=path, where=f"{where}.alignment")
-    aliases = tuple(_pair(a, path, f"{where}.assignments[{k}]") for k, a in enumerate(r.get("assignments") or []))
+    aliases = tuple(_pair(a, path, f"{where}.assignments[{k}]") for k, a in enumerate(
+        _list(r.get("assignments"), path, f"{where}.assignments")))
     # root ids are opaque 64-bit handles
-    conflicts_raw = r.get("conflicts") or []
-    if not isinstance(conflicts_raw, list):
-        raise InputError(f"expected a list of root ids, got {conflicts_raw!r}", path=path, where=f"{where}.conflicts")
+    conflicts_raw = _list(r.get("conflicts"), path, f"{where}.conflicts")
     conflicts = tuple(_int(c, path, f"{where}.conflicts[{k}]", maximum=2**63 - 1) for k, c in enumerate(conflicts_raw))
     stride = r.get("region1_stride")
     return Request(
@@ -170,7 +179,10 @@ _MM_COLUMNS = ("id", "lower", "upper", "size")
 
 def capacity_from_name(path: str) -> int | None:
     m = _CAPACITY_IN_NAME.search(Path(path).name)
-    return int(m.group(1)) if m else None
+    if m is None:
+        return None
+    # the same check and limit as --capacity: a name is an input like any other
+    return size_option(m.group(1)[:40], "capacity (from the file name)", maximum=MAX_ADDRESS, path=path)
 
 
 def parse_minimalloc_csv(text: str, path: str, *, capacity: int | None = None) -> PlacementProblem:
@@ -181,7 +193,11 @@ def parse_minimalloc_csv(text: str, path: str, *, capacity: int | None = None) -
     if capacity <= 0:
         raise InputError(f"capacity must be positive, got {capacity}", path=path, where="capacity")
     reader = csv.reader(io.StringIO(text))
-    rows = [row for row in reader if row and any(cell.strip() for cell in row)]
+    try:
+        rows = [row for row in reader if row and any(cell.strip() for cell in row)]
+    except csv.Error as exc:  # a lone carriage return, a field past the csv module's size limit
+        raise InputError(f"not a CSV file the reader accepts ({exc})", path=path,
+                         where=f"line {reader.line_num}") from None
     if not rows:
         raise InputError("empty file: expected a header id,lower,upper,size", path=path)
     header = [h.strip() for h in rows[0]]
@@ -208,11 +224,17 @@ def parse_minimalloc_csv(text: str, path: str, *, capacity: int | None = None) -
 
         def num(name: str, row: list[str] = row, lineno: int = lineno) -> int:
             cell = row[col[name]].strip()
+            if len(cell) > 40:
+                raise InputError(f"{name} {cell[:40]!r}… is far too long for a number", path=path,
+                                 where=f"line {lineno}")
             try:
                 value = int(cell)
             except ValueError:
                 raise InputError(f"{name} must be an integer, got {cell!r}", path=path,
                                  where=f"line {lineno}") from None
+            if abs(value) > MAX_ADDRESS:
+                raise InputError(f"{name} must be at most {MAX_ADDRESS:,} (a 32-bit tile), got {value:,}", path=path,
+                                 where=f"line {lineno}")
             return value
 
         bid = row[col["id"]].strip()
@@ -220,8 +242,6 @@ def parse_minimalloc_csv(text: str, path: str, *, capacity: int | None = None) -
             raise InputError(f"id {bid!r} already on line {seen[bid]}", path=path, where=f"line {lineno}")
         seen[bid] = lineno
         lower, upper, size = num("lower"), num("upper"), num("size")
-        if max(abs(lower), abs(upper), abs(size)) >= 2**62:
-            raise InputError(f"value out of range in {','.join(row)}", path=path, where=f"line {lineno} (id {bid})")
         alignment = num("alignment") if "alignment" in col else 1
         if lower < 0 or upper <= lower:
             raise InputError(f"lifetime [lower, upper) must be non-empty, got [{lower}, {upper})", path=path,

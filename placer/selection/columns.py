@@ -33,7 +33,14 @@ from placer.progress import task
 from placer.selection.cpsat import PhaseFixed
 from placer.selection.plan import Plan, RelayChoice
 from placer.selection.problem import SelectionProblem
-from placer.selection.timing import PhaseFigures, direct_timings, load_solvers, other_bounds, phase_figures
+from placer.selection.timing import (
+    PhaseFigures,
+    direct_timings,
+    in_time,
+    load_solvers,
+    other_bounds,
+    phase_figures,
+)
 from placer.solver import SolveResult, SolverParams, Status, run
 from placer.threads import ordered_map
 
@@ -81,12 +88,13 @@ class Pool:
     problem: SelectionProblem
     ids: list[int]
     workers: int = 1
+    until: float | None = None  # perf_counter time after which no measurement starts (OutOfTime)
     columns: list[list[Column]] = field(default_factory=list)
     _index: list[dict[tuple, int]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         problem = self.problem
-        timings = direct_timings(problem, self.ids, self.workers)
+        timings = direct_timings(problem, self.ids, self.workers, self.until)
         for pid in self.ids:
             fx = fixed_of(problem, problem.capture.phase_by_id(pid), [])
             self.columns.append([Column([], fx, timings[pid].figures, "direct")])
@@ -137,7 +145,7 @@ class Pool:
             load_solvers()
             items = list(todo.items())
             with task(f"measure {len(items)} phase configuration(s) ({source})"):
-                measured = list(ordered_map(measure, items, self.workers))
+                measured = list(ordered_map(in_time(measure, self.until), items, self.workers))
             for ((k, key), _relays), col in zip(items, measured, strict=True):
                 self._index[k][key] = len(self.columns[k])
                 self.columns[k].append(col)
@@ -178,7 +186,7 @@ class Pool:
         """A choice's scheduled figures over the whole program."""
         bound, b1024 = self.figures(choice)
         direct_bound, direct = self.figures(self.direct())
-        other = other_bounds(self.problem, self.ids, self.workers)
+        other = other_bounds(self.problem, self.ids, self.workers, self.until)
         return Scheduled(other + bound, b1024 - direct, other + direct_bound,
                          {pid: self.columns[k][c].figures for k, (pid, c) in enumerate(zip(self.ids, choice,
                                                                                            strict=True))},

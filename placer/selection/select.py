@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -31,7 +32,7 @@ from placer.selection.greedy import Decision, budget_plan, greedy_plan
 from placer.selection.plan import Plan
 from placer.selection.problem import SelectionProblem, bucket_hosts, build_problem, selection_scans
 from placer.selection.realise import realise
-from placer.selection.timing import direct_timings, other_bounds, relay_free_bound, schedule_caps
+from placer.selection.timing import OutOfTime, direct_timings, other_bounds, relay_free_bound, schedule_caps
 from placer.solver import Cutoff, Deadline, SolveResult, SolverParams, Status
 from placer.units import ceil_div, format_size
 
@@ -236,13 +237,19 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     g_obj = plan_objectives(capture, greedy)
     costing = time.perf_counter() - costed  # what costing one more plan takes
     t = deadline.mark("production rule", t)
+    # no measurement starts after the search's end: what is unmeasured then is reported so (UNMEASURED)
+    until = deadline.start + (SEARCH_END * deadline.seconds if search_end is None else search_end)
     if mode == "greedy":
         light = prepared.problem if prepared is not None else SelectionProblem(
             capture, machine, program_tiles(capture, machine), table_budget, fragment_limit, scans, direct)
-        [(g_obj, scheduled)] = measure_plans(light, decisions, [(greedy, "production rule")], params.workers)
+        scheduled: Scheduled | None = None
+        with contextlib.suppress(OutOfTime):
+            [(g_obj, scheduled)] = measure_plans(light, decisions, [(greedy, "production rule")], params.workers,
+                                                 until)
         return Outcome(plan=greedy, objectives=g_obj, greedy=greedy, greedy_objectives=g_obj, decisions=decisions,
                        status=Status.UNKNOWN, staged=None, source="greedy", runtime=time.perf_counter() - start,
-                       scans=scans, scheduled=scheduled, greedy_scheduled=scheduled)
+                       scans=scans, scheduled=scheduled, greedy_scheduled=scheduled,
+                       note="" if scheduled is not None else UNMEASURED)
     est = estimate_order(order)
     if deadline.elapsed() >= (SEARCH_END * deadline.seconds if search_end is None else search_end):
         # no time to search; a sweep's smaller budgets may have found a better plan that fits this one too (the
@@ -256,11 +263,14 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
         what = "the production rule's plan" if source == "greedy" else "the plan of a smaller budget"
         light = prepared.problem if prepared is not None else SelectionProblem(
             capture, machine, program_tiles(capture, machine), table_budget, fragment_limit, scans, direct)
-        (k_obj, k_sched), (g_obj, g_sched) = measure_plans(light, decisions, [(kept, source), (greedy, "rule")],
-                                                           params.workers)
+        k_sched = g_sched = None
+        with contextlib.suppress(OutOfTime):
+            (k_obj, k_sched), (g_obj, g_sched) = measure_plans(light, decisions, [(kept, source), (greedy, "rule")],
+                                                               params.workers, until)
         return Outcome(plan=kept, objectives=k_obj, greedy=greedy, greedy_objectives=g_obj, decisions=decisions,
                        status=Status.UNKNOWN, staged=StagedResult(None, [], {}), source=source,
-                       note=f"the time limit was reached before the search could start: {what} is kept",
+                       note=f"the time limit was reached before the search could start: {what} is kept"
+                       + ("" if k_sched is not None else f"; {UNMEASURED}"),
                        runtime=time.perf_counter() - start, scans=scans, backstop=True, scheduled=k_sched,
                        greedy_scheduled=g_sched)
     if prepared is not None:
@@ -319,8 +329,11 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     proof = irreducible_tiles(problem)
     if proof:
         # some tile stays over budget whatever is chosen: proved without search
-        (best_obj, b_sched), (g_obj, g_sched) = measure_plans(problem, decisions, [(best_plan, source),
-                                                                                   (greedy, "rule")], params.workers)
+        b_sched = g_sched = None
+        with contextlib.suppress(OutOfTime):
+            (best_obj, b_sched), (g_obj, g_sched) = measure_plans(problem, decisions, [(best_plan, source),
+                                                                                       (greedy, "rule")],
+                                                                  params.workers, until)
         return Outcome(plan=best_plan, objectives=best_obj, greedy=greedy, greedy_objectives=g_obj,
                        decisions=decisions, status=Status.INFEASIBLE, staged=None, source=source,
                        note="proved infeasible by a per-tile lower bound (every group touching the tile at its best "
@@ -363,6 +376,8 @@ SLACKS = (0.0, 0.02, 0.05, 0.1)  # the schedule-true construction's targets: eac
 # 3,000 rounds took 18 s of the search for no better combination than this many
 SCHEDULED_ROUNDS = 200
 COMBINE_SECONDS = 5.0  # the combination's share of the search (a multiple-choice model: about a second)
+UNMEASURED = ("the time limit was reached before the plan's scheduled cycles were measured: its cycles are the "
+              "estimate's only (a longer --time-limit measures them)")
 
 
 
@@ -371,11 +386,11 @@ def rule_phases(decisions: list[Decision]) -> list[int]:
 
 
 def measure_plans(problem: SelectionProblem, decisions: list[Decision], plans: list[tuple[Plan, str]],
-                  workers: int) -> list[tuple[Objectives, Scheduled]]:
+                  workers: int, until: float | None = None) -> list[tuple[Objectives, Scheduled]]:
     """Each plan's exact objectives, scheduled cycles included (measured over the phases any of them relays and
-    the rule's)."""
+    the rule's); :class:`OutOfTime` when the clock passes ``until`` first."""
     ids = sorted(set(rule_phases(decisions)) | {r.group.phase for plan, _ in plans for r in plan.relays})
-    pool = Pool(problem, ids, workers)
+    pool = Pool(problem, ids, workers, until)
     return [measure(pool, pool.add(plan, name)) for plan, name in plans]
 
 
@@ -396,25 +411,37 @@ def _scheduled(capture: Capture, problem: SelectionProblem, params: SolverParams
     each of ``SLACKS``, then combine them (``columns.combine``) under the cycle caps when cycles come first."""
     workers = params.workers
     ids = sorted({pd.phase.phase for pd in problem.phases} | set(rule_phases(decisions)))
-    pool = Pool(problem, ids, workers)
-    rule_choice = pool.add(greedy, "production rule")
-    for plan, name in plans:
-        pool.add(plan, name)
+    until = clock.deadline.start + clock.end
+    try:
+        # what every choice needs: the direct phases, the rule's configurations, the unchanged phases' bounds
+        pool = Pool(problem, ids, workers, until)
+        rule_choice = pool.add(greedy, "production rule")
+        other = other_bounds(problem, ids, workers, until)
+    except OutOfTime:
+        return _unmeasured(capture, problem, order, plans, greedy, g_obj, decisions, start, scans, clock, searched)
     cut = False
+    try:
+        for plan, name in plans:
+            pool.add(plan, name)
+    except OutOfTime:
+        cut = True
     last = 0.0  # wall seconds the previous construction and its measurement took: the next is skipped if it
     # would run past the search's end (less the combination's share)
     for name, build in scheduled_constructions(problem, clock):
-        if clock.wall_left() - COMBINE_SECONDS <= last:
+        if cut or clock.wall_left() - COMBINE_SECONDS <= last:
             cut = True
             break
         began = time.perf_counter()
         plan, fired = build()
         cut |= fired
-        pool.add(Plan(plan.mode, problem.machine, problem.table_budget, problem.fragment_limit, plan.relays), name)
+        try:
+            pool.add(Plan(plan.mode, problem.machine, problem.table_budget, problem.fragment_limit, plan.relays),
+                     name)
+        except OutOfTime:
+            cut = True
         last = time.perf_counter() - began
     direct_bound, direct_b = pool.figures(pool.direct())
     rule_bound, rule_b = pool.figures(rule_choice)
-    other = other_bounds(problem, ids, workers)
     if order[0] == "cycles":
         cap = Caps(bound=max(rule_bound, direct_bound) + int(cycle_slack * (other + direct_bound)), b1024=rule_b)
         stages = (order[1], "cycles", *order[2:]) if len(order) > 1 else ("table", "cycles")
@@ -422,7 +449,7 @@ def _scheduled(capture: Capture, problem: SelectionProblem, params: SolverParams
         cap = Caps()
         stages = order
     with task(f"combine {pool.size()} measured phase configurations"):
-        comb = combine(pool, cap, replace(params, time_limit=max(1.0, min(COMBINE_SECONDS, clock.wall_left()))),
+        comb = combine(pool, cap, replace(params, time_limit=max(0.2, min(COMBINE_SECONDS, clock.wall_left()))),
                        stages,
                        start=rule_choice)
     choice = comb.choice if comb is not None else rule_choice
@@ -468,6 +495,25 @@ def _scheduled(capture: Capture, problem: SelectionProblem, params: SolverParams
                    problem=problem, scans=scans, irreducible=irreducible, work=clock.spent, work_budget=clock.work,
                    backstop=clock.backstop or cut, scheduled=sched, greedy_scheduled=g_sched, caps=held, pool=pool,
                    greedy_choice=rule_choice)
+
+
+def _unmeasured(capture: Capture, problem: SelectionProblem, order: tuple[str, ...], plans: list[tuple[Plan, str]],
+                greedy: Plan, g_obj: Objectives, decisions: list[Decision], start: float, scans: list[GroupScan],
+                clock: SearchClock, searched: Outcome | None) -> Outcome:
+    """The time limit passed before even the production rule's plan was measured: with cycles first the rule's
+    plan is kept when it fits (its schedule is the rule's by definition), otherwise the estimate's best plan; the
+    cycles are reported unmeasured (0, no schedule)."""
+    best_plan, source = plans[0]
+    if order[0] == "cycles" and g_obj.fits:
+        plan, obj, source = greedy, g_obj, "production rule"
+    else:
+        plan, obj = best_plan, plan_objectives(capture, best_plan)
+        if obj.key(estimate_order(order)) > g_obj.key(estimate_order(order)):
+            plan, obj, source = greedy, g_obj, "production rule"
+    return Outcome(plan=plan, objectives=obj, greedy=greedy, greedy_objectives=g_obj, decisions=decisions,
+                   status=Status.UNKNOWN, staged=searched.staged if searched is not None else None, source=source,
+                   note=UNMEASURED, rounds=0, runtime=time.perf_counter() - start, problem=problem, scans=scans,
+                   work=clock.spent, work_budget=clock.work, backstop=True)
 
 
 def scheduled_constructions(problem: SelectionProblem, clock: SearchClock

@@ -31,8 +31,10 @@ target lowered by the excess and is chosen again (``placer.selection.select``).
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -82,6 +84,27 @@ def load_solvers() -> None:
     assert pywraplp.Solver is not None
 
 
+class OutOfTime(Exception):
+    """The command's clock passed ``until`` before a measurement started: the caller keeps what it has."""
+
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def in_time(fn: Callable[[T], R], until: float | None) -> Callable[[T], R]:
+    """``fn``, refusing to start once ``time.perf_counter()`` has passed ``until`` (None: no limit). One phase's
+    measurement takes well under a second on the largest captures, so a command overruns by at most that."""
+    if until is None:
+        return fn
+
+    def run(x: T) -> R:
+        if time.perf_counter() > until:
+            raise OutOfTime
+        return fn(x)
+    return run
+
+
 def phase_figures(phase: Phase, machine: Machine, tiles: int) -> PhaseFigures:
     """The lower bound and the B1024 horizon of one phase."""
     return _profile(phase, machine, tiles).figures
@@ -98,15 +121,17 @@ def _profile(phase: Phase, machine: Machine, tiles: int) -> PhaseTiming:
     return PhaseTiming(PhaseFigures(prof.bound.best, prof.bound.kind, int(b1024)), prof.port, prof.lane)
 
 
-def direct_timings(problem: SelectionProblem, ids: list[int], workers: int = 1) -> dict[int, PhaseTiming]:
+def direct_timings(problem: SelectionProblem, ids: list[int], workers: int = 1,
+                   until: float | None = None) -> dict[int, PhaseTiming]:
     """The direct figures of the capture's phases ``ids`` (each measured once per prepared problem: they do not
-    depend on the budget)."""
+    depend on the budget); :class:`OutOfTime` once the clock passes ``until``."""
     cache: dict[int, PhaseTiming] = problem.shared.setdefault("timings", {})
     todo = [pid for pid in ids if pid not in cache]
     capture = problem.capture
     load_solvers()
-    for pid, tm in zip(todo, ordered_map(lambda pid: _profile(capture.phase_by_id(pid), problem.machine,
-                                                              problem.tiles), todo, workers), strict=True):
+    for pid, tm in zip(todo, ordered_map(in_time(lambda pid: _profile(capture.phase_by_id(pid), problem.machine,
+                                                                      problem.tiles), until), todo, workers),
+                        strict=True):
         cache[pid] = tm
     return {pid: cache[pid] for pid in ids}
 
@@ -124,7 +149,7 @@ def relay_free_bound(problem: SelectionProblem, phase_id: int) -> int:
     return int(max(port.max(initial=0), tx.max(initial=0)))
 
 
-def other_bounds(problem: SelectionProblem, ids: list[int], workers: int = 1) -> int:
+def other_bounds(problem: SelectionProblem, ids: list[int], workers: int = 1, until: float | None = None) -> int:
     """Σ of the direct lower bound (times Repeat iterations) of every phase but ``ids``: the part of every plan's
     program-wide Σ lower bound that no plan changes (each phase's bound computed once per prepared problem)."""
     cache: dict[int, int] = problem.shared.setdefault("bounds", {})
@@ -132,8 +157,8 @@ def other_bounds(problem: SelectionProblem, ids: list[int], workers: int = 1) ->
     rest = [p for p in capture.phases if p.phase not in set(ids)]
     todo = [p for p in rest if p.phase not in cache]
     load_solvers()
-    for p, b in zip(todo, ordered_map(lambda p: reference_profile(p, problem.machine, tiles=problem.tiles)
-                                      .bound.best, todo, workers), strict=True):
+    for p, b in zip(todo, ordered_map(in_time(lambda p: reference_profile(p, problem.machine, tiles=problem.tiles)
+                                              .bound.best, until), todo, workers), strict=True):
         cache[p.phase] = int(b)
     return sum(cache[p.phase] * capture.iterations(p.phase) for p in rest)
 

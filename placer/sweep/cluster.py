@@ -51,6 +51,8 @@ def ray_session(address: str | None = None) -> Iterator[Any]:
     target = address if address not in (None, *LOCAL) else os.environ.get("RAY_ADDRESS") or None
     temp = None
     quiet = {"logging_level": logging.ERROR, "log_to_driver": False, "configure_logging": True}
+    if target is not None:
+        reachable(target)
     try:
         if target is not None:
             ray.init(address=target, **quiet)
@@ -81,6 +83,27 @@ def ray_session(address: str | None = None) -> Iterator[Any]:
             shutil.rmtree(temp, ignore_errors=True)
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+CONNECT_SECONDS = 10.0  # how long joining a cluster may take to answer at all (Ray's own retries take minutes)
+
+
+def reachable(address: str, seconds: float = CONNECT_SECONDS) -> None:
+    """Refuse an address nothing answers on: Ray retries an unreachable cluster for minutes (``RAY_ADDRESS=
+    127.0.0.1:1 placer schedule --ray auto`` did not exit within 60 s), so the port is tried first."""
+    import socket
+
+    rest = address.split("://", 1)[-1]
+    host, _, port = rest.rpartition(":")
+    if not host or not port.isdigit():
+        return  # no port to try: Ray's own resolution decides
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=seconds):
+            pass
+    except OSError as exc:
+        why = "no answer" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
+        raise InputError(f"cannot reach the Ray cluster at {address} within {seconds:g} s ({why}); start it with "
+                         "`ray start --head`, or run without Ray", where="--address / RAY_ADDRESS") from None
 
 
 def _terminate(signum: int, frame: Any) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from placer import fileio
 from placer.errors import InputError
 from placer.fileio import atomic_write_bytes, atomic_write_text, json_bytes
 from placer.sweep.jobs import PLAN_FILE, JobOutput
@@ -116,8 +117,7 @@ def write_table(out: Path, spec: SweepSpec, rows: list[dict[str, Any]]) -> None:
 
 
 def check_output_dir(out: Path) -> None:
-    if out.exists() and not out.is_dir():
-        raise InputError("exists and is not a folder", path=str(out))
+    fileio.check_output_dir(out, "-o")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

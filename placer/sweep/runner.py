@@ -18,7 +18,8 @@ from placer.capture.model import Capture
 from placer.machine import Machine, load_machine
 from placer.sweep.jobs import JobOutput, execute_job, failure_line, load_workload
 from placer.sweep.results import check_output_dir, finished, record, table_row, write_table
-from placer.sweep.spec import Job, SweepSpec
+from placer.sweep.spec import Job, SweepSpec, check_job_count
+from placer.workloads.generate import check_memory
 
 Report = Callable[[str], None]
 
@@ -39,6 +40,7 @@ def run_sweep(spec: SweepSpec, out: Path, *, use_ray: bool = True, address: str 
     started = time.perf_counter()
     check_output_dir(out)
     say = report or (lambda _line: None)
+    check_job_count(spec, confirmed=True)  # the library caller has chosen the sweep; only the hard ceiling holds
     machine = load_machine(spec.config.machine)
     run = SweepRun()
     pending: list[Job] = []
@@ -49,6 +51,12 @@ def run_sweep(spec: SweepSpec, out: Path, *, use_ray: bool = True, address: str 
             pending.append(job)
     if run.skipped:
         say(f"{len(run.skipped)} of {len(run.skipped) + len(pending)} jobs already finished (kept)")
+    # the generated workloads go through generate's memory guard before any job starts (a batch that cannot
+    # fit used to fail job after job, after the smaller ones had run)
+    for name in sorted({job.workload for job in pending}):
+        w = spec.workload(name)
+        if w.model is not None:
+            check_memory(w.model, w.batch, where=f"workload {name}")
     if pending:
         done = _Progress(spec, out, run, say, len(pending))
         if use_ray:

@@ -30,16 +30,19 @@ Every malformed value is an :class:`InputError` naming the file, the field and t
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from placer.errors import InputError
-from placer.fileio import read_text
-from placer.units import format_size, parse_size
+from placer.fileio import parse_toml, read_text
+from placer.units import MAX_COUNT, format_size, size_option
 
 MODES = ("greedy", "cpsat")
+# A sweep larger than this is refused unless the user confirms it (`placer sweep --yes`): a typo in a seed range
+# should not queue days of work. HARD_MAX_JOBS is never exceeded: each job is a row held in memory and a folder.
+MAX_JOBS = 1_000
+HARD_MAX_JOBS = 100_000
 # The selection objectives, kept here so reading a sweep file does not import the solver stack (start-up time);
 # tests/sweep checks it equals placer.selection.select.OBJECTIVES.
 OBJECTIVES = ("cycles", "table", "scratch", "relays")
@@ -128,6 +131,12 @@ class SweepSpec:
     seeds: tuple[int, ...]
     config: JobConfig
 
+    def job_count(self) -> int:
+        """How many jobs :meth:`jobs` would list, counted without listing them (a file of a few lines can ask for
+        billions)."""
+        per_budget = ("greedy" in self.modes) + ("cpsat" in self.modes) * len(self.objectives) * len(self.seeds)
+        return sum(len(w.budgets or self.budgets) for w in self.workloads) * per_budget
+
     def jobs(self) -> list[Job]:
         """Every job, in the sweep's fixed order: workload, budget, mode, objective, seed (as the file lists them)."""
         out = []
@@ -144,14 +153,24 @@ class SweepSpec:
         return next(w for w in self.workloads if w.name == name)
 
 
+def check_job_count(spec: SweepSpec, *, confirmed: bool = False) -> int:
+    """The sweep's job count, or :class:`InputError` when it passes :data:`MAX_JOBS` unconfirmed or
+    :data:`HARD_MAX_JOBS` at all."""
+    count = spec.job_count()
+    if count > HARD_MAX_JOBS:
+        raise InputError(f"{count:,} jobs is more than placer runs in one sweep ({HARD_MAX_JOBS:,}); split the "
+                         "sweep file", path=spec.path, where="jobs")
+    if count > MAX_JOBS and not confirmed:
+        raise InputError(f"{count:,} jobs is more than {MAX_JOBS:,}; pass --yes to run them all", path=spec.path,
+                         where="jobs")
+    return count
+
+
 def load_spec(path: str | Path) -> SweepSpec:
     """Read and validate a sweep file; relative paths inside it are taken from the file's folder."""
     p = Path(path)
     text = read_text(p)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"invalid TOML: {exc}", path=str(p)) from None
+    data = parse_toml(text, str(p))
     return spec_from_dict(data, str(p), p.resolve().parent)
 
 
@@ -165,7 +184,8 @@ def spec_from_dict(data: dict[str, Any], where: str, base: Path) -> SweepSpec:
         _list(data, "modes", where, default=list(MODES))))
     objectives = tuple(_objective(v, where, f"objectives[{i}]") for i, v in enumerate(
         _list(data, "objectives", where, default=[",".join(OBJECTIVES)])))
-    seeds = tuple(_int(v, where, f"seeds[{i}]", lo=0) for i, v in enumerate(_list(data, "seeds", where, default=[0])))
+    seeds = tuple(_param("seed", v, where, f"seeds[{i}]") for i, v in enumerate(_list(data, "seeds", where,
+                                                                                         default=[0])))
     for key, values in (("modes", modes), ("objectives", objectives), ("seeds", seeds)):
         _unique(values, where, key)
     config = _config(data, where, base)
@@ -207,9 +227,9 @@ def _config(data: dict[str, Any], where: str, base: Path) -> JobConfig:
         machine=machine,
         fragments=None if fragments is None else _int(fragments, where, "fragments", lo=1),
         local_pack=local_pack,
-        time_limit=_number(solver.get("time_limit", 30.0), where, "solver.time_limit"),
-        workers=_int(solver.get("workers", 1), where, "solver.workers", lo=1),
-        relative_gap=_number(solver.get("relative_gap", 0.0), where, "solver.relative_gap", positive=False),
+        time_limit=float(_param("time_limit", solver.get("time_limit", 30.0), where, "solver.time_limit")),
+        workers=int(_param("workers", solver.get("workers", 1), where, "solver.workers")),
+        relative_gap=float(_param("relative_gap", solver.get("relative_gap", 0.0), where, "solver.relative_gap")),
         deterministic=deterministic,
     )
 
@@ -268,15 +288,8 @@ def _unique(values: tuple[Any, ...], where: str, key: str) -> None:
 
 
 def _budget(value: Any, where: str, at: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, str | int):
-        raise InputError(f"must be a size such as \"80KiB\" or 81920, got {value!r}", path=where, where=at)
-    try:
-        size = parse_size(value)
-    except ValueError as exc:
-        raise InputError(str(exc), path=where, where=at) from None
-    if size <= 0:
-        raise InputError(f"must be positive, got {value!r}", path=where, where=at)
-    return size
+    # the same check and limits as the CLI's --budget, so a sweep cannot start jobs that `placer solve` refuses
+    return size_option(value, at, path=where)
 
 
 def _choice(value: Any, choices: tuple[str, ...], where: str, at: str) -> str:
@@ -294,16 +307,17 @@ def _objective(value: Any, where: str, at: str) -> tuple[str, ...]:
 
 
 def _int(value: Any, where: str, at: str, *, lo: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < lo:
-        raise InputError(f"must be an integer >= {lo}, got {value!r}", path=where, where=at)
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= MAX_COUNT:
+        raise InputError(f"must be an integer in {lo}..{MAX_COUNT:,}, got {value!r}", path=where, where=at)
     return value
 
 
-def _number(value: Any, where: str, at: str, *, positive: bool = True) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 or (positive and value == 0):
-        raise InputError(f"must be a {'positive' if positive else 'non-negative'} number, got {value!r}",
-                         path=where, where=at)
-    return float(value)
+def _param(key: str, value: Any, where: str, at: str) -> Any:
+    """A solver setting, checked by the same rule as ``--params`` and the CLI flags (NaN, infinity, overflow)."""
+    from placer.solver import check_param
+
+    check_param(key, value, where, at)
+    return value
 
 
 def _existing(value: str, base: Path, where: str, at: str) -> str:

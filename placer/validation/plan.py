@@ -133,12 +133,14 @@ class _Fields:
             raise InputError(f"must be a list, got {_show(v)}", path=self.path, where=self._at(name))
         return v
 
-    def int_list(self, name: str, *, lo: builtins.int = 0) -> builtins.list[builtins.int]:  # int, list: methods here
+    def int_list(self, name: str, *, lo: builtins.int = 0,
+                 hi: builtins.int = 2**32) -> builtins.list[builtins.int]:  # int, list: methods here
+        # hi: transfer indices, tiles and addresses all fit 32 bits; larger would overflow the int64 arrays
         v = self.list(name)
         for k, x in enumerate(v):
-            if not _is_int(x) or x < lo:
+            if not _is_int(x) or not lo <= x <= hi:
                 raise InputError(
-                    f"must be an integer >= {lo}, got {_show(x)}",
+                    f"must be an integer in {lo}..{hi:,}, got {_show(x)}",
                     path=self.path,
                     where=f"{self._at(name)}[{k}]",
                 )

@@ -14,6 +14,43 @@ from placer.workloads.spec import ModelSpec, load_model
 DEFAULT_BATCH = 2
 DEFAULT_LAYERS = 1
 
+# Peak memory of generating and writing a capture grows with the traffic: about 650 MiB per image of SigLIP
+# So400m (729 tokens, hidden 1,152, MLP 4,304), 2.4 GB at batch four (docs/workloads.md), above a base.
+PEAK_BYTES_PER_IMAGE = 650 << 20
+PEAK_BYTES_BASE = 300 << 20
+_REFERENCE_WIDTH = 729 * (1152 * 4 + 4304 * 2)  # SigLIP So400m's tokens times its matmuls' widths
+
+
+def memory_needed(spec: ModelSpec, batch: int) -> int:
+    """Bytes generating ``spec`` at ``batch`` images needs at its peak (an estimate, from the whole model: tokens
+    and matmul widths, not only the batch): what ``check_memory`` holds against the machine's free memory."""
+    width = spec.tokens * (spec.hidden * 4 + spec.mlp * 2)
+    return PEAK_BYTES_BASE + batch * PEAK_BYTES_PER_IMAGE * max(width, 1) // _REFERENCE_WIDTH
+
+
+def check_memory(model: str | Path | ModelSpec, batch: int, where: str = "--batch") -> None:
+    """Refuse a workload whose generation would not fit in this machine's free memory, before building it (it
+    used to get the machine's OOM killer involved; a model with ten times the patch grid per side took 3.9 GB
+    before failing)."""
+    spec = model if isinstance(model, ModelSpec) else load_model(model)
+    need = memory_needed(spec, batch)
+    have = available_memory()
+    if have is not None and need > have:
+        raise InputError(f"{spec.name} at batch {batch} needs about {need / 2**30:,.1f} GiB of memory to generate "
+                         f"({spec.tokens:,} tokens per image); {have / 2**30:,.1f} GiB is available", where=where)
+
+
+def available_memory() -> int | None:
+    """MemAvailable from /proc/meminfo (bytes), or None where there is no such file."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        return None
+    return None
+
 
 def generate(model: str | Path | ModelSpec, batch: int = DEFAULT_BATCH, layers: int | None = None,
              machine: str | Path | Machine | None = None, seed: int = 0) -> Capture:

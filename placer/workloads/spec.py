@@ -8,13 +8,13 @@ naming the file, the field and the value.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from placer.errors import InputError
+from placer.fileio import parse_toml, read_text
 from placer.units import ceil_div
 
 MATMULS = ("embed", "qkv", "proj", "mlp_up", "mlp_down", "map_kv")
@@ -108,25 +108,19 @@ def resolve_model_path(name: str | Path) -> tuple[str, str]:
     spec = str(name)
     if spec.endswith(".toml") or "/" in spec or Path(spec).suffix:
         p = Path(spec)
-        if not p.is_file():
+        if not p.exists():
             raise InputError(f"no such model description (bundled models: {', '.join(BUNDLED_MODELS)})", path=spec)
-        try:
-            return p.read_text(), str(p)
-        except OSError as exc:
-            raise InputError(f"cannot read model description ({exc.strerror})", path=str(p)) from None
+        return read_text(p), str(p)
     if spec in BUNDLED_MODELS:
         res = resources.files("placer.models").joinpath(f"{spec}.toml")
-        return res.read_text(), f"models/{spec}.toml"
+        return res.read_text(encoding="utf-8"), f"models/{spec}.toml"  # whatever the locale's encoding
     raise InputError(f"unknown model (bundled: {', '.join(BUNDLED_MODELS)}; or give a path to a .toml)", path=spec)
 
 
 def load_model(name: str | Path) -> ModelSpec:
     """Load and validate a model description by name (``siglip-so400m``) or path."""
     text, where = resolve_model_path(name)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"invalid TOML: {exc}", path=where) from None
+    data = parse_toml(text, where)
     return model_from_dict(data, where)
 
 

@@ -104,7 +104,7 @@ def test_cpsat_placement_is_bounded_by_the_wall_clock(monkeypatch, fixtures):
         seen.append(params)
         return cpsat.SolveResult(Status.UNKNOWN, None, None, 0.0), None
 
-    monkeypatch.setattr(api, "greedy_place", lambda p: GreedyOutcome(None, "failed", 0, (None,) * p.n))
+    monkeypatch.setattr(api, "greedy_place", lambda p, **k: GreedyOutcome(None, "failed", 0, (None,) * p.n))
     monkeypatch.setattr(api, "infeasibility_proof", lambda p: None)
     monkeypatch.setattr(api, "solve_general", lambda *a, **k: None)
     monkeypatch.setattr(api, "edge_search", lambda *a, **k: EdgeOutcome(None, 0, 0.0))

@@ -159,3 +159,17 @@ def test_flat_overflow_proof_is_sound_and_found_whenever_live_bytes_overflow(pro
         assert (proof is not None) == (peak_live_bytes(problem) > problem.capacity)
         if proof is not None:
             assert not brute_force(problem)
+
+
+def test_a_level_buffer_that_may_be_raised_is_not_forced() -> None:
+    """The forced-placement rule once placed r0 at the level because it was the only buffer there of its section,
+    although r1, placed at the level in another section, may raise it within the section's room: order L then
+    claimed "infeasible" where brute force places all four (r1 0, r0 2, r3 8)."""
+    reqs = [(5, 1, 1, 2), (2, 4, 2, 2), (1, 1, 0, 0), (1, 4, 0, 2)]  # bytes, alignment, first, last
+    problem = PlacementProblem(ranges=((0, 9),), requests=tuple(
+        Request(bytes=b, alignment=a, first=f, last=last, aliases=((k, 0),), name=f"r{k}")
+        for k, (b, a, f, last) in enumerate(reqs)), region_boundary=None, host_scratch=None)
+    assert brute_force(problem)
+    for order in ORDERS:
+        out = _build(problem).solve_shares(((order,),), 10, seed=0)
+        assert out.status == "placed" and check_placement(problem, list(out.offsets)) == [], order

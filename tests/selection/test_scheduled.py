@@ -84,3 +84,26 @@ def test_room_in_the_schedule_buys_a_smaller_plan_at_the_same_cycles() -> None:
     assert out.objectives.cycles == out.scheduled.direct_bound  # type: ignore[union-attr]
     tight = relay_capture(groups=3, fragments=40, phases=2, seed=4)
     assert not select(tight, M, 10**5, 16384, params=FAST).plan.relays
+
+
+def test_measuring_stops_at_the_search_end_and_says_so() -> None:
+    """When the clock has passed the search's end before the production rule's plan is measured, the selection
+    keeps the rule's plan (it fits) unmeasured instead of overrunning the time limit (hardening round two)."""
+    import time
+
+    import pytest
+
+    from placer.selection.select import UNMEASURED
+    from placer.selection.timing import OutOfTime, in_time
+    from placer.solver import Deadline
+
+    with pytest.raises(OutOfTime):
+        in_time(lambda x: x, time.perf_counter() - 1)(0)
+    assert in_time(lambda x: x + 1, None)(1) == 2
+    cap = relay_capture(groups=3, fragments=40, phases=2, seed=4, long_words=2000)
+    for mode in ("cpsat", "greedy"):
+        # a clock that started long ago: the search's end is behind it
+        out = select(cap, M, 10**5, 16384, mode=mode, params=FAST,
+                     deadline=Deadline(10, time.perf_counter() - 60))
+        assert out.scheduled is None and UNMEASURED in out.note and out.objectives.cycles == 0
+        assert validate(cap, out.plan.to_json(cap), M).valid == out.objectives.fits

@@ -83,7 +83,17 @@ budgets = ["80KiB"]
     ("budgets = ['80KB']\n[[workloads]]\nname='x'\nmodel='siglip-so400m'\n", "budgets[0]: size '80KB' is ambiguous"),
     ("budgets = [700]\nmodes = ['fast']\n[[workloads]]\nname='x'\nmodel='m'\n", "modes[0]: must be one of greedy"),
     ("budgets = [700]\nobjectives = ['speed']\n[[workloads]]\nname='x'\nmodel='m'\n", "objectives[0]"),
-    ("budgets = [700]\nseeds = [-1]\n[[workloads]]\nname='x'\nmodel='m'\n", "seeds[0]: must be an integer >= 0"),
+    ("budgets = [700]\nseeds = [-1]\n[[workloads]]\nname='x'\nmodel='m'\n", "seeds[0]: must be an integer in 0.."),
+    # the numbers the CLI refuses are refused here too, before any job starts (hardening round two)
+    ("budgets = [700]\nseeds = [9223372036854775807]\n[[workloads]]\nname='x'\nmodel='m'\n", "seeds[0]"),
+    ("budgets = [9223372036854775807]\n[[workloads]]\nname='x'\nmodel='m'\n", "budgets[0]: must be at most"),
+    ("budgets = [0]\n[[workloads]]\nname='x'\nmodel='m'\n", "budgets[0]: must be at least"),
+    ("budgets = [700]\n[solver]\ntime_limit = nan\n[[workloads]]\nname='x'\nmodel='m'\n", "solver.time_limit"),
+    ("budgets = [700]\n[solver]\ntime_limit = inf\n[[workloads]]\nname='x'\nmodel='m'\n", "solver.time_limit"),
+    ("budgets = [700]\n[solver]\nrelative_gap = nan\n[[workloads]]\nname='x'\nmodel='m'\n",
+     "solver.relative_gap"),
+    ("budgets = [700]\n[solver]\nworkers = 100000\n[[workloads]]\nname='x'\nmodel='m'\n", "solver.workers"),
+    ("budgets = [700]\n[[workloads]]\nname='x'\nmodel='m'\nbatch=9223372036854775807\n", "workloads[0].batch"),
     ("budgets = [700, 700]\n[[workloads]]\nname='x'\nmodel='m'\n", "budgets: listed twice: 700"),
     ("budgets = [700]\n[solver]\nworkers = 0\n[[workloads]]\nname='x'\nmodel='m'\n", "solver.workers"),
     ("budgets = [700]\n[solver]\nthreads = 2\n[[workloads]]\nname='x'\nmodel='m'\n", "solver.threads: unknown key"),
@@ -207,3 +217,24 @@ def test_example_sweep_files_parse() -> None:
     assert len(load_spec(ROOT / "examples" / "sweep-demo.toml").jobs()) == 4
     b2 = load_spec(ROOT / "examples" / "sweep-b2.toml")
     assert len(b2.jobs()) == 16 and b2.budgets == (64 * 1024, 72 * 1024, 80 * 1024, 96 * 1024)
+
+
+def test_job_count_is_counted_without_listing_and_large_sweeps_need_yes(tmp_path: Path) -> None:
+    from placer.sweep.spec import HARD_MAX_JOBS, MAX_JOBS, check_job_count
+
+    seeds = ", ".join(str(s) for s in range(600))
+    path = write(tmp_path, f"budgets = [700, 800]\nseeds = [{seeds}]\n[[workloads]]\nname='x'\nmodel='m'\n")
+    spec = load_spec(path)
+    assert spec.job_count() == len(spec.jobs()) == 2 * (1 + 600) > MAX_JOBS
+    with pytest.raises(InputError, match="pass --yes"):
+        check_job_count(spec)
+    assert check_job_count(spec, confirmed=True) == spec.job_count()
+    budgets = ", ".join(str(700 + b) for b in range(200))
+    path = write(tmp_path, f"budgets = [{budgets}]\nseeds = [{seeds}]\n[[workloads]]\nname='x'\nmodel='m'\n")
+    big = load_spec(path)
+    assert big.job_count() > HARD_MAX_JOBS
+    with pytest.raises(InputError, match="split the sweep file"):
+        check_job_count(big, confirmed=True)
+    res = subprocess.run([sys.executable, "-m", "placer.cli", "sweep", str(path), "-o", str(tmp_path / "r"),
+                          "--serial", "--yes"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and "split the sweep file" in res.stderr and not (tmp_path / "r").exists()

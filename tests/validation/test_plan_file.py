@@ -54,7 +54,7 @@ def bad_plans() -> list[tuple[str, Any, str]]:
     cases.append(("bases length", d, "relays[0].bases: has 1 entries for 4 replicas"))
     d = clone(p)
     d["delta"][0]["remove"] = [1, "x"]
-    cases.append(("remove not int", d, "delta[0].remove[1]: must be an integer >= 0, got 'x'"))
+    cases.append(("remove not int", d, "delta[0].remove[1]: must be an integer in 0..4,294,967,296, got 'x'"))
     return cases
 
 

@@ -107,6 +107,8 @@ def test_case(case: Case, outcomes: dict[str, tuple[subprocess.CompletedProcess[
     for text in case.stdout_says:
         assert text in res.stdout, (text, shown)
     assert (sub / "out.json").read_bytes() == SENTINEL, "the pre-existing -o file changed"
+    if "absent" in case.extra:  # the promise was checked before the work: nothing written
+        assert not (sub / case.extra["absent"]).exists(), f"{case.extra['absent']} was written"
     left = [p.name for p in sub.iterdir() if p.name.endswith(".tmp")]
     assert not left, f"temporary files left: {left}"
 

@@ -1,0 +1,103 @@
+"""Inputs that are small on disk and large in effect, run under ``resource.setrlimit`` caps on address space and
+CPU: each must end in a clean exit (2 bad input, 4 no answer within its limits; 0 where the work is legitimate),
+with one stderr line, never 134 (abort), a kill by the cap, or a hang. docs/robustness.md lists the limits."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[3]
+DEMO = ROOT / "examples" / "relay-demo.json"
+ADDRESS_SPACE = 4 << 30  # well above every legitimate case here, far below what the unbounded readers took
+CPU_SECONDS = 120
+
+
+def _limits() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
+    resource.setrlimit(resource.RLIMIT_CPU, (CPU_SECONDS, CPU_SECONDS))
+
+
+def _placer(args: list[str], cwd: Path, timeout: float = 150, **env: str) -> tuple[int, list[str], float]:
+    began = time.perf_counter()
+    res = subprocess.run([sys.executable, "-m", "placer.cli", *args], cwd=cwd, capture_output=True, text=True,
+                         timeout=timeout, preexec_fn=_limits,
+                         env={**os.environ, "PLACER_PROGRESS_SECONDS": "3600", **env})
+    lines = [x for x in res.stderr.splitlines() if x.strip()]
+    assert "Traceback" not in res.stderr, res.stderr
+    return res.returncode, lines, time.perf_counter() - began
+
+
+def test_gzip_bomb_stops_at_the_inflation_limit(tmp_path: Path) -> None:
+    with gzip.open(tmp_path / "bomb.json.gz", "wb", compresslevel=9) as f:
+        f.write(b'{"schema_version": 1, "tile_count": 4, "phases": [')
+        for _ in range(256):
+            f.write(b" " * (1 << 20))
+        f.write(b"]}")
+    code, lines, _ = _placer(["inspect", "bomb.json.gz"], tmp_path)
+    assert code == 2 and len(lines) == 1 and "PLACER_MAX_GZIP_RATIO" in lines[0], lines
+
+
+@pytest.mark.parametrize("args", [["inspect", "/dev/zero"], ["inspect", "/dev/urandom"],
+                                  ["inspect", "cap.json", "--machine", "/dev/zero"],
+                                  ["solve", "cap.json", "--params", "/dev/zero"]])
+def test_devices_are_refused_not_read(tmp_path: Path, args: list[str]) -> None:
+    shutil.copy(DEMO, tmp_path / "cap.json")
+    code, lines, wall = _placer(args, tmp_path)
+    assert code == 2 and len(lines) == 1 and "/dev/" in lines[0] and "regular file" in lines[0], lines
+    assert wall < 20
+
+
+def test_large_csv_placement_is_bounded_in_time_and_memory(tmp_path: Path) -> None:
+    rnd = random.Random(0)
+    rows = []
+    for i in range(20000):
+        lo = rnd.randrange(0, 20000)
+        rows.append((f"b{i}", lo, lo + rnd.randrange(1, 400), rnd.randrange(1, 64) * 16))
+    live: dict[int, int] = {}
+    for _, lo, hi, size in rows:
+        live[lo] = live.get(lo, 0) + size
+        live[hi] = live.get(hi, 0) - size
+    peak = level = 0
+    for t in sorted(live):
+        level += live[t]
+        peak = max(peak, level)
+    (tmp_path / f"big.{peak}.csv").write_text("id,lower,upper,size\n" + "".join(
+        f"{b},{lo},{hi},{size}\n" for b, lo, hi, size in rows))
+    code, lines, wall = _placer(["place", f"big.{peak}.csv", "--time-limit", "4", "--workers", "1"], tmp_path)
+    # placed, or out of time / memory ceiling with a reason: never an abort under the cap
+    assert code in (0, 4), (code, lines)
+    assert wall < 4 * 1.1 + 3, wall  # the limit bounds the command (start-up and the CSV read on top)
+
+
+def test_generate_refuses_a_model_too_large_for_memory(tmp_path: Path) -> None:
+    src = (ROOT / "models" / "siglip-so400m.toml").read_text(encoding="utf-8")
+    (tmp_path / "big.toml").write_text(src.replace("grid = [27, 27]", "grid = [270, 270]"), encoding="utf-8")
+    code, lines, wall = _placer(["generate", "big.toml", "--batch", "1", "-o", "o.json.gz"], tmp_path)
+    assert code == 2 and len(lines) == 1 and "memory" in lines[0] and wall < 20, lines
+    assert not (tmp_path / "o.json.gz").exists()
+
+
+def test_sweep_guards_every_generated_workload_before_any_job(tmp_path: Path) -> None:
+    (tmp_path / "s.toml").write_text('budgets = [640]\nmodes = ["greedy"]\n[[workloads]]\nname = "big"\n'
+                                     'model = "siglip-so400m"\nbatch = 100000\n')
+    code, lines, _ = _placer(["sweep", "s.toml", "-o", "out", "--serial"], tmp_path)
+    assert code == 2 and "memory" in lines[-1], lines
+    assert not list((tmp_path / "out").glob("jobs/*"))
+
+
+def test_unreachable_ray_cluster_is_an_error_not_a_hang(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    shutil.copy(DEMO, tmp_path / "cap.json")
+    code, lines, wall = _placer(["schedule", "cap.json", "--ray", "auto"], tmp_path, timeout=60,
+                                RAY_ADDRESS="127.0.0.1:1")
+    assert code == 2 and len(lines) == 1 and "127.0.0.1:1" in lines[0] and wall < 30, lines

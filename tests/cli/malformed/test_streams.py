@@ -1,0 +1,74 @@
+"""The process's surroundings (docs/robustness.md, "Pipes, standard streams and the environment" and "Signals"):
+a signal at any moment of start-up, a reader that leaves the pipe, a closed or full standard output, the C
+locale. Each ends with its documented exit code and at most one line, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[3]
+DEMO = ROOT / "examples" / "relay-demo.json"
+PLACER = f"{sys.executable} -m placer.cli"
+ENV = {**os.environ, "PLACER_PROGRESS_SECONDS": "3600"}
+
+
+def _shell(command: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", "-c", command], cwd=cwd, capture_output=True, text=True, timeout=120,
+                          env={**ENV, **env})
+
+
+def _catches_sigterm(pid: int) -> bool:
+    """Whether the process has installed a SIGTERM handler (Python does not by default; placer's start-up does,
+    as its first import): read from /proc, so the test does not guess how long the interpreter takes to start."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    mask = next((int(line.split()[1], 16) for line in status.splitlines() if line.startswith("SigCgt:")), 0)
+    return bool(mask & (1 << (signal.SIGTERM - 1)))
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc")
+@pytest.mark.parametrize("after", [0.0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.4])
+def test_a_signal_at_any_moment_after_placer_starts_is_one_line(after: float) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "placer.cli", "inspect", str(DEMO)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=ENV)
+    began = time.perf_counter()
+    while not _catches_sigterm(proc.pid) and proc.poll() is None and time.perf_counter() - began < 30:
+        time.sleep(0.0005)
+    time.sleep(after)
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=60)
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    # 130: placer's handlers; -2: killed by the signal while the interpreter shuts down (a shell shows 130 too);
+    # 0: it had finished before the signal
+    assert proc.returncode in (0, 130, -signal.SIGINT), (proc.returncode, err)
+    assert len(err.strip().splitlines()) <= 1, err
+
+
+def test_a_broken_pipe_exits_141_and_the_plan_is_complete(tmp_path: Path) -> None:
+    # `true` leaves before placer's first line: every write to the pipe after that fails
+    res = _shell(f"set -o pipefail; {PLACER} solve {DEMO} --mode greedy --budget 700 -o plan.json | true", tmp_path)
+    assert res.returncode == 141 and "Traceback" not in res.stderr, res.stderr
+    check = _shell(f"{PLACER} validate {DEMO} plan.json --budget 700", tmp_path)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+@pytest.mark.parametrize("redirect", [">&-", "> /dev/full"])
+def test_a_closed_or_full_standard_output_is_exit_2(tmp_path: Path, redirect: str) -> None:
+    res = _shell(f"{PLACER} inspect {DEMO} {redirect}", tmp_path)
+    lines = res.stderr.strip().splitlines()
+    assert res.returncode == 2 and len(lines) == 1 and "standard output" in lines[0], res.stderr
+
+
+def test_the_c_locale_reads_every_bundled_file_as_utf8(tmp_path: Path) -> None:
+    res = _shell(f"{PLACER} generate siglip-so400m --batch 1 -o o.json.gz && {PLACER} inspect o.json.gz "
+                 "--machine ipu21", tmp_path, LC_ALL="C", LANG="C", PYTHONUTF8="0", PYTHONIOENCODING="")
+    assert res.returncode in (0, 4) and "Traceback" not in res.stderr, res.stderr  # 4: it does not fit 80 KiB
