@@ -1,5 +1,6 @@
 """Hostile inputs and environments, as a person trying to break placer would try them: every case's command, exit
-code, first stderr line, wall seconds and peak memory (the largest resident set of the process).
+code, first stderr line that is not a progress line (the error or warning), wall seconds and peak memory (the
+largest resident set of the process).
 
     python benchmarks/bench_hostile.py                 # every case
     python benchmarks/bench_hostile.py --only bomb,place
@@ -18,6 +19,7 @@ import argparse
 import gzip
 import json
 import os
+import re
 import resource
 import shutil
 import signal
@@ -174,6 +176,14 @@ CASES = [
 ]
 
 
+_PROGRESS = re.compile(r"^\d\d:\d\d:\d\d ")  # a progress line in a log: "HH:MM:SS step: ..."
+
+
+def _verdict(lines: list[str]) -> str:
+    """The first stderr line that is not a progress line (the error, the warning), else the first line."""
+    return next((x for x in lines if not _PROGRESS.match(x)), lines[0] if lines else "")
+
+
 def run(case: Case, timeout: float, memory: int) -> dict[str, object]:
     d = Path(tempfile.mkdtemp(prefix=f"hostile-{case.id}-"))
     try:
@@ -209,7 +219,7 @@ def run(case: Case, timeout: float, memory: int) -> dict[str, object]:
         tb = any("Traceback" in x for x in lines)
         return {"case": case.id, "command": case.command.replace("$P", "placer"),
                 "exit": "hang" if hung else proc.returncode, "wall_s": round(wall, 1), "rss_mb": rss_kb // 1024,
-                "stderr_lines": len(lines), "traceback": tb, "first": lines[0][:150] if lines else ""}
+                "stderr_lines": len(lines), "traceback": tb, "first": _verdict(lines)[:150]}
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
@@ -225,8 +235,11 @@ def main() -> None:
     rows = [run(c, args.timeout, int(args.memory * 2**30)) for c in picked]
     for r in rows:
         if args.markdown:
-            print(f"| {r['case']} | `{r['command']}` | {r['exit']} | {r['wall_s']} | {r['rss_mb']} | "
-                  f"{'traceback, ' if r['traceback'] else ''}{r['first']} |")
+            def cell(text: object) -> str:
+                return str(text).replace("|", "\\|")  # a shell pipe inside a table cell
+
+            print(f"| {r['case']} | `{cell(r['command'])}` | {r['exit']} | {r['wall_s']} | {r['rss_mb']} | "
+                  f"{'traceback, ' if r['traceback'] else ''}{cell(r['first'])} |")
         else:
             print(json.dumps(r), flush=True)
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores", file=sys.stderr)
