@@ -77,9 +77,9 @@ def test_minimalloc_instance_d_is_placed(data):
 def test_place_requests_common_case_is_fast_and_avoids_live_allocations():
     problem = tile_problem([(0x60000, 0x70000)], [(0x60000, 0x64000, 0, 10), (0x68000, 0x69000, 5, 20)],
                            [(4096, 32, 2, 8), (8192, 8, 0, 3), (1024, 4, 12, 30)])
-    t0 = time.perf_counter()
     r = place_requests(problem, SolverParams(time_limit=5, workers=2))
-    assert time.perf_counter() - t0 < 0.05
+    # fast by construction, not by the clock (a busy machine): the production allocator placed it, no search ran
+    assert r.engine == "greedy-online"
     assert r.placed and check_placement(problem, r.addresses) == []
 
 
