@@ -1,13 +1,13 @@
-"""Benchmark of stream ordering (BRIEF §7, §9): greedy time and horizon on a ~586k-transfer phase, the gap to the
-lower bound, and CP-SAT improvement on QKV- and MLP-like phases, under the reference's rules (the default; the
+"""Benchmark of stream ordering (docs/reference.md §7, §9): greedy time and horizon on a ~586k-transfer phase, the gap
+to the lower bound, and CP-SAT improvement on QKV- and MLP-like phases, under the reference's rules (the default; the
 schedule is checked by the checker of its rules).
 
     python benchmarks/bench_ordering.py [--time-limit 10] [--capture siglip_b2.json.gz] [--phases 16,50,54]
         [--relayed rw.json.gz --relayed-phases 9,50] [--no-synthetic] [--json out.json]
 
 For a capture, phases 16 and 50 are also run with their activations alone (the transfers of the largest fan-out),
-as the reference's BRIEF §8 figures are. Every row: estimate rows (cost model, worst tile), timed rows (the
-schedule's, worst tile), the cost model's cycles, the B1024 horizon, the CP-SAT horizon, the lower bound, the
+as the reference's figures (docs/reference.md §8) are. Every row: estimate rows (cost model, worst tile), timed rows
+(the schedule's, worst tile), the cost model's cycles, the B1024 horizon, the CP-SAT horizon, the lower bound, the
 order that won (cpsat mode) and whether the time limit cut the search short.
 
 Reference (Rust, one thread): 586k transfers in 33.4 s, 8.9 s with 1,024-word waves. Goal: greedy <= 10 s, and the

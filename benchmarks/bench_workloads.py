@@ -1,5 +1,5 @@
 """The calibration table: generated batch-two SigLIP So400m and PE-core L/14 (one layer) against the reference
-compiler's direct figures (BRIEF §8), every ratio and whether it is inside the tolerance.
+compiler's direct figures (docs/reference.md §8), every ratio and whether it is inside the tolerance.
 
     python benchmarks/bench_workloads.py              # both models, every figure (scheduled cycles included)
     python benchmarks/bench_workloads.py --no-cycles  # skip the scheduled-cycle figures (a few seconds)

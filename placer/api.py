@@ -209,7 +209,7 @@ class InspectResult:
 
 
 def inspect(capture: CaptureLike, machine: MachineLike = None, *, budget: int | str | None = None) -> InspectResult:
-    """Cost a capture with the reference compiler's model (BRIEF §3), phase by phase (``placer inspect``).
+    """Cost a capture with the reference compiler's model (docs/reference.md §3), phase by phase (``placer inspect``).
 
     Parameters
     ----------
@@ -291,7 +291,7 @@ class SelectionResult:
 
     @property
     def production_rule(self) -> Objectives:
-        """The production rule's plan's figures (BRIEF §5), the baseline."""
+        """The production rule's plan's figures (docs/reference.md §5), the baseline."""
         return self.outcome.greedy_objectives
 
     @property
@@ -419,8 +419,8 @@ def solve(capture: CaptureLike, machine: MachineLike = None, *, budget: int | st
 
     ``cpsat`` searches with CP-SAT from the best incumbent (the production rule's plan or placer's budget-greedy
     construction), re-costs every candidate exactly and never returns a plan worse than the production rule's;
-    ``greedy`` runs the production rule (BRIEF §5) alone. The same capture, machine, parameters and worker count
-    give the same plan (deterministic work; see docs/selection.md, "Time and determinism").
+    ``greedy`` runs the production rule (docs/reference.md §5) alone. The same capture, machine, parameters and worker
+    count give the same plan (deterministic work; see docs/selection.md, "Time and determinism").
 
     Parameters
     ----------
@@ -567,7 +567,7 @@ def compare(capture: CaptureLike, machine: MachineLike = None, *, budgets: Seque
             fragments: int | None = None, objective: str | Sequence[str] | None = None,
             params: SolverParams | None = None, local_pack: bool = True,
             deadline: Deadline | None = None) -> ComparisonResult:
-    """The production rule (BRIEF §5) against the CP-SAT optimum, per phase and group, for each budget
+    """The production rule (docs/reference.md §5) against the CP-SAT optimum, per phase and group, for each budget
     (``placer compare``).
 
     The option effects are computed once and shared by every budget; budgets are solved smallest first and each
@@ -604,8 +604,8 @@ def compare(capture: CaptureLike, machine: MachineLike = None, *, budgets: Seque
     t = time.perf_counter()
     prepared = prepare(cap, mach, min(sizes), frag, local_pack=local_pack, workers=params.workers)
     t = deadline.mark("options", t)
-    # the rule ignores the budget (BRIEF §5): computed before the budgets' shares of the search are set, so the
-    # first budget's share is not spent on it
+    # the rule ignores the budget (docs/reference.md §5): computed before the budgets' shares of the search are set, so
+    # the first budget's share is not spent on it
     prepared.rule = greedy_plan(cap, prepared.full, mach, min(sizes), frag, prepared.problem.direct, params.workers)
     deadline.mark("production rule", t)
     work = params.work_per_second * params.time_limit / len(sizes)

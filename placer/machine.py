@@ -1,4 +1,4 @@
-"""The machine description: a TOML file of model constants (BRIEF §1 and §3), bundled defaults ``ipu21``/``mk1``."""
+"""The machine description: a TOML file of model constants (docs/reference.md §1, §3), bundled ``ipu21``/``mk1``."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ class Exchange:
     pair_xor: int
 
     def tile_cycles(self, tx_bytes: Any, rx_bytes: Any, controls: Any) -> Any:
-        """Per tile, the cycles of its part of a phase (BRIEF §3): max(⌈tx / bpc⌉, ⌈rx / bpc⌉, controls)."""
+        """Per tile, the cycles of its part of a phase (docs/reference.md §3): max(⌈tx / bpc⌉, ⌈rx / bpc⌉, controls)."""
         bpc = self.bytes_per_cycle
         return np.maximum(np.maximum(ceil_div(tx_bytes, bpc), ceil_div(rx_bytes, bpc)), controls)
 
@@ -56,13 +56,13 @@ class CostConstants:
     send_control_cycles: int
     receive_control_cycles: int
     pointer_reset_cycles: int
-    share_phase_tables: int  # 1: identical rows of two phases on a tile share one table (BRIEF §3); 0: never
+    share_phase_tables: int  # 1: identical rows of two phases on a tile share a table (docs/reference.md §3); 0: no
     shared_second_patch_bytes: int
     shared_later_patch_bytes: int
 
-    # The cost formula of BRIEF §3, written once: every stage that costs rows (the cost model, the incremental
-    # phase state, the selection's option effects, the stream schedule's timed rows) calls these. The validator
-    # keeps an independent copy on purpose (placer/validation/table.py).
+    # The cost formula of docs/reference.md §3, written once: every stage that costs rows (the cost model, the
+    # incremental phase state, the selection's option effects, the stream schedule's timed rows) calls these. The
+    # validator keeps an independent copy on purpose (placer/validation/table.py).
     def raw_table(self, sends: Any, long_sends: Any, receives: Any, resets: Any, active: Any) -> Any:
         """A tile's table bytes in one phase before rounding: entry and return when ``active``, per send (+ its
         long-send extra), per receive (+ its pointer-reset extra). Integers or integer arrays."""

@@ -1,4 +1,4 @@
-"""Replica groups (BRIEF §4): the multicasts of one phase that deliver one replicated operand.
+"""Replica groups (docs/reference.md §4): the multicasts of one phase that deliver one replicated operand.
 
 A group is every transfer of a phase with the same destination tile set D, |D| ≥ 2. It is *eligible* for a relay
 when it is coordinate-preserving (each transfer lands at the same offset from every replica's base address, the
@@ -106,7 +106,7 @@ def scan_phase(phase: Phase, hints: dict[tuple[int, tuple[int, ...]], PanelHint]
                gainful_only: bool = True) -> GroupScan:
     """Find the replica groups of one phase, vectorised over its transfers.
 
-    ``gainful_only=False`` keeps every eligible group (BRIEF §4), as the production rule (BRIEF §5) needs;
+    ``gainful_only=False`` keeps every eligible group (docs/reference.md §4), as the production rule (§5 there) needs;
     ``gainful_only=True`` is ``gainful`` of that, what the optimiser considers.
     """
     hints = hints or {}

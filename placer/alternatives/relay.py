@@ -1,4 +1,4 @@
-"""Relay rewrites of a replica group (BRIEF §4).
+"""Relay rewrites of a replica group (docs/reference.md §4).
 
 Direct-receive (the production variant), per segment s with relay tile r and staging buffer B on r:
 - gather: every fragment of s goes to r only, at B + (offset − s.start), replacing its multicast;

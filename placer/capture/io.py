@@ -1,4 +1,4 @@
-"""Reading and writing the reference compiler's capture JSON (BRIEF §2), plus placer's optional extensions.
+"""Reading and writing the reference compiler's capture JSON (docs/reference.md §2), plus placer's optional extensions.
 
 Extensions live under the top-level key ``"placer"`` (``{"version": 1, "repeat": ..., "allocations": ...,
 "panels": ...}``) so that a capture written by placer is still a valid reference capture; see docs/capture.md.

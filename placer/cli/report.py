@@ -118,9 +118,9 @@ def _header(data: Any, capture: Path, phase: int, tile: int) -> list[str]:
 
 def _notes(data: Any, schedule: Any, phase: int, tile: int) -> dict[str, str]:
     return {
-        "heatmap": "Each cell is one tile, placed by its physical id (row = physical // 64; BRIEF §1). Whole "
-                   "program: the table bytes summed over stored phases, which the budget bounds; the colour turns "
-                   "red above the budget and such tiles carry a cross. Choose a phase to see that phase alone "
+        "heatmap": "Each cell is one tile, placed by its physical id (row = physical // 64; docs/reference.md §1). "
+                   "Whole program: the table bytes summed over stored phases, which the budget bounds; the colour "
+                   "turns red above the budget and such tiles carry a cross. Choose a phase to see that phase alone "
                    "(its own colour scale), or click a bar in the next figure. Circles: relay hosts of the plan.",
         "phases": "Worst-tile table bytes and modelled cycles (cost model, one execution) of each phase, direct "
                   "and after each plan; click a bar to show that phase in the heatmap. The table lists the phases with "

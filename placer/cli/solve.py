@@ -80,7 +80,7 @@ def solve(
     placer's own budget-greedy construction (largest groups first, a group is relayed when one of its replicas is
     over the budget and relaying lowers the total excess; not the production rule). The output says which plan it
     kept ("plan from cp-sat", "budget-greedy" or "production rule"). greedy runs the production rule alone
-    (BRIEF §5): no search.
+    (docs/reference.md §5): no search.
 
     Exit codes: 0 plan fits; 1 a schedule failed its check; 3 proved infeasible; 4 the plan (or the production
     rule's, in greedy mode or when CP-SAT finds nothing) breaks the budget.
@@ -199,7 +199,7 @@ def compare(
     json: bool = options.json("the comparison"),
     quiet: bool = options.quiet(),
 ) -> None:
-    """The production rule (BRIEF §5) against the CP-SAT optimum, per phase and group, for one or more budgets.
+    """The production rule (docs/reference.md §5) against the CP-SAT optimum, per phase and group, for 1+ budgets.
 
     The option effects are computed once and shared by every budget; budgets are solved smallest first and each
     starts from the best plan found so far that fits it, so a larger budget never reports a worse plan."""

@@ -1,4 +1,4 @@
-"""The cost model of BRIEF §3, vectorised over a phase's columns.
+"""The cost model of docs/reference.md §3, vectorised over a phase's columns.
 
 Per tile and phase:
 - table bytes: ``phase_entry_bytes`` if the tile takes part in the phase; per send fragment ``send_bytes`` (+
@@ -10,7 +10,7 @@ Per tile and phase:
 - fragments: sends + receives.
 - cycles: max(⌈tx/4⌉, ⌈rx/4⌉, controls) with controls = 2·sends + 2·receives + 1·resets; the phase estimate is the
   max over tiles plus the sync. A transfer's bytes are all charged to its source tile, whatever its width: the
-  reference's estimate runs before widths are chosen and has no Paired64 term (BRIEF §3), and the rule's
+  reference's estimate runs before widths are chosen and has no Paired64 term (docs/reference.md §3), and the rule's
   ``cycles_after <= cycles_before`` test must compare what the reference compares.
 
 Tiles idle in a phase (no send, no receive) pay nothing for it: their table holds no entry for that phase.
@@ -70,7 +70,7 @@ def allocation_bounds(allocations: Allocations | None, phase: int) -> np.ndarray
     """The sorted (tile, address) keys (``BAND_SHIFT``) where an allocation live in ``phase`` starts or ends, or
     None without the ``allocations`` extension. A receive whose start is past such a key that the previous
     receive's start is not lies in another allocation (the one holding its first byte, or none): a pointer reset
-    even if it continues the previous one, "two different allocations are never contiguous" (BRIEF §3)."""
+    even if it continues the previous one, "two different allocations are never contiguous" (docs/reference.md §3)."""
     if allocations is None or not len(allocations):
         return None
     cols = _SORTED.get(allocations)
@@ -158,8 +158,8 @@ def tile_resets(a: np.ndarray, e: np.ndarray, tile: int, bounds: np.ndarray | No
 
 
 def tile_counters(phase: Phase, machine: Machine, tiles: int, allocations: Allocations | None = None) -> PhaseCost:
-    """Cost one phase: every counter of BRIEF §3 for every tile (``allocations``: the capture's extension, which
-    makes a receive into another allocation a pointer reset)."""
+    """Cost one phase: every counter of docs/reference.md §3 for every tile (``allocations``: the capture's extension,
+    which makes a receive into another allocation a pointer reset)."""
     return _phase_counters(phase, machine, tiles, allocations)[0]
 
 
@@ -268,9 +268,9 @@ class ProgramCost:
 
     @property
     def row_estimate(self) -> int:
-        """The reference's "detailed whole-program row estimate" (BRIEF §3): Σ over stored phases of each phase's
-        maximum per-tile table bytes. A coarse upper bound on the worst tile (phases peak on different tiles); the
-        budget is checked against ``worst_table``, not against this."""
+        """The reference's "detailed whole-program row estimate" (docs/reference.md §3): Σ over stored phases of each
+        phase's maximum per-tile table bytes. A coarse upper bound on the worst tile (phases peak on different tiles);
+        the budget is checked against ``worst_table``, not against this."""
         return sum(p.worst_table() for p in self.phases)
 
     def fits(self, table_budget: int | None = None, fragment_limit: int | None = None) -> bool:

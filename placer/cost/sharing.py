@@ -1,4 +1,4 @@
-"""Shared phase tables (BRIEF §3, the reference's finer per-tile estimator).
+"""Shared phase tables (docs/reference.md §3, the reference's finer per-tile estimator).
 
 A tile stores one exchange table per phase it takes part in, but two phases whose rows on that tile are the same
 instruction sequence -- the same sends (word counts) and the same receives (source tile, word count, pointer

@@ -1,5 +1,5 @@
-"""Exchange stream ordering (BRIEF §7): streams and dependencies, the production B1024 scheduler mirrored, lower
-bounds, CP-SAT improvement, timed table rows and an independent schedule checker. See docs/ordering.md."""
+"""Exchange stream ordering (docs/reference.md §7): streams and dependencies, the production B1024 scheduler mirrored,
+lower bounds, CP-SAT improvement, timed table rows and an independent schedule checker. See docs/ordering.md."""
 
 from placer.ordering.bounds import LowerBound, lower_bound
 from placer.ordering.check import check_schedule

@@ -1,4 +1,4 @@
-"""The production scheduler mirrored (BRIEF §7, "B1024"): a balanced order, then the row builder times it.
+"""The production scheduler mirrored (docs/reference.md §7, "B1024"): a balanced order, then the row builder times it.
 
 Order. Each chunk (one stream's transfers of one wave, see ``streams``) is ranked by (wave, larger stream total
 first, stream id, position); wave by wave, the chunks are taken from a heap keyed by (the latest ready time among

@@ -8,8 +8,8 @@ Times are exchange cycles from the start of the phase's exchange, sync excluded 
 machine's ``sync_cycles``). The horizon is the last cycle any payload lands (under the reference's rules, + its
 5-cycle guard).
 
-Timed rows of the chunk model (the table bytes of a scheduled phase, BRIEF §7), per tile, from its events in time
-order:
+Timed rows of the chunk model (the table bytes of a scheduled phase, docs/reference.md §7), per tile, from its events in
+time order:
 - instructions are 4-byte words; a send is one word for up to 64 words plus one per further 4,096, preceded by an
   outgoing base write (one word) when its source does not continue the lane's previous send;
 - a receive is one receive control (two words: source select and count), plus one incoming base word when its

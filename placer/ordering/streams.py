@@ -1,8 +1,8 @@
-"""Streams, waves, chunks and dependencies of one exchange phase (BRIEF §7).
+"""Streams, waves, chunks and dependencies of one exchange phase (docs/reference.md §7).
 
 A *stream* is the transfers of one (source, destination set), in (dependency depth, first destination address,
-first source address) order (BRIEF §7); transfer k of a stream is in wave ⌊(stream words before k) / 1024⌋. A
-*chunk* is one (stream, depth, wave): the unit every scheduler in this package places (transfers are never split).
+first source address) order (docs/reference.md §7); transfer k of a stream is in wave ⌊(stream words before k) / 1024⌋.
+A *chunk* is one (stream, depth, wave): the unit every scheduler in this package places (transfers are never split).
 
 A chunk started at ``s`` first writes its outgoing base (``lead`` = 13 cycles, lane only), then sends its
 transfers back to back, each at ``s + offset``: a transfer whose source does not continue the previous one's
@@ -216,7 +216,7 @@ def incidence(tiles: int, source: np.ndarray, dset: np.ndarray,
 
 @dataclass(frozen=True)
 class Timing:
-    """Cycle rules of the exchange hardware the reference scheduler models (BRIEF §7); defaults are IPU21's."""
+    """Cycle rules of the exchange hardware the reference scheduler models (docs/reference.md §7); IPU21's defaults."""
 
     base_write: int = 13  # writing a transmit lane's outgoing base (a send whose source does not continue the last)
     short_receive_words: int = 51  # a receive run of at most this many words is "short" ...

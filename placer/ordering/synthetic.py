@@ -1,4 +1,4 @@
-"""Synthetic phases shaped like the reference workloads (BRIEF §8), for tests and benchmarks of the schedulers.
+"""Synthetic phases shaped like the reference workloads (docs/reference.md §8), for scheduler tests and benchmarks.
 
 - ``replica_phase``: ``groups`` replica groups of ``replicas`` tiles each; every group's operand arrives as
   ``fragments`` strided runs of ``fragment_bytes`` from ``sources`` owner tiles, each multicast to the group at the

@@ -1,4 +1,4 @@
-"""Buffer placement in tile SRAM (BRIEF §6): the production allocator mirrored, exact engines, proofs, formats.
+"""Buffer placement in tile SRAM (docs/reference.md §6): production allocator mirrored, exact engines, proofs, formats.
 
 Public API for integration::
 

@@ -1,4 +1,4 @@
-"""The production allocator, mirrored: online first-fit, then an offline size-ordered retry (BRIEF §6).
+"""The production allocator, mirrored: online first-fit, then an offline size-ordered retry (docs/reference.md §6).
 
 Online: requests sorted by (first, interleaved first, −alignment, −bytes, last); a free list of holes in which
 allocations whose lifetime ended before the request's first step have been released; first fit by (region 1?,

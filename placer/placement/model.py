@@ -1,4 +1,4 @@
-"""Problem data for per-tile buffer placement (BRIEF §6): free ranges, requests, fixed allocations.
+"""Problem data for per-tile buffer placement (docs/reference.md §6): free ranges, requests, fixed allocations.
 
 Everything here is a validated frozen dataclass; the readers in :mod:`placer.placement.formats` build them and every
 engine (greedy mirror, canonical search, CP-SAT) and the checker read them. The address rules that every engine must

@@ -219,8 +219,8 @@ def gather(capture: Capture, machine: Machine, plan_paths: list[Path], budget: i
 
 
 def tile_grid(machine: Machine, tiles: int) -> tuple[np.ndarray, np.ndarray, int, int]:
-    """Where each logical tile sits on the die: (grid row, grid column) by its physical id (BRIEF §1), and the
-    grid's shape. Physical id = row_stride · row + column, so rows are the geometric rows."""
+    """Where each logical tile sits on the die: (grid row, grid column) by its physical id (docs/reference.md §1), and
+    the grid's shape. Physical id = row_stride · row + column, so rows are the geometric rows."""
     logical = np.arange(tiles)
     physical = np.asarray(machine.physical(logical), np.int64)
     stride = machine.geometry.row_stride

@@ -135,8 +135,8 @@ def status_line(outcome: Outcome) -> str:
     if outcome.staged is None:
         accepted = sum(d.accepted for d in outcome.decisions)
         candidates = sum(d.has_candidate for d in outcome.decisions)
-        return (f"mode greedy: the production rule (BRIEF §5, no search): {accepted} of {candidates} phases with a "
-                "candidate relayed")
+        return (f"mode greedy: the production rule (docs/reference.md §5, no search): {accepted} of {candidates} "
+                "phases with a candidate relayed")
     stages = "; ".join(f"{n}: {r.describe()}" for n, r in outcome.staged.stages)
     extra = f" — {outcome.note}" if outcome.note else ""
     return f"cp-sat {outcome.status.value} [{stages}]; plan from {plan_source(outcome.source)}{extra}"

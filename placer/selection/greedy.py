@@ -1,4 +1,4 @@
-"""The production relay rule (BRIEF §5), mirrored exactly: one all-or-nothing candidate per exchange phase.
+"""The production relay rule (docs/reference.md §5), mirrored exactly: one all-or-nothing candidate per exchange phase.
 
 Phases are decided one at a time, in program order, each on its own (no whole-program state):
 
@@ -18,7 +18,7 @@ Phases are decided one at a time, in program order, each on its own (no whole-pr
    tile whose free memory in the phase cannot hold the panel's buffer (the reference does no memory check) and
    counts those tiles in the decision. If the panels outnumber the tiles, a panel finds no host, or a panel is
    incomplete (covered bytes ≠ panel bytes), the whole phase stays direct.
-4. Scratch of a relay is its panel's bytes. The candidate is accepted iff the phase's estimated cycles (BRIEF §3)
+4. Scratch of a relay is its panel's bytes. Accept the candidate iff the phase's estimated cycles (docs/reference.md §3)
    do not rise and max over tiles of (phase rows + relay scratch on the tile) < the phase's previous max rows.
 
 A rejected phase is left exactly as it was. Nothing is searched: no relay counts, no host choices.
@@ -201,7 +201,7 @@ class Candidate:
 
 
 def candidate_groups(phase: Phase, hints: dict, scan: GroupScan | None = None) -> Candidate:
-    """The phase's kept groups and their native panels (BRIEF §5's eligibility and grouping); ``scan`` is the
+    """The phase's kept groups and native panels (docs/reference.md §5's eligibility and grouping); ``scan`` is the
     phase's full scan (``gainful_only=False``) when the caller has it."""
     scan = scan if scan is not None else scan_phase(phase, hints, gainful_only=False)
     direct = [f"group {r.index}: {r.reason}" for r in scan.rejected]

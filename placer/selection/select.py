@@ -227,7 +227,7 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
         scans = selection_scans(capture, direct, full)
     ruled = prepared.rule if prepared is not None else None
     if ruled is None:
-        # the rule does not look at the budget (BRIEF §5): a sweep computes it once, each budget reads it
+        # the rule does not look at the budget (docs/reference.md §5): a sweep computes it once, each budget reads it
         ruled = greedy_plan(capture, full, machine, table_budget, fragment_limit, direct, params.workers)
         if prepared is not None:
             prepared.rule = ruled

@@ -2,7 +2,7 @@
 
 It shares no code with the relay rewrite or the cost model: it reads files with the capture/plan readers,
 applies the plan's delta itself, replays both programs symbolically and recounts the exchange tables from
-BRIEF §3.
+docs/reference.md §3.
 """
 
 from placer.validation.plan import load_plan

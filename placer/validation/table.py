@@ -1,6 +1,6 @@
-"""The validator's own recount of exchange-table bytes and fragments (BRIEF §3), per tile and phase.
+"""The validator's own recount of exchange-table bytes and fragments (docs/reference.md §3), per tile and phase.
 
-Deliberately written from the brief, not shared with placer/cost: a plan must not pass because the
+Deliberately written from docs/reference.md, not shared with placer/cost: a plan must not pass because the
 optimiser and the validator share a mistake.
 """
 
@@ -34,8 +34,8 @@ def _allocation_ids(phase: Phase, tile: np.ndarray, addr: np.ndarray, allocation
 def _resets(phase: Phase, t_sorted: np.ndarray, a_sorted: np.ndarray, end_sorted: np.ndarray,
             allocations: Allocations | None) -> np.ndarray:
     """Pointer resets of receives sorted by tile (listed order within a tile): the tile's first receive, one not
-    starting where the previous ended, and one in another allocation than the previous (BRIEF §3: two allocations
-    are never contiguous)."""
+    starting where the previous ended, and one in another allocation than the previous (docs/reference.md §3: two
+    allocations are never contiguous)."""
     held = _allocation_ids(phase, t_sorted, a_sorted, allocations)
     reset = np.ones(len(t_sorted), bool)
     reset[1:] = (t_sorted[1:] != t_sorted[:-1]) | (a_sorted[1:] != end_sorted[:-1]) | (held[1:] != held[:-1])
@@ -110,8 +110,8 @@ def _varies_per_iteration(phase: Phase) -> bool:
 def program_table(program: list[Phase], tiles: int, machine: Machine,
                   allocations: Allocations | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per tile, the whole program's table bytes and fragments (each stored phase once), with the reference's
-    sharing of identical rows (BRIEF §3): the first use of a row costs its bytes, the second 12 bytes per patched
-    address, later uses 4 per patched address, rounded up, never more than the row's own bytes; a phase whose
+    sharing of identical rows (docs/reference.md §3): the first use of a row costs its bytes, the second 12 bytes per
+    patched address, later uses 4 per patched address, rounded up, never more than the row's own bytes; a phase whose
     sources change between Repeat iterations is never shared. ``allocations``: the capture's extension."""
     c = machine.cost
     r = max(c.table_rounding, 1)

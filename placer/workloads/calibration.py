@@ -1,4 +1,4 @@
-"""The generated workloads against the reference compiler's direct figures (BRIEF §8).
+"""The generated workloads against the reference compiler's direct figures (docs/reference.md §8).
 
 Each :class:`Target` names a figure of the reference's batch-two capture (every group direct, one layer) and how to
 measure the same figure on a generated capture: a phase (by its lowering key, so the id follows the phase list), a
@@ -8,7 +8,7 @@ print the table, ``tests/workloads/test_calibration.py`` keeps the ratios inside
 
 Scheduled cycles are the B1024 horizon (``placer schedule --mode greedy``), sync excluded, as the reference's
 figures are: under the reference's own rules by default (``placer.ordering.reference``), or placer's chunk model
-(``rules="model"``); rows are the cost model's worst-tile table bytes (BRIEF §3) unless the metric says timed.
+(``rules="model"``); rows are the cost model's worst-tile bytes (docs/reference.md §3) unless the metric says timed.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ FIELDS = ("source", "words", "width", "src_ptr", "src_addr", "dst_ptr", "dst_til
 
 def one_group(group: ReplicaGroup, seg: Segmentation, hosts: np.ndarray, buffers: np.ndarray, phase: Phase,
               max_bytes: int) -> tuple[Phase, Phase]:
-    """BRIEF §4's direct-receive of one group, written out: gathers to the segment's host, then forwards."""
+    """The direct-receive relay (docs/reference.md §4) of one group: gathers to the segment's host, then forwards."""
     seg_of = np.repeat(np.arange(seg.count), np.diff(seg.frag_start))
     tr = group.transfers
     gathers = Phase.build(phase.phase, source=group.sources, words=phase.words[tr],

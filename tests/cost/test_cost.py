@@ -1,4 +1,4 @@
-"""Every cost rule of BRIEF §3 on a hand-computed example."""
+"""Every cost rule of docs/reference.md §3 on a hand-computed example."""
 
 from __future__ import annotations
 
@@ -113,7 +113,7 @@ def test_allocation_resets_agree_with_the_validator(seed: int, stripe: int) -> N
 
 
 def test_paired64_bytes_all_charged_to_the_source() -> None:
-    # no Paired64 term (BRIEF §3): the partner lane (tile 5) carries nothing in the estimate
+    # no Paired64 term (docs/reference.md §3): the partner lane (tile 5) carries nothing in the estimate
     pc = tile_counters(phase([(4, [(1, 0)], 100)], width=[PAIRED64]), M, T)
     assert pc.tx_bytes[4] == 400 and pc.tx_bytes[5] == 0
     assert pc.cycles == 100 + 600
@@ -141,7 +141,7 @@ def test_row_estimate_sums_phase_maxima_not_one_tile() -> None:
     assert cost.row_estimate == 48
 
 
-# -- shared phase tables (BRIEF §3, the finer per-tile estimator) ------------------------------------------------
+# -- shared phase tables (docs/reference.md §3, the finer per-tile estimator) ------------------------------------
 
 def sharing_program(*phases: Phase, machine=M) -> tuple[np.ndarray, np.ndarray]:
     cost = program_cost(Capture(tile_count=T, phases=list(phases)), machine)

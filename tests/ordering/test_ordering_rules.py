@@ -1,4 +1,4 @@
-"""Each rule of the reference scheduler (BRIEF §7) pinned on a small hand-built phase."""
+"""Each rule of the reference scheduler (docs/reference.md §7) pinned on a small hand-built phase."""
 
 from __future__ import annotations
 

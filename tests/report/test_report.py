@@ -58,7 +58,7 @@ def test_tile_grid_follows_the_machine_geometry() -> None:
     assert (nrows, ncols) == (23, 64)
     cells = set(zip(rows.tolist(), cols.tolist(), strict=True))
     assert len(cells) == machine.tiles  # one tile per cell
-    # BRIEF §1: logical 0 and 1 are a pair two columns apart in row 0; block 1 runs its rows reversed
+    # docs/reference.md §1: logical 0 and 1 are a pair two columns apart in row 0; block 1 runs its rows reversed
     assert (rows[0], cols[0], rows[1], cols[1]) == (0, 0, 0, 2)
     assert (rows[46], cols[46]) == (22, 1)
 

@@ -1,4 +1,4 @@
-"""The production relay rule (BRIEF §5): hand-built phases for each verdict, and properties on random captures."""
+"""The production relay rule (docs/reference.md §5): hand-built phases per verdict; properties on random captures."""
 
 from __future__ import annotations
 

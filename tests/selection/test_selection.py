@@ -174,7 +174,7 @@ def brute_force_fits(cap: Capture, budget: int) -> bool:
                 for g, seg in items:
                     hosts = np.array(perm[i : i + seg.count], np.int64)  # type: ignore[attr-defined]
                     i += seg.count  # type: ignore[attr-defined]
-                    # BRIEF §4: a relay is neither a replica nor a sender *of its segment*
+                    # docs/reference.md §4: a relay is neither a replica nor a sender *of its segment*
                     for s, h in enumerate(hosts.tolist()):
                         a, b = seg.frag_start[s], seg.frag_start[s + 1]  # type: ignore[attr-defined]
                         if h in set(g.replicas.tolist()) | set(g.sources[a:b].tolist()):  # type: ignore[attr-defined]

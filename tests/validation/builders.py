@@ -1,4 +1,4 @@
-"""Hand-built captures and plans for the validator tests, written from docs/plan.md and BRIEF §4 only."""
+"""Hand-built captures and plans for the validator tests, written from docs/plan.md and docs/reference.md §4 only."""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def empty_plan() -> dict[str, Any]:
 
 
 def relay_plan(segments: list[tuple[int, int, int, int]] = SEGMENTS, max_words: int = 4148) -> dict[str, Any]:
-    """The direct-receive relay of BRIEF §4: gathers at buffer + (offset - start), then forwards of every
+    """The direct-receive relay of docs/reference.md §4: gathers at buffer + (offset - start), then forwards of every
     maximal covered interval of each segment to every replica at base + offset, cut at ``max_words``."""
     gathers, forwards = [], []
     for start, end, tile, buf in segments:

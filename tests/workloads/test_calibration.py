@@ -1,4 +1,4 @@
-"""The generated batch-two programs against the reference's direct figures (BRIEF §8): every figure stays inside the
+"""The generated batch-two programs against the direct figures of docs/reference.md §8: every figure stays inside the
 tolerance, except the few docs/workloads.md explains ("Why the figures still outside"), which are checked to be
 still outside -- so a change that brings one in (or pushes another out) shows up here."""
 
@@ -13,7 +13,7 @@ from placer.workloads.calibration import TARGETS, TOLERANCE, Target, measure, ph
 FAST = [t for t in TARGETS if not t.slow]
 # the figures docs/workloads.md gives reasons for (scheduled under the reference's own rules): the QKV phase whole
 # (its weight traffic), the MLP-down input's timed rows (fewer of its receives break than the reference's) and
-# phase 55 (BRIEF §8's own figures for it do not hold together)
+# phase 55 (the figures docs/reference.md §8 gives for it do not hold together)
 KNOWN_OUT = {"siglip-so400m:qkv.in:all:cycles",
              "siglip-so400m:mlp_down.in:all:timed_rows", "siglip-so400m:mlp_down.w:all:cycles",
              "siglip-so400m:mlp_down.w:all:timed_rows"}

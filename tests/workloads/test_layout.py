@@ -1,7 +1,7 @@
 """The replica layout of a matmul input block (``lowering._replica_layout``), for any panel width, panel order,
 owner run and row blocks: every fragment lands inside the extent, the fragments tile it with no gap and no overlap,
 every native segment starts at a fragment and is covered exactly by its fragments, and each (row, column) lands
-once. These are what a replica group needs to be a relay candidate (BRIEF §4)."""
+once. These are what a replica group needs to be a relay candidate (docs/reference.md §4)."""
 
 from __future__ import annotations
 

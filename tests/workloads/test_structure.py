@@ -1,4 +1,4 @@
-"""The generated SigLIP So400m batch-two capture against the reference figures of BRIEF §8."""
+"""The generated SigLIP So400m batch-two capture against the reference figures of docs/reference.md §8."""
 
 from __future__ import annotations
 
@@ -107,7 +107,7 @@ def test_worst_tile_tables(siglip2_cost: ProgramCost, phase: int, target: int) -
 
 
 def test_budget_behaviour(siglip2: Capture, siglip2_cost: ProgramCost, pe2: Capture, machine: Machine) -> None:
-    """BRIEF §8: batch-two SigLIP all direct does not fit 80 KiB, with the production rule's relays it does; PE-core
+    """docs/reference.md §8: batch-two SigLIP all direct does not fit 80 KiB, with the rule's relays it does; PE-core
     fits either way, with less room to spare without relays. The rule relays QKV and MLP-up (input and weights in
     one phase: the homes' own slices leave their receive ports room for a relay), and only those."""
     budget, limit = machine.budget.table_bytes, machine.budget.fragments
