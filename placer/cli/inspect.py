@@ -52,7 +52,8 @@ def inspect(
         f"what the budget is checked against; shared phase tables save {prog['shared_savings_bytes']:,} B there); "
         f"row estimate (Σ of phase maxima, no sharing) {prog['row_estimate_bytes']:,} B; "
         f"fragment maximum {prog['worst_fragments']:,} / {prog['fragment_limit']:,} "
-        f"(tile {prog['worst_fragment_tile']}); {prog['cycles']:,} cycles ({prog['ms']:.3f} ms); {verdict}"
+        f"(tile {prog['worst_fragment_tile']}); {prog['cycles']:,} cycles ({prog['ms']:.3f} ms); "
+        + (f"{prog['memory_line']}; " if "memory_line" in prog else "") + verdict
     )
     if not result.fits:
         raise typer.Exit(result.exit_code)

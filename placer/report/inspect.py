@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from placer.capture.headroom import headroom
 from placer.capture.model import Capture, Phase
 from placer.cost.model import program_cost
 from placer.machine import Machine, load_machine
@@ -52,10 +53,11 @@ def inspect_summary(capture: Capture, machine: Machine | str, budget: int | None
             "worst_fragments": int(pc.fragments.max(initial=0)),
             "cycles": pc.cycles,
             "iterations": iters,
-            # tiles whose row in this phase reuses an earlier phase's table (BRIEF §3, shared phase tables)
+            # tiles whose row in this phase reuses an earlier phase's table (docs/reference.md §3, shared phase tables)
             "shared_tiles": int(shared[pi].sum()) if shared is not None else 0,
         })
     worst = cost.worst_tile()
+    room = headroom(capture, machine)
     return {
         "tile_count": capture.tile_count,
         "machine": machine.name,
@@ -73,5 +75,6 @@ def inspect_summary(capture: Capture, machine: Machine | str, budget: int | None
             "fits": cost.fits(table_budget),
             "cycles": cost.cycles,
             "ms": machine.cycles_to_ms(cost.cycles),
+            **({"memory": room.to_json(), "memory_line": room.describe()} if room is not None else {}),
         },
     }

@@ -6,6 +6,7 @@ from collections import Counter
 from typing import Any
 
 from placer.alternatives.groups import GroupScan
+from placer.capture.headroom import headroom
 from placer.capture.model import Capture
 from placer.cost.model import ProgramCost, program_cost
 from placer.report.table import render
@@ -53,6 +54,7 @@ def plan_summary(capture: Capture, scans: list[GroupScan], plan: Plan,
             **_scheduled(scheduled, p.phase),
         })
     scratch = sum(int(r.scratch_bytes.sum()) for r in plan.relays)
+    room = headroom(capture, machine, plan.buffers())
     return {
         "mode": plan.mode,
         "machine": machine.name,
@@ -77,6 +79,7 @@ def plan_summary(capture: Capture, scans: list[GroupScan], plan: Plan,
             "scratch_bytes": scratch,
             "fits_before": before.fits(plan.table_budget, plan.fragment_limit),
             "fits": after.fits(plan.table_budget, plan.fragment_limit),
+            **({"memory": room.to_json(), "memory_line": room.describe()} if room is not None else {}),
         },
     }
 
@@ -101,7 +104,7 @@ def render_decisions(decisions: list[dict[str, Any]], labels: dict[int, str]) ->
             for d in decisions if d["reason"] != "no multicast"]
     text = render(["phase", "label", "decision", "reason", "groups", "direct groups", "relays", "est. cycles",
                    "max rows (+scratch)", "rows alone", "scratch B"], rows,
-                  title="production rule (BRIEF §5), per phase; phases with no multicast are not listed:")
+                  title="production rule (docs/reference.md §5), per phase; phases with no multicast are not listed:")
     notes = [f"  phase {d['phase']}: {d['detail']}" for d in decisions if d["detail"]]
     notes += [f"  phase {d['phase']}: {d['direct_groups']:,} groups stay direct, e.g. {d['direct_reasons'][0]}"
               for d in decisions if d["direct_groups"]]
@@ -137,6 +140,7 @@ def render_summary(summary: dict[str, Any], *, all_phases: bool = False, phase_t
         + (f"scheduled: Σ lower bound {g['cycles_after']:,} cycles, B1024 horizon {g['b1024_change']:+,} against "
            "all direct; " if "cycles_after" in g else "")
         + f"estimate {g['estimate_before']:,} → {g['estimate_after']:,} cycles; {g['relayed_groups']} groups "
-        f"relayed over {g['relays']} relays, scratch {format_size(g['scratch_bytes'])}; {verdict}"
+        f"relayed over {g['relays']} relays, scratch {format_size(g['scratch_bytes'])}; "
+        + (f"{g['memory_line']}; " if "memory_line" in g else "") + verdict
     )
     return text

@@ -10,6 +10,7 @@ import numpy as np
 from placer.alternatives.groups import ReplicaGroup
 from placer.alternatives.relay import RelayRewrite, Variant
 from placer.alternatives.segments import Segmentation
+from placer.capture.headroom import Buffers
 from placer.capture.io import capture_digest, phase_to_json
 from placer.capture.model import Capture, Phase, Repeat
 from placer.machine import Machine
@@ -45,6 +46,16 @@ class Plan:
     table_budget: int
     fragment_limit: int
     relays: list[RelayChoice] = field(default_factory=list)
+
+    def buffers(self) -> Buffers:
+        """Every relay's staging buffers: host, phase, address range (for the memory headroom)."""
+        if not self.relays:
+            return Buffers.empty()
+        tile = np.concatenate([r.hosts for r in self.relays]).astype(np.int64)
+        phase = np.concatenate([np.full(r.hosts.shape[0], r.group.phase, np.int64) for r in self.relays])
+        start = np.concatenate([r.buffers for r in self.relays]).astype(np.int64)
+        end = start + np.concatenate([r.scratch_bytes for r in self.relays]).astype(np.int64)
+        return Buffers(tile, phase, start, end)
 
     def phase_rewrite(self, phase: Phase) -> tuple[Phase, Phase | None]:
         """One phase with its relays applied, and its local-pack extra phase (None without local-pack)."""

@@ -5,7 +5,7 @@ Builders add transfers as numpy columns whose addresses are (kind, offset) pairs
 lifetime. Only when everything is known are the kinds laid out in tile memory (one base address per kind, the
 same on every tile, as a compiler that gives every tile the same layout per tensor role would) and the offsets
 turned into addresses. That keeps each builder free of address bookkeeping and makes every replica of a group
-receive at the same address (coordinate-preserving, BRIEF §4).
+receive at the same address (coordinate-preserving, docs/reference.md §4).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from placer.machine import Machine
 from placer.units import ceil_div, round_up
 
 ANY, R0, R1 = "any", "r0", "r1"
+EXACT_LAYOUT_SECONDS = 5.0  # the exact layout's limit (a full-depth program's kinds: about 70 buffers)
 
 
 @dataclass
@@ -57,6 +58,15 @@ class Part:
     dst_tile: np.ndarray
     dst_kind: np.ndarray
     dst_off: np.ndarray
+
+
+class TileMemoryError(InputError):
+    """The workload's buffers do not fit in tile memory (``generate`` may retry with a leaner lowering);
+    ``phase`` is the phase whose live buffers alone exceed the tile's memory, when that is the reason."""
+
+    def __init__(self, message: str, *, phase: int | None = None) -> None:
+        super().__init__(message, where="generate")
+        self.phase = phase
 
 
 def _arr(x: object, n: int) -> np.ndarray:
@@ -175,19 +185,88 @@ class Program:
     def layout(self) -> np.ndarray:
         """One base address per kind: first fit by (first phase, -size), lifetimes that intersect never share
         bytes, no kind crosses the region boundary. If that order leaves no room, one retry places the largest
-        kinds first (as the production allocator's offline retry does); raise InputError when both fail."""
+        kinds first (as the production allocator's offline retry does), then placer's exact placement engine
+        (a full-depth program packs tile memory to within a few per cent); raise InputError when all fail."""
         extent = np.array([int(k.sizes.max(initial=0)) for k in self.kinds], np.int64)
         ks = self.kinds
         orders = (lambda i: (ks[i].fixed is None, ks[i].region != R0, ks[i].first, -extent[i]),
                   lambda i: (ks[i].fixed is None, ks[i].region != R0, -extent[i], ks[i].first))
-        first_error: InputError | None = None
+        first_error: TileMemoryError | None = None
         for key in orders:
             try:
                 return self._layout(sorted(range(len(ks)), key=key), extent)
-            except InputError as exc:
+            except TileMemoryError as exc:
                 first_error = first_error or exc
         assert first_error is not None
-        raise first_error
+        fullest = self._check_peak(extent)
+        exact = self._exact_layout(extent)
+        if exact is None:
+            raise TileMemoryError(f"{first_error.args[0].removeprefix('generate: ')} (nor did an exact layout in "
+                                  f"{EXACT_LAYOUT_SECONDS:g} s; the fullest phase is {fullest})", phase=fullest)
+        return exact
+
+    def _check_peak(self, extent: np.ndarray) -> int:
+        """The phase whose live kinds (each at its widest) take the most bytes; raise when they exceed the tile's
+        memory: no layout can place them, and saying which phase tells what to make leaner."""
+        mem = self.machine.memory
+        room = mem.loader_limit // 32 * 32 - mem.base
+        last = max((k.last for k in self.kinds), default=0)
+        live = np.zeros(last + 2, np.int64)
+        for i, k in enumerate(self.kinds):
+            live[k.first] += extent[i]
+            live[k.last + 1] -= extent[i]
+        peak = np.cumsum(live)[:-1]
+        p = int(np.argmax(peak))
+        if peak[p] > room:
+            names = sorted(((int(extent[i]), k.name) for i, k in enumerate(self.kinds) if k.first <= p <= k.last),
+                           reverse=True)[:3]
+            raise TileMemoryError(f"the workload does not fit in tile memory: phase {p}'s live buffers take "
+                                  f"{int(peak[p]):,} bytes of {room:,} (largest: "
+                                  f"{', '.join(f'{n} {b:,}' for b, n in names)}); try fewer layers or a smaller "
+                                  "batch", phase=p)
+        return p
+
+    def _exact_layout(self, extent: np.ndarray) -> np.ndarray | None:
+        """The kinds as one tile's placement problem (every kind at its widest, the code and the stack fixed at
+        the bottom of region 0, the rest standard-class: either region, never across the boundary), solved by
+        placer's placement engine; None when it finds no layout within ``EXACT_LAYOUT_SECONDS``."""
+        from placer.placement.api import solve_placement
+        from placer.placement.model import FixedAllocation, MemoryClass, PlacementProblem, Request
+        from placer.solver import SolverParams
+
+        mem = self.machine.memory
+        base = np.full(len(self.kinds), mem.base, np.int64)
+        fixed: list[FixedAllocation] = []
+        todo: list[int] = []
+        top = mem.base
+        for i, k in enumerate(self.kinds):
+            if extent[i] == 0:
+                continue
+            if k.fixed is not None:
+                base[i] = k.fixed
+                fixed.append(FixedAllocation(k.fixed, k.fixed + int(extent[i]), k.first, k.last, name=k.name))
+                top = max(top, k.fixed + int(extent[i]))
+            else:
+                todo.append(i)
+        # region-0-only kinds (the stack) go right above the fixed code, as first fit puts them
+        for i in [i for i in todo if self.kinds[i].region == R0]:
+            k = self.kinds[i]
+            base[i] = round_up(top, 32)
+            top = int(base[i] + extent[i])
+            fixed.append(FixedAllocation(int(base[i]), top, k.first, k.last, name=k.name))
+        todo = [i for i in todo if self.kinds[i].region != R0]
+        requests = tuple(Request(bytes=int(extent[i]), alignment=32, first=self.kinds[i].first,
+                                 last=self.kinds[i].last, klass=MemoryClass.STANDARD, aliases=((n, 0),),
+                                 name=self.kinds[i].name) for n, i in enumerate(todo))
+        problem = PlacementProblem(ranges=((mem.base, mem.loader_limit // 32 * 32),), requests=requests,
+                                   fixed=tuple(fixed), region_boundary=mem.region0_end, host_scratch=None,
+                                   name="workload layout")
+        result = solve_placement(problem, SolverParams(time_limit=EXACT_LAYOUT_SECONDS, workers=1, seed=0))
+        if not result.placed or result.addresses is None:
+            return None
+        for n, i in enumerate(todo):
+            base[i] = result.addresses[n]
+        return base
 
     def _layout(self, order: list[int], extent: np.ndarray) -> np.ndarray:
         mem = self.machine.memory
@@ -211,9 +290,9 @@ class Program:
             addr = _first_fit(busy, regions, int(extent[i]))
             if addr is None:
                 used = sum(b - a for a, b in busy)
-                raise InputError(f"the workload does not fit in tile memory: no room for '{k.name}' "
-                                 f"({int(extent[i])} bytes, phases {k.first}..{k.last}) next to {used} live bytes; "
-                                 "try fewer layers or a smaller batch", where="generate")
+                raise TileMemoryError(f"the workload does not fit in tile memory: no room for '{k.name}' "
+                                      f"({int(extent[i])} bytes, phases {k.first}..{k.last}) next to {used} live "
+                                      "bytes; try fewer layers or a smaller batch")
             base[i] = addr
             placed.append(i)
         return base

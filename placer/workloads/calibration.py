@@ -43,6 +43,7 @@ class Target:
     metric: str
     value: float
     what: str  # the reference's label
+    layers: int = 1  # the Repeat count of the program the figure is for (a full-depth figure: the model's depth)
 
     @property
     def slow(self) -> bool:
@@ -100,7 +101,7 @@ TARGETS: tuple[Target, ...] = (
     Target(_P, "map_kv.in", "all", "transfers", 82_504, "PE MAP input"),
     Target(_P, "map_kv.in", "all", "rows", 6_008, "PE MAP input"),
     Target(_P, "map_kv.in", "all", "cycles", 9_256, "PE MAP input"),
-    Target(_P, None, "all", "table_max", 74_628, "PE program: per-tile maximum (encoded)"),
+    Target(_P, None, "all", "table_max", 74_628, "PE program, 24 layers: per-tile maximum (encoded)", layers=24),
 )
 
 
@@ -120,7 +121,8 @@ class Row:
 
 
 def phase_ids(model: str) -> dict[str, int]:
-    """Lowering key → phase id of a bundled or given model (the ids do not depend on batch or layers)."""
+    """Lowering key → phase id of a bundled or given model (the ids do not depend on batch or layers; a full-depth
+    program whose MAP head runs in serial passes has more phases after the head's first reduction)."""
     steps, _, _ = phase_steps(load_model(model))
     return {key: i for i, (key, _) in enumerate(steps)}
 
@@ -169,6 +171,10 @@ def measure(capture: Capture, machine: Machine, targets: tuple[Target, ...] | li
     missing = sorted({t.phase for t in targets if t.model == name and t.phase and t.phase not in ids})
     if missing:
         raise ValueError(f"{name} has no phase(s) {missing}")
+    layers = capture.repeat.iterations if capture.repeat is not None else 1
+    deep = sorted({t.layers for t in targets if t.model == name and t.layers > 1 and t.layers != layers})
+    if deep:
+        raise ValueError(f"full-depth figures for {deep} layers measured on a capture of {layers}")
     rows: list[Row] = []
     cost = None
     schedules: dict[tuple[int, int], PhaseSchedule] = {}

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from placer.capture.model import Capture, Repeat
 from placer.errors import InputError
 from placer.machine import Machine, load_machine
-from placer.workloads.builder import Program
-from placer.workloads.lowering import Lowering
-from placer.workloads.spec import ModelSpec, load_model
+from placer.workloads.builder import Program, TileMemoryError
+from placer.workloads.lowering import Lowering, phase_steps
+from placer.workloads.spec import MAX_SERIAL, ModelSpec, load_model, plan_grid
 
 DEFAULT_BATCH = 2
 DEFAULT_LAYERS = 1
@@ -64,6 +65,37 @@ def generate(model: str | Path | ModelSpec, batch: int = DEFAULT_BATCH, layers: 
     layers = DEFAULT_LAYERS if layers is None else layers
     if isinstance(layers, bool) or not isinstance(layers, int) or layers < 1:
         raise InputError(f"layers must be a positive integer, got {layers!r}", where="layers")
+    # The MAP head's projection keeps FP16 partial sums of every token row of its M-block (about 88 KB per tile for
+    # SigLIP b2) and as much again to reduce them. Next to a full-depth program's resident layer weights that
+    # does not fit, so, as a matmul planner under memory pressure would, the head computes and reduces its rows in
+    # serial passes: the fewest that fit (one pass, the calibrated program, whenever it fits).
+    error: TileMemoryError | None = None
+    head = spec.lowering.get(HEAD) or plan_grid(spec.tokens, *spec.matmul_shape(HEAD), mach.tiles)
+    for passes in range(head.serial, MAX_SERIAL + 1):
+        lean = spec if passes == head.serial else replace(
+            spec, lowering={**spec.lowering, HEAD: replace(head, serial=passes)})
+        try:
+            capture = _build(lean, batch, layers, mach, seed)
+        except TileMemoryError as exc:
+            error = exc
+            if exc.phase is not None and exc.phase < _first_head_phase(lean):
+                break  # the fullest phase is before the head: passes in the head cannot help
+            continue
+        capture.extra["workload"]["head_passes"] = passes
+        return capture
+    assert error is not None
+    raise error  # the leanest program's reason
+
+
+HEAD = "map_kv"  # the head's matmul that may run in serial passes
+
+
+def _first_head_phase(spec: ModelSpec) -> int:
+    steps, _, _ = phase_steps(spec)
+    return next(i for i, (key, _) in enumerate(steps) if key.startswith(f"{HEAD}."))
+
+
+def _build(spec: ModelSpec, batch: int, layers: int, mach: Machine, seed: int) -> Capture:
     prog = Program(mach, layers, seed)
     low = Lowering(spec, batch, prog)
     low.build()

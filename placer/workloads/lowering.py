@@ -1,4 +1,4 @@
-"""The lowering of a ViT encoder to exchange phases, as the reference compiler would (BRIEF §2, §8).
+"""The lowering of a ViT encoder to exchange phases, as the reference compiler would (docs/reference.md §2, §8).
 
 See docs/workloads.md for the phase list, the grids and what is approximate. In short: every token row (batch
 image b, token t; row r = b * tokens + t) has one canonical owner tile that holds the residual stream and the
@@ -28,6 +28,15 @@ STACK_BYTES = 4 * 1024
 SCRATCH_MAX = 32 * 1024  # per-tile kernel scratch: seeded, so free memory differs from tile to tile
 
 
+def _reductions(spec: ModelSpec, name: str, label: str) -> list[tuple[str, str]]:
+    """A matmul's reduction phases: one per serial pass (``name.red``, then ``name.red1``, ...)."""
+    low = spec.lowering.get(name)
+    passes = low.serial if low is not None else 1
+    if passes == 1:
+        return [(f"{name}.red", label)]
+    return [(f"{name}.red{'' if s == 0 else s}", f"{label}, pass {s + 1} of {passes}") for s in range(passes)]
+
+
 def phase_steps(spec: ModelSpec) -> tuple[list[tuple[str, str]], int, int]:
     """(key, label) per phase in program order, plus the first and one-past-last index of the layer body."""
     steps = [(f"input.{c}", f"input: image chunk {c} → token owners") for c in range(spec.input_chunks)]
@@ -35,7 +44,7 @@ def phase_steps(spec: ModelSpec) -> tuple[list[tuple[str, str]], int, int]:
         ("embed.prep", "embed: FP8 scale + bias → grid"),
         ("embed.in", "embed: patch input (replicated)"),
         ("embed.w", "embed: weights (replicated)"),
-        ("embed.red", "embed: partial-sum reduction"),
+        *_reductions(spec, "embed", "embed: partial-sum reduction"),
         ("embed.out", "embed: output → owners"),
         ("embed.pos", "embed: position rows (+class token) → owners"),
     ]
@@ -78,7 +87,7 @@ def phase_steps(spec: ModelSpec) -> tuple[list[tuple[str, str]], int, int]:
         ("post.ln", "post-norm parameters → owners"),
         ("map_kv.prep", "MAP head: FP8 scale + bias → grid"),
         ("map_kv.in", "MAP head: FP16 rows → key/value projection (replicated) + weights"),
-        ("map_kv.red", "MAP head: key/value partial-sum reduction"),
+        *_reductions(spec, "map_kv", "MAP head: key/value partial-sum reduction"),
         ("map_kv.out", "MAP head: key/value rows → owners"),
         ("map.heads", "MAP head: key/value head rows → probe-attention tiles"),
         ("map.reduce", "MAP head: probe-attention partials → head roots"),
@@ -286,8 +295,13 @@ class Lowering:
         fast_k = (mm_ * n_blocks + nn_) * k_blocks + kk_
         grid = fast_k if low.order == "k" else (mm_ * k_blocks + kk_) * n_blocks + nn_
         n_tiles = m_blocks * n_blocks * k_blocks
-        p_prep, p_in, p_red, p_out = i[f"{name}.prep"], i[f"{name}.in"], i[f"{name}.red"], i[f"{name}.out"]
+        serial = low.serial
+        p_prep, p_in, p_out = i[f"{name}.prep"], i[f"{name}.in"], i[f"{name}.out"]
+        p_reds = [i[f"{name}.red{'' if s == 0 else s}"] for s in range(serial)]
+        p_red, p_red_last = p_reds[0], p_reds[-1]
         p_w = i.get(f"{name}.w", p_in)
+        # the inputs and weights stay until the last pass has computed (before its reduction)
+        p_used = p_reds[-2] if serial > 1 else p_w
         wspace = self.w_static if name in ("embed", "map_kv") else self.w_layer
         batch = self.batch
 
@@ -313,7 +327,7 @@ class Lowering:
         jl = np.flatnonzero(live)
         reducers = (np.arange(m_blocks)[None, :] * n_tiles // m_blocks + jl[:, None]).reshape(-1)
         bias_kind = prog.kind(f"{name}.bias", reducers, np.repeat(ch_cols_a[live] * PARTIAL_BYTES, m_blocks),
-                              p_prep, p_red)
+                              p_prep, p_red_last)
         prog.add(p_prep, holder, ch_cols_a[live] * PARTIAL_BYTES, wspace.kind, hoff, m_blocks, reducers,
                  bias_kind, 0)
 
@@ -335,7 +349,7 @@ class Lowering:
                 x_tiles.append(dst)
                 x_sizes.append(np.full(nd_, extent))
                 prog.hint(p_in, dst, bounds, f"{name}.x")
-        x_kind = prog.kind(f"{name}.x", np.concatenate(x_tiles), np.concatenate(x_sizes), p_in, p_w, R1)
+        x_kind = prog.kind(f"{name}.x", np.concatenate(x_tiles), np.concatenate(x_sizes), p_in, p_used, R1)
         self._patch_kind(p_in, x_kind)
 
         # -- replicated weight blocks W[k, n] -> the M tiles of (:, n, k). A block lives, unreplicated, in slices on
@@ -344,32 +358,36 @@ class Lowering:
         # block's other M - 1 tiles, read at one source address per layer
         blocks = self._weight_blocks(name)
         w_kind = prog.kind(f"{name}.w", blocks.grid[:, blocks.gn, blocks.gk].T.reshape(-1),
-                           np.repeat(blocks.gsize, m_blocks), p_w, p_w, R1)
+                           np.repeat(blocks.gsize, m_blocks), p_w, p_used, R1)
         self._weight_pieces(p_w, name, blocks, wspace, w_kind)
-        # -- partial-sum reduction and output to the owners
+        # -- partial-sum reduction and output to the owners. With serial passes each pass computes and reduces the
+        # partial sums of a run of the M-block's rows, reusing the partial and reduce buffers
         rm = np.array([batch * b.shape[0] for b in tblocks], np.int64)
+        pass_rows = [np.array([r.shape[0] for r in np.array_split(np.arange(int(rm[m])), serial)], np.int64)
+                     for m in range(m_blocks)]
+        widest = np.array([int(p.max()) for p in pass_rows], np.int64)
         part_kind = prog.kind(f"{name}.partial", grid.reshape(-1),
-                              (rm[mm_] * nsize[nn_]).reshape(-1) * PARTIAL_BYTES, p_w, p_red)
+                              (widest[mm_] * nsize[nn_]).reshape(-1) * PARTIAL_BYTES, p_w, p_red_last)
         red_t, red_s, sum_s = [], [], []
         for m in range(m_blocks):
             base = m * n_tiles // m_blocks
-            chunk_bytes = rm[m] * ch_cols_a * PARTIAL_BYTES
             red_t.append(base + np.arange(n_chunks))
-            red_s.append(chunk_bytes * k_blocks)
-            sum_s.append(chunk_bytes)
-        red_kind = prog.kind(f"{name}.reduce", np.concatenate(red_t), np.concatenate(red_s), p_red, p_red)
+            red_s.append(widest[m] * ch_cols_a * PARTIAL_BYTES * k_blocks)
+            sum_s.append(rm[m] * ch_cols_a * PARTIAL_BYTES)
+        red_kind = prog.kind(f"{name}.reduce", np.concatenate(red_t), np.concatenate(red_s), p_red, p_red_last)
         sum_kind = prog.kind(f"{name}.sum", np.concatenate(red_t), np.concatenate(sum_s), p_red, p_out)
         for m, tb in enumerate(tblocks):
             base = m * n_tiles // m_blocks
-            j = np.repeat(np.arange(n_chunks), k_blocks)
-            kk = np.tile(np.arange(k_blocks), n_chunks)
-            contributor = grid[m, ch_n_a[j], kk]
-            reducer = base + j
-            nbytes = rm[m] * ch_cols_a[j] * PARTIAL_BYTES
-            keep = (contributor != reducer) & (nbytes > 0)
-            j, kk, contributor, nbytes = j[keep], kk[keep], contributor[keep], nbytes[keep]
-            prog.add(p_red, contributor, nbytes, part_kind, rm[m] * ch_col0_a[j] * PARTIAL_BYTES, 1, base + j,
-                     red_kind, kk * nbytes)
+            for p_r, rows_s in zip(p_reds, pass_rows[m], strict=True):
+                j = np.repeat(np.arange(n_chunks), k_blocks)
+                kk = np.tile(np.arange(k_blocks), n_chunks)
+                contributor = grid[m, ch_n_a[j], kk]
+                reducer = base + j
+                nbytes = rows_s * ch_cols_a[j] * PARTIAL_BYTES
+                keep = (contributor != reducer) & (nbytes > 0)
+                j, kk, contributor, nbytes = j[keep], kk[keep], contributor[keep], nbytes[keep]
+                prog.add(p_r, contributor, nbytes, part_kind, rows_s * ch_col0_a[j] * PARTIAL_BYTES, 1, base + j,
+                         red_kind, kk * nbytes)
             # output rows: chunk by chunk (column order), so an owner's receives follow its row left to right
             ntm = tb.shape[0]
             r = rows.row(np.repeat(np.arange(batch), ntm), np.tile(tb, batch))

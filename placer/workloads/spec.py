@@ -20,6 +20,8 @@ from placer.units import ceil_div
 MATMULS = ("embed", "qkv", "proj", "mlp_up", "mlp_down", "map_kv")
 BUNDLED_MODELS = ("siglip-so400m", "pe-core-l14")
 GRAIN = 32  # bytes: the FP8 column grain of activation fragments
+MAX_SERIAL = 8  # serial passes of one matmul at most (each adds a reduction phase)
+SERIAL_MATMULS = ("embed", "map_kv")  # outside the layer body: a pass adds a phase to the head, not to every layer
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,9 @@ class MatmulLowering:
     row_blocks: int = 1  # native segments cut each panel's row axis into this many blocks
     weight_homes: int = 0  # tiles of its own M replicas that hold a weight block (0: M - 1, all but the first)
     panel_order: str = "row"  # inside a panel: "row" ([token][columns]) or "column" ([column][token])
+    # passes over each tile's output columns: the partial sums of one pass are reduced before the next pass reuses
+    # their buffers (a reduction phase per pass), trading phases for tile memory; only outside the layer body
+    serial: int = 1
 
     def homes(self) -> int:
         """How many of a weight block's M replica tiles hold a slice of it (its "homes")."""
@@ -189,6 +194,9 @@ def model_from_dict(data: dict[str, Any], where: str) -> ModelSpec:
     for mm in MATMULS:
         if mm in lowering:
             per[mm] = _lowering(lowering[mm], where, f"lowering.{mm}.")
+            if per[mm].serial > 1 and mm not in SERIAL_MATMULS:
+                raise InputError(f"serial passes are for matmuls outside the layer body ({', '.join(SERIAL_MATMULS)})"
+                                 f", got {per[mm].serial}", path=where, where=f"lowering.{mm}.serial")
     spec = ModelSpec(name=name, hidden=hidden, mlp=mlp, heads=heads, head_dim=head_dim, layers=layers,
                      patch_grid=(grid[0], grid[1]), patch_size=size, channels=channels, class_token=cls,
                      act_bytes=act, weight_bytes=weight, attn_bytes=attn, attention_rounds=rounds,
@@ -218,7 +226,7 @@ def _lowering(raw: Any, where: str, prefix: str) -> MatmulLowering:
         raise InputError(f"must be a multiple of 32, got {slice_bytes}", path=where, where=f"{prefix}weight_slice")
     homes = _int(raw, "weight_homes", where, prefix, lo=0, hi=max(1, grid[0]), default=0)
     unknown = set(raw) - {"grid", "panel", "order", "owner_run", "weight_slice", "row_blocks", "weight_homes",
-                          "panel_order"}
+                          "panel_order", "serial"}
     if unknown:
         raise InputError(f"unknown key(s) {sorted(unknown)}", path=where, where=prefix.rstrip("."))
     panel_order = raw.get("panel_order", "row")
@@ -239,6 +247,7 @@ def _lowering(raw: Any, where: str, prefix: str) -> MatmulLowering:
         row_blocks=row_blocks,
         weight_homes=homes,
         panel_order=panel_order,
+        serial=_int(raw, "serial", where, prefix, hi=MAX_SERIAL, default=1),
     )
 
 
