@@ -5,6 +5,7 @@
     python benchmarks/bench_selection.py --readme                 # just the README's "Where things stand" rows
     python benchmarks/bench_selection.py --readme --schedule      # ... and their programs scheduled whole
     python benchmarks/bench_selection.py --sweep --budgets 64KiB,72KiB,80KiB,96KiB   # option effects shared
+    python benchmarks/bench_selection.py --readme --layers full   # full depth: SigLIP b2 at 27 layers, PE-core b2 at 24
 
 With --sweep the option effects are computed once per program (printed as "prepare") and the budgets are solved
 smallest first, each hinted with the smaller budgets' plans, as `placer compare` does; each budget still gets its
@@ -27,14 +28,17 @@ import time
 
 from placer.allocator import keep_freed_arrays
 from placer.api import schedule_programs
+from placer.capture.headroom import headroom
 from placer.machine import load_machine
 from placer.selection.select import Outcome, prepare, select
 from placer.solver import Deadline, SolverParams
 from placer.units import format_size, parse_size_list
 from placer.validation import validate
 from placer.workloads.generate import generate
+from placer.workloads.spec import load_model
 
 README_ROWS = (("siglip-so400m", 2), ("pe-core-l14", 2), ("siglip-so400m", 4))
+FULL_DEPTH_ROWS = (("siglip-so400m", 2), ("pe-core-l14", 2))  # batch four does not fit tile memory at full depth
 
 
 def load() -> str:
@@ -64,6 +68,8 @@ def main() -> None:
                     "default work under a longer limit on a busy machine)")
     ap.add_argument("--readme", action="store_true", help="only the README rows (SigLIP b2, PE-core b2, SigLIP b4)")
     ap.add_argument("--no-validate", action="store_true")
+    ap.add_argument("--layers", default="1", help="Repeat iterations of each generated program: a number, or "
+                    "'full' for each model's own depth (27 for SigLIP So400m, 24 for PE-core L/14)")
     ap.add_argument("--sweep", action="store_true", help="share option effects between budgets, as compare does")
     ap.add_argument("--schedule", action="store_true", help="the README rows' programs (all direct, the rule's, "
                     "placer's) scheduled whole, as `placer solve --schedule` does")
@@ -74,8 +80,9 @@ def main() -> None:
     machine = load_machine()
     budgets = parse_size_list(args.budgets)
     params = SolverParams.from_toml(args.params).with_overrides(time_limit=args.time_limit)
-    runs = README_ROWS if args.readme else [(m, int(b)) for m in args.models.split(",")
-                                            for b in args.batches.split(",")]
+    full = args.layers == "full"
+    rows = FULL_DEPTH_ROWS if full else README_ROWS
+    runs = rows if args.readme else [(m, int(b)) for m in args.models.split(",") for b in args.batches.split(",")]
     print(f"{load()}; limit {params.time_limit:g} s per solve, {params.workers} workers, "
           f"work {params.work_per_second * params.time_limit:.1f} deterministic s, "
           f"deterministic={params.deterministic}")
@@ -84,7 +91,8 @@ def main() -> None:
           f"{'wall s':>8}{'backstop':>9}{'valid':>6}  stages (objective/bound)  [plan from]")
     readme = []
     for model, batch in runs:
-        cap = generate(model, batch, 1, machine, 0)
+        layers = int(load_model(model).layers) if full else int(args.layers)
+        cap = generate(model, batch, layers, machine, 0)
         prepared, hints = None, []
         if args.sweep:
             began = time.perf_counter()
@@ -108,10 +116,35 @@ def main() -> None:
                   f"{c.cycles / direct - 1:>+10.2%}{c.b1024:>+9,}{'y' if c.fits else 'n':>5}"
                   f"{wall:>8.1f}{'yes' if out.backstop else 'no':>9}{valid:>6}  {stages(out)}  [{out.source}]",
                   flush=True)
-            if (model, batch) in README_ROWS and budget == 80 * 1024:
+            if (model, batch) in rows and budget == 80 * 1024:
                 readme.append((model, batch, cap, out, wall, valid))
     print(load())
-    if readme:
+    if readme and full:
+        print("\nREADME full-depth rows (80 KiB; Σ bound: the program's scheduled lower bound, every Repeat "
+              "iteration counted; B1024 Δ: Σ B1024 horizon against the all-direct program; headroom: the fullest "
+              "tile's free bytes in its fullest phase, relay buffers included; fullest host: the least free bytes of a "
+              "relay host in a phase where it holds a relay buffer):")
+        print("| program | plan | worst tile B | fits 80 KiB | relays | memory headroom | fullest host | "
+              "Σ bound (cycles) | B1024 Δ |")
+        print("|---|---|---:|---|---:|---:|---:|---:|---:|")
+        for model, batch, cap, out, _wall, _valid in readme:
+            direct = out.problem.direct if out.problem is not None else None
+            d_bound = out.scheduled.direct_bound if out.scheduled is not None else 0
+            name = f"{model} b{batch}, {cap.repeat.iterations if cap.repeat else 1} layers"
+            plans = [("all direct", None, direct.worst_table() if direct else 0,
+                      direct.fits(machine.budget.table_bytes, machine.budget.fragments) if direct else False,
+                      0, d_bound, 0),
+                     ("production rule", out.greedy, out.greedy_objectives.table, out.greedy_objectives.fits,
+                      out.greedy_objectives.relays, out.greedy_objectives.cycles, out.greedy_objectives.b1024),
+                     ("placer", out.plan, out.objectives.table, out.objectives.fits, out.objectives.relays,
+                      out.objectives.cycles, out.objectives.b1024)]
+            for label, plan, table, fits, relays, bound, b1024 in plans:
+                room = headroom(cap, machine, plan.buffers() if plan is not None else None)
+                free = f"{room.free:,} B" if room is not None else "-"
+                host = f"{room.hosts_free:,} B" if room is not None and room.hosts_free is not None else "-"
+                print(f"| {name} | {label} | {table:,} | {'yes' if fits else 'no'} | {relays:,} | {free} | {host} | "
+                      f"{bound:,} | {b1024:+,} |")
+    elif readme:
         print("\nREADME rows (80 KiB, one layer; Σ bound: the program's scheduled lower bound; B1024 Δ: against the "
               "all-direct program):")
         for model, batch, _cap, out, wall, valid in readme:

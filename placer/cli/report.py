@@ -15,6 +15,7 @@ import numpy as np
 import typer
 
 from placer.capture import read_capture
+from placer.capture.headroom import Buffers, headroom
 from placer.cli import options
 from placer.errors import InputError
 from placer.fileio import check_output, check_output_dir
@@ -102,7 +103,7 @@ def _header(data: Any, capture: Path, phase: int, tile: int) -> list[str]:
     lines = [f"capture {html.escape(str(capture))}: {len(data.phase_ids)} phases, {sum(data.transfers):,} transfers, "
              f"{data.tiles:,} tiles (machine {html.escape(data.machine.name)}); budget "
              f"{format_size(data.budget)} per tile; direct worst tile {int(before.max(initial=0)):,} B (tile "
-             f"{int(np.argmax(before))})"]
+             f"{int(np.argmax(before))})" + _memory(data, None)]
     for p in data.plans:
         after = p.program_table
         fits = int(after.max(initial=0)) <= data.budget
@@ -111,9 +112,21 @@ def _header(data: Any, capture: Path, phase: int, tile: int) -> list[str]:
                      f"{'fits' if fits else 'does not fit'}; "
                      f"{len(p.parsed.relays)} groups relayed over {p.relay_count():,} relays in "
                      f"{len(p.hosts)} phases; cycles {int(data.before_cycles @ np.array(data.iterations)):,} → "
-                     f"{int(p.cycles @ np.array(data.iterations)):,}")
+                     f"{int(p.cycles @ np.array(data.iterations)):,}" + _memory(data, p))
     lines.append(f"schedule figure: phase {phase}; SRAM map: tile {tile} (choose with --phase, --tile)")
     return lines
+
+
+def _memory(data: Any, plan: Any) -> str:
+    """"; memory headroom …" for the capture alone (``plan`` None) or with a plan's relay buffers; "" when the
+    capture has no allocations."""
+    buffers = None
+    if plan is not None:
+        segs = [(s.tile, r.phase, s.buffer, s.buffer_end) for r in plan.parsed.relays for s in r.segments]
+        cols = [np.array(c, np.int64) for c in zip(*segs, strict=True)] if segs else [np.zeros(0, np.int64)] * 4
+        buffers = Buffers(*cols)
+    room = headroom(data.capture, data.machine, buffers)
+    return "" if room is None else f"; {html.escape(room.describe())}"
 
 
 def _notes(data: Any, schedule: Any, phase: int, tile: int) -> dict[str, str]:
