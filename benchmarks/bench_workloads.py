@@ -23,6 +23,7 @@ from placer.capture.headroom import headroom
 from placer.cost.model import program_cost
 from placer.errors import InputError
 from placer.machine import Machine, load_machine
+from placer.modes import OrderingRules
 from placer.workloads.calibration import TARGETS, TOLERANCE, measure, render_rows
 from placer.workloads.generate import generate
 from placer.workloads.spec import load_model
@@ -61,7 +62,7 @@ def main() -> int:
         times.append(f"{model} ({layers} layer{'s' if layers > 1 else ''}): generate {t1 - t0:.1f} s, "
                      f"measure {t2 - t1:.1f} s")
         if args.model and not args.no_cycles:
-            other += measure(cap, machine, [t for t in targets if t.slow], model, rules="model")
+            other += measure(cap, machine, [t for t in targets if t.slow], model, rules=OrderingRules.MODEL)
             times[-1] += f", model rules {time.perf_counter() - t2:.1f} s"
     print(render_rows(rows, other if args.model else None))
     out = [r for r in rows if not r.within]

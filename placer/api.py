@@ -30,7 +30,7 @@ from placer import interrupt
 from placer.clock import command_start
 from placer.errors import ExitCode, InputError
 from placer.fileio import read_json, write_json
-from placer.modes import PlacementMode, ScheduleMode, SelectionMode
+from placer.modes import OrderingRules, PlacementMode, ScheduleMode, SelectionMode
 from placer.solver import Deadline, RunConfig, SolveResult, SolverParams, Status
 from placer.units import MAX_ADDRESS, MAX_SIZE, size_option
 
@@ -950,7 +950,7 @@ def place(problem: PlacementProblem | str | Path, *, capacity: int | str | None 
         cap = _size(capacity, "capacity", MAX_ADDRESS) if capacity is not None else None
         problem = read_problem(problem, capacity=cap)
     with task(f"place {problem.n:,} buffers ({mode})") as shown:
-        result = solve_placement(problem, params, mode="exact" if mode == PlacementMode.EXACT else "greedy",
+        result = solve_placement(problem, params, mode=mode,
                                  progress=lambda engine, elapsed, status: shown.advance(0, f"{engine}: {status}"),
                                  deadline=deadline)
     verified = None
@@ -1072,19 +1072,19 @@ def schedule(capture: CaptureLike, machine: MachineLike = None, *, phases: Seque
             known = cap.phase_ids()
             listed = ", ".join(map(str, known[:20])) + (" ..." if len(known) > 20 else "")
             raise InputError(f"no phase {pid} (phases: {listed})", path=name)
-    ordering = OrderingParams(wave_words=wave_words, rules=rules)
+    ordering = OrderingParams(wave_words=wave_words, rules=OrderingRules(rules))
     if ray is not None:
         from placer.sweep.fanout import schedule_phases
 
         with task(f"schedule {len(ids)} phase(s) as Ray tasks"):
-            results = schedule_phases(cap, mach, mode.value, params, ids, ordering, ray)
+            results = schedule_phases(cap, mach, mode, params, ids, ordering, ray)
     else:
         results = schedule_capture(cap, mach, mode, params, phases=ids, ordering=ordering)
     invalid: dict[int, list[str]] = {}
     if check:
         for ps in track(results, "check schedules", unit="phases"):
             p = cap.phase_by_id(ps.phase)
-            checker = check_reference_schedule if ps.rules == "reference" else check_schedule
+            checker = check_reference_schedule if ps.rules == OrderingRules.REFERENCE else check_schedule
             problems = checker(p, ps.schedule.tx_start, ps.schedule.rx_start, ps.schedule.horizon, mach)
             if problems:
                 invalid[ps.phase] = problems

@@ -23,6 +23,21 @@ class PlacementMode(StrEnum):
     EXACT = "exact"
 
 
+class OrderingRules(StrEnum):
+    """``placer schedule --rules``: whose rules a phase is scheduled under."""
+
+    REFERENCE = "reference"  # the reference compiler's own B1024 rules (the default)
+    MODEL = "model"  # placer's chunk model (fast; CP-SAT works in it)
+
+
+class PlanMode(StrEnum):
+    """Where a relay plan came from (the plan file's ``mode``)."""
+
+    PRODUCTION_RULE = "production-rule"  # the production rule (older files say "greedy")
+    CPSAT = "cpsat"  # placer's search
+    BUDGET_GREEDY = "budget-greedy"  # the budget-greedy incumbent the search kept
+
+
 class ScheduleMode(StrEnum):
     """``placer schedule --mode``: the production B1024 rule, or that improved with CP-SAT."""
 

@@ -92,7 +92,7 @@ def place_many(files: Sequence[Path], capacity: int | None, params: SolverParams
     command's exit code: 0 when every file was placed, else 4 if any is unknown, else 3."""
     from placer.sweep.fanout import place_files
 
-    pairs = place_files(files, capacity, params, mode, ray, use_ray=ray is not None)
+    pairs = place_files(files, capacity, params, PlacementMode(mode), ray, use_ray=ray is not None)
     docs, codes = [], []
     for path, (problem, result) in zip(files, pairs, strict=True):
         if result.addresses is not None:

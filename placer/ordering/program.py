@@ -16,6 +16,7 @@ import numpy as np
 
 from placer.capture.model import Capture, Phase
 from placer.machine import Machine
+from placer.modes import OrderingRules, ScheduleMode
 from placer.ordering.check import check_reference_schedule
 from placer.ordering.orders import PhaseOrder
 from placer.ordering.schedule import OrderingParams, schedule_phase
@@ -107,8 +108,8 @@ class ProgramScheduler:
         return ProgramFigures(rows, [program.iterations(p.phase) for p in program.phases])
 
     def _schedule(self, program: Capture, phase: Phase, search: bool) -> PhaseRow:
-        ps = schedule_phase(phase, self.machine, "cpsat" if search else "greedy", self.params,
-                            OrderingParams(rules="reference"), tiles=program.tile_count)
+        ps = schedule_phase(phase, self.machine, ScheduleMode.CPSAT if search else ScheduleMode.GREEDY, self.params,
+                            OrderingParams(rules=OrderingRules.REFERENCE), tiles=program.tile_count)
         problems = check_reference_schedule(phase, ps.schedule.tx_start, ps.schedule.rx_start, ps.schedule.horizon,
                                             self.machine)
         return PhaseRow(phase.phase, program.label(phase.phase), phase.n, ps.greedy_horizon, ps.horizon, ps.lower,

@@ -1,6 +1,6 @@
 """Scheduling a phase end to end: chunks → greedy → (CP-SAT) → per-transfer times, bounds and timed table rows.
 
-Under ``OrderingParams.rules == "reference"`` (the default) the greedy is the reference's own B1024 schedule
+Under ``OrderingParams.rules == OrderingRules.REFERENCE`` (the default) the greedy is the reference's own B1024 schedule
 (``placer.ordering.reference``: its order, timing, bounds and row encoding), and a CP-SAT order found in the chunk
 model is timed by the same rules before it is compared. Under ``"model"`` everything below is placer's chunk model.
 
@@ -32,7 +32,7 @@ import numpy as np
 from placer.capture.model import Capture, Phase
 from placer.cost.model import tile_counters
 from placer.machine import Machine
-from placer.modes import ScheduleMode
+from placer.modes import OrderingRules, ScheduleMode
 from placer.ordering.bounds import LowerBound, lower_bound
 from placer.ordering.cpsat import compact, horizon_of, improve_lns, solve_exact
 from placer.ordering.greedy import greedy_starts, retime
@@ -50,7 +50,7 @@ from placer.solver import RunConfig, SolveResult, SolverParams, Status
 from placer.units import ceil_div
 
 Mode = ScheduleMode  # how a phase is ordered (placer.modes)
-RULES = ("model", "reference")  # placer's chunk model (fast; CP-SAT works in it), the reference's own rules
+RULES = tuple(OrderingRules)  # placer's chunk model (fast; CP-SAT works in it), the reference's own rules
 _SECOND_RULE_CHUNKS = 50_000  # above this, a second greedy pass costs more than it usually gains
 # how long the chunk model's neighbourhood search may run past its wall-clock backstop: its last CP-SAT solve stops
 # a little after its limit, then the window is compacted (measured: 0.51 s on SigLIP b2's relayed MLP-up, whose
@@ -67,7 +67,7 @@ class OrderingParams:
     neighbourhood: int = 120  # initial chunks freed per neighbourhood step (adapts to how fast steps solve)
     step_time: float = 1.5  # seconds per neighbourhood step at most
     timing: Timing = field(default_factory=Timing)
-    rules: str = "reference"  # the reference's own rules (``reference``); "model": placer's chunk model
+    rules: OrderingRules = OrderingRules.REFERENCE  # the reference's own rules; MODEL: placer's chunk model
     receive_gap_absorb: int = 128  # idle cycles a lone receive control absorbs (PIC; XPIC: 4,096)
     delay_max: int = 1 << 19  # cycles one DELAY word covers
 
@@ -198,7 +198,7 @@ class PhaseSchedule:
     greedy_seconds: float
     schedule: Schedule = field(repr=False)
     starts: np.ndarray = field(repr=False)  # chunk starts (model rules; empty under the reference's rules)
-    rules: str = "reference"
+    rules: OrderingRules = OrderingRules.REFERENCE
     # the transfers in the order the reference's row builder appends them (reference rules; empty under the model)
     order: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
 
@@ -244,7 +244,7 @@ class PhaseSchedule:
 def schedule_phase(
     phase: Phase,
     machine: Machine,
-    mode: Mode | str = "greedy",
+    mode: Mode | str = ScheduleMode.GREEDY,
     params: SolverParams | None = None,
     ordering: OrderingParams | None = None,
     *,
@@ -257,7 +257,7 @@ def schedule_phase(
         raise ValueError(f"unknown scheduling rules {ordering.rules!r} (known: {', '.join(RULES)})")
     clock = time.perf_counter()
     chunks = build_chunks(phase, machine, wave_words=ordering.wave_words, tiles=tiles, timing=ordering.timing)
-    if ordering.rules == "reference":
+    if ordering.rules == OrderingRules.REFERENCE:
         return _schedule_reference(phase, machine, mode, params, ordering, chunks, clock, progress)
     greedy = greedy_starts(chunks)
     greedy_schedule = expand(phase, chunks, greedy)
@@ -267,7 +267,7 @@ def schedule_phase(
     result: SolveResult | None = None
     method = "greedy"
     starts, schedule = greedy, greedy_schedule
-    if mode == "cpsat" and chunks.count:
+    if mode == ScheduleMode.CPSAT and chunks.count:
         # the limit bounds the whole call: re-timing, expanding and encoding the result take about what the greedy
         # took, so the neighbourhoods' wall-clock backstop leaves that much
         improved, result, method = _improve(chunks, greedy, bound, params, ordering, progress,
@@ -303,7 +303,7 @@ def schedule_phase(
         greedy_seconds=greedy_s,
         schedule=schedule,
         starts=starts,
-        rules="model",
+        rules=OrderingRules.MODEL,
     )
 
 
@@ -328,7 +328,7 @@ def _schedule_reference(phase: Phase, machine: Machine, mode: Mode | str, params
     bound = LowerBound(max(ref.port, ref.lane), 0, ref.chain, memory=ref.memory, host=ref.host)
     best, method, result = greedy, "greedy", None
     greedy_table: np.ndarray | None = None
-    if mode == "cpsat" and chunks.count and greedy.horizon > bound.best:
+    if mode == ScheduleMode.CPSAT and chunks.count and greedy.horizon > bound.best:
         # the time limit bounds the whole call: the winner's row encoding (timed here on the greedy's, reused if
         # the greedy stays best) must still fit after the search
         encoded = time.perf_counter()
@@ -382,7 +382,7 @@ def _schedule_reference(phase: Phase, machine: Machine, mode: Mode | str, params
         status = Status.OPTIMAL if h <= bound.best else Status.FEASIBLE
         result = SolveResult(status, float(h), float(min(h, bound.best)), time.perf_counter() - clock,
                              backstop=search.cut)
-    elif mode == "cpsat" and chunks.count:  # B1024 reaches the bound
+    elif mode == ScheduleMode.CPSAT and chunks.count:  # B1024 reaches the bound
         result = SolveResult(Status.OPTIMAL, float(greedy.horizon), float(greedy.horizon), greedy_s)
     cost = tile_counters(phase, machine, tiles)
     table = greedy_table if best is greedy and greedy_table is not None else \
@@ -394,7 +394,7 @@ def _schedule_reference(phase: Phase, machine: Machine, mode: Mode | str, params
         table_worst=int(table.max(initial=0)), estimate_table_worst=cost.worst_table(),
         seconds=time.perf_counter() - clock, greedy_seconds=greedy_s,
         schedule=Schedule(best.tx_start, best.rx_start, best.horizon), starts=np.zeros(0, np.int64),
-        rules="reference", order=best.order)
+        rules=OrderingRules.REFERENCE, order=best.order)
 
 
 def _improve(
@@ -451,7 +451,7 @@ def _improve(
 def schedule_capture(
     capture: Capture,
     machine: Machine,
-    mode: Mode | str = "greedy",
+    mode: Mode | str = ScheduleMode.GREEDY,
     params: SolverParams | None = None,
     *,
     phases: list[int] | None = None,

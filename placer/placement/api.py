@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Literal
 
+from placer.modes import PlacementMode
 from placer.placement.bounds import flat_overflow_proof, infeasibility_proof, peak_live_bytes
 from placer.placement.canonical import solve_flat, solve_general
 from placer.placement.checker import check_placement
@@ -39,7 +39,7 @@ from placer.placement.result import PlacementResult
 from placer.placement.stacking import stack, zero_slack
 from placer.solver import SolverParams, Status
 
-Mode = Literal["greedy", "exact"]
+Mode = PlacementMode
 StageProgress = Callable[[str, float, str], None]
 """Called with (engine, elapsed seconds, a short status) while a long solve runs."""
 
@@ -167,7 +167,7 @@ def solve_placement(
     problem: PlacementProblem,
     params: SolverParams | None = None,
     *,
-    mode: Mode = "exact",
+    mode: Mode = PlacementMode.EXACT,
     progress: StageProgress | None = None,
     deadline: float | None = None,
 ) -> PlacementResult:
@@ -184,7 +184,7 @@ def solve_placement(
         if proof is not None:
             return PlacementResult(Status.INFEASIBLE, None, "bound", time.perf_counter() - t0, reason=proof,
                                    bound=bound, greedy="not run: live bytes exceed the capacity")
-    if flat and mode == "exact" and problem.n > MIRROR_FIRST:
+    if flat and mode == PlacementMode.EXACT and problem.n > MIRROR_FIRST:
         # MiniMalloc's class beyond a handful of buffers: the canonical search is complete, and where the mirror
         # would place the buffers it needs about n nodes too, so running the mirror first only adds its own time
         # (4.6 ms at 300 buffers, a third of the whole answer). The peak bound above is every cheap proof a flat
@@ -219,7 +219,7 @@ def solve_placement(
     if proof is not None:
         return PlacementResult(Status.INFEASIBLE, None, "bound", time.perf_counter() - t0, reason=proof,
                                bound=bound, greedy=g.describe())
-    if mode == "greedy":
+    if mode == PlacementMode.GREEDY:
         return PlacementResult(Status.UNKNOWN, None, "greedy", time.perf_counter() - t0,
                                reason="the production allocator failed (not a proof)", greedy=g.describe(),
                                bound=bound)

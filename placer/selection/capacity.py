@@ -36,6 +36,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from placer.alternatives.relay import direct_receive
+from placer.modes import PlanMode
 from placer.progress import SolverCallback
 from placer.selection.plan import Plan, RelayChoice
 from placer.selection.problem import SelectionProblem
@@ -412,7 +413,7 @@ def _read(cm: CapacityModel, solver: Any) -> list[list[int]]:
 
 
 def place_segments(problem: SelectionProblem, choice: list[list[int]], caps: list[PhaseCaps],
-                   mode: str = "cpsat", prefer: str = "table") -> Plan:
+                   mode: PlanMode = PlanMode.CPSAT, prefer: str = "table") -> Plan:
     """The plan of a choice: every chosen segment on a tile that may take it under ``caps``.
 
     Per phase, segments by falling host rows, each on the tile with the lowest program table (ties: the highest
@@ -795,7 +796,7 @@ class _State:
             host.ctrl[t] -= sign * int(op.host.ctrl[s])
             host.free[t] = sign < 0
 
-    def plan(self, mode: str) -> Plan:
+    def plan(self, mode: PlanMode) -> Plan:
         problem = self.problem
         plan = Plan(mode, problem.machine, problem.table_budget, problem.fragment_limit)
         max_bytes = problem.machine.exchange.max_transfer_words * 4
@@ -812,7 +813,7 @@ class _State:
 SWAP_ROUNDS = 3000  # improving moves at most (each is a few numpy passes over the tiles)
 
 
-def relay_greedy(problem: SelectionProblem, caps: list[PhaseCaps], mode: str = "cpsat",
+def relay_greedy(problem: SelectionProblem, caps: list[PhaseCaps], mode: PlanMode = PlanMode.CPSAT,
                  rounds: int = SWAP_ROUNDS, cutoff: Cutoff | None = None) -> Plan:
     """A plan at the cycles bound that lowers the worst tile.
 
@@ -846,7 +847,7 @@ def relay_greedy(problem: SelectionProblem, caps: list[PhaseCaps], mode: str = "
     return st.plan(mode)
 
 
-def relieve_hosts(problem: SelectionProblem, caps: list[PhaseCaps], plan: Plan, mode: str = "cpsat",
+def relieve_hosts(problem: SelectionProblem, caps: list[PhaseCaps], plan: Plan, mode: PlanMode = PlanMode.CPSAT,
                   rounds: int = SWAP_ROUNDS) -> Plan:
     """A plan at the cycles bound with its worst tiles relieved of hosting (``_relieve_hosts``); the plan itself
     if nothing moved or it is not one at the cycles bound (a local-pack relay, or a segmentation the caps do not

@@ -29,6 +29,7 @@ import numpy as np
 
 from placer.capture.model import Phase
 from placer.cost.model import tile_counters
+from placer.modes import PlanMode
 from placer.progress import task
 from placer.selection.cpsat import PhaseFixed
 from placer.selection.plan import Plan, RelayChoice
@@ -65,7 +66,7 @@ def fixed_of(problem: SelectionProblem, phase: Phase, relays: list[RelayChoice])
     """One phase's exact contribution with ``relays`` (all of that phase) applied."""
     machine = problem.machine
     tiles = problem.tiles
-    part = Plan("cpsat", machine, problem.table_budget, problem.fragment_limit, relays)
+    part = Plan(PlanMode.CPSAT, machine, problem.table_budget, problem.fragment_limit, relays)
     main, extra = part.phase_rewrite(phase)
     pc = tile_counters(main, machine, tiles, problem.capture.allocations)
     table, frags, cycles = pc.table_bytes.copy(), pc.fragments.copy(), pc.cycles
@@ -155,7 +156,7 @@ class Pool:
             choice[k] = self._index[k][relay_key(relays)]
         return choice
 
-    def plan(self, choice: list[int], mode: str = "cpsat") -> Plan:
+    def plan(self, choice: list[int], mode: PlanMode = PlanMode.CPSAT) -> Plan:
         problem = self.problem
         relays = [r for k, c in enumerate(choice) for r in self.columns[k][c].relays]
         return Plan(mode, problem.machine, problem.table_budget, problem.fragment_limit, relays)

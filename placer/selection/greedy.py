@@ -42,12 +42,13 @@ from placer.capture.model import Allocations, Capture, Phase
 from placer.cost.model import BAND_SHIFT, PhaseCost, ProgramCost, program_cost, program_tiles, tile_counters
 from placer.cost.state import PhaseState, TileCounters
 from placer.machine import Machine
+from placer.modes import PlanMode
 from placer.progress import track
 from placer.selection.plan import Plan, RelayChoice
 from placer.solver import Cutoff
 from placer.threads import ordered_map
 
-RULE_NAME = "production-rule"
+RULE_NAME = PlanMode.PRODUCTION_RULE
 MAX_REASONS = 5  # reasons listed per phase for the groups that stay direct
 
 ACCEPTED = "accepted"
@@ -412,7 +413,7 @@ def budget_plan(capture: Capture, scans: list[GroupScan], machine: Machine, tabl
     At ``cutoff`` the relays chosen so far are returned (a valid plan, which may not fit).
     """
     tiles = program_tiles(capture, machine)
-    plan = Plan("budget-greedy", machine, table_budget, fragment_limit)
+    plan = Plan(PlanMode.BUDGET_GREEDY, machine, table_budget, fragment_limit)
     cost = program_cost(capture, machine)
     table = cost.table_bytes[:tiles].copy()
     frags = cost.fragments[:tiles].copy()

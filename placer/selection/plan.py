@@ -14,6 +14,7 @@ from placer.capture.headroom import Buffers
 from placer.capture.io import capture_digest, phase_to_json
 from placer.capture.model import Capture, Phase, Repeat
 from placer.machine import Machine
+from placer.modes import PlanMode
 
 PLAN_VERSION = 1
 
@@ -41,7 +42,7 @@ class RelayChoice:
 
 @dataclass(eq=False)
 class Plan:
-    mode: str
+    mode: PlanMode
     machine: Machine
     table_budget: int
     fragment_limit: int

@@ -16,13 +16,14 @@ from __future__ import annotations
 import numpy as np
 
 from placer.alternatives.relay import direct_receive, local_pack
+from placer.modes import PlanMode
 from placer.selection.cpsat import ANY, HostKey, Selection
 from placer.selection.options import Option
 from placer.selection.plan import Plan, RelayChoice
 from placer.selection.problem import SelectionProblem
 
 
-def realise(problem: SelectionProblem, selection: Selection, mode: str, *, only: set[int] | None = None,
+def realise(problem: SelectionProblem, selection: Selection, mode: PlanMode, *, only: set[int] | None = None,
             keep: Plan | None = None) -> Plan:
     """Build the plan from the model's selection.
 

@@ -15,6 +15,7 @@ from placer.alternatives.groups import GroupScan, scan_capture
 from placer.capture.model import Capture
 from placer.cost.model import program_cost, program_tiles
 from placer.machine import Machine
+from placer.modes import PlanMode, SelectionMode
 from placer.progress import SolverCallback, task, track
 from placer.selection import capacity
 from placer.selection.bounds import table_lp_bound
@@ -201,7 +202,8 @@ class SearchClock:
         self.backstop |= staged.backstop
 
 
-def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit: int, *, mode: str = "cpsat",
+def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit: int, *,
+           mode: SelectionMode | str = SelectionMode.CPSAT,
            params: SolverParams | None = None, order: tuple[str, ...] = OBJECTIVES, local_pack: bool = True,
            progress: SolverCallback | None = None, max_rounds: int = 3, deadline: Deadline | None = None,
            prepared: Prepared | None = None, work: float | None = None, search_end: float | None = None,
@@ -239,7 +241,7 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     t = deadline.mark("production rule", t)
     # no measurement starts after the search's end: what is unmeasured then is reported so (UNMEASURED)
     until = deadline.start + (SEARCH_END * deadline.seconds if search_end is None else search_end)
-    if mode == "greedy":
+    if mode == SelectionMode.GREEDY:
         light = prepared.problem if prepared is not None else SelectionProblem(
             capture, machine, program_tiles(capture, machine), table_budget, fragment_limit, scans, direct)
         scheduled: Scheduled | None = None
@@ -256,7 +258,7 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
         # last is the best of them: each budget starts from the plans before it), and costing it is cheap
         kept, k_obj, source = greedy, g_obj, "greedy"
         if hints:
-            hinted = Plan("cpsat", machine, table_budget, fragment_limit, list(hints[-1].relays))
+            hinted = Plan(PlanMode.CPSAT, machine, table_budget, fragment_limit, list(hints[-1].relays))
             h_obj = plan_objectives(capture, hinted)
             if h_obj.key(est) < k_obj.key(est):
                 kept, k_obj, source = hinted, h_obj, "other budget"
@@ -320,7 +322,7 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
         candidates.append((Plan(plan.mode, machine, table_budget, fragment_limit, plan.relays),
                            "budget-greedy" if share == 1.0 else f"budget-greedy aimed at {target:,} B"))
     for h in hints:
-        candidates.append((Plan("cpsat", machine, table_budget, fragment_limit, list(h.relays)), "other budget"))
+        candidates.append((Plan(PlanMode.CPSAT, machine, table_budget, fragment_limit, list(h.relays)), "other budget"))
     for plan, name in track(candidates, "cost incumbent candidates", unit="plans"):
         obj = plan_objectives(capture, plan)
         if obj.key(est) < best_obj.key(est):
@@ -652,7 +654,7 @@ def _monolithic(capture: Capture, problem: SelectionProblem, params: SolverParam
         if staged.selection is None:
             break
         try:
-            plan = realise(problem, staged.selection, "cpsat")
+            plan = realise(problem, staged.selection, PlanMode.CPSAT)
         except RuntimeError as e:
             # the model's hosting counts could not be matched to tiles (aggregated tile classes): the incumbent
             # stays, and the measured configurations decide
@@ -1048,7 +1050,7 @@ def _lns(capture: Capture, problem: SelectionProblem, params: SolverParams, orde
         if staged.selection is None:
             continue
         try:
-            plan = realise(problem, staged.selection, "cpsat", only=set(window), keep=best_plan)
+            plan = realise(problem, staged.selection, PlanMode.CPSAT, only=set(window), keep=best_plan)
         except RuntimeError:
             continue
         new_fixed = phase_fixed(problem, plan, only=set(window), previous=fixed)

@@ -11,29 +11,30 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from placer.modes import PlacementMode, ScheduleMode
 from placer.sweep.cluster import ray_map
 
 
-def schedule_phases(capture: Any, machine: Any, mode: str, params: Any, phase_ids: Sequence[int], ordering: Any,
-                    address: str | None) -> list[Any]:
+def schedule_phases(capture: Any, machine: Any, mode: ScheduleMode, params: Any, phase_ids: Sequence[int],
+                    ordering: Any, address: str | None) -> list[Any]:
     """``schedule_capture(..., phases=[p])`` for every ``p`` in ``phase_ids``, one Ray task each; the capture is put
     in the object store once. Returns the PhaseSchedules in ``phase_ids`` order."""
     sizes = {p.phase: p.n for p in capture.phases}
     biggest_first = sorted(phase_ids, key=lambda pid: (-sizes[pid], pid))
-    cpus = params.workers if mode == "cpsat" else 1
+    cpus = params.workers if mode == ScheduleMode.CPSAT else 1
     done = ray_map(_schedule_one, biggest_first, shared=(capture, machine, mode, params, ordering), cpus=cpus,
                    address=address)
     by_phase = dict(zip(biggest_first, done, strict=True))
     return [by_phase[pid] for pid in phase_ids]
 
 
-def _schedule_one(capture: Any, machine: Any, mode: str, params: Any, ordering: Any, phase_id: int) -> Any:
+def _schedule_one(capture: Any, machine: Any, mode: ScheduleMode, params: Any, ordering: Any, phase_id: int) -> Any:
     from placer.ordering.schedule import schedule_capture
 
     return schedule_capture(capture, machine, mode, params, phases=[phase_id], ordering=ordering)[0]
 
 
-def place_files(files: Sequence[Path], capacity: int | None, params: Any, mode: str, address: str | None,
+def place_files(files: Sequence[Path], capacity: int | None, params: Any, mode: PlacementMode, address: str | None,
                 use_ray: bool = True) -> list[Any]:
     """Read every file here (a bad one is an InputError naming it), place each (as a Ray task with ``use_ray``);
     (problem, result) pairs in ``files`` order."""
@@ -51,7 +52,7 @@ def place_files(files: Sequence[Path], capacity: int | None, params: Any, mode: 
     return list(zip(problems, results, strict=True))
 
 
-def _place_one(params: Any, mode: Any, problem: Any) -> Any:
+def _place_one(params: Any, mode: PlacementMode, problem: Any) -> Any:
     from placer.placement.api import solve_placement
 
     return solve_placement(problem, params, mode=mode)

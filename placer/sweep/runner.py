@@ -16,6 +16,7 @@ from typing import Any
 
 from placer.capture.model import Capture
 from placer.machine import Machine, load_machine
+from placer.modes import SelectionMode
 from placer.sweep.jobs import JobOutput, execute_job, failure_line, load_workload
 from placer.sweep.results import check_output_dir, finished, record, table_row, write_table
 from placer.sweep.spec import Job, SweepSpec, check_job_count
@@ -128,11 +129,11 @@ def _run_ray(spec: SweepSpec, pending: list[Job], machine: Machine, address: str
         task = ray.remote(execute_job)
         futures: dict[Any, Job] = {}
         # CP-SAT jobs first: the long tasks start early and the short greedy ones fill the gaps at the end
-        for job in sorted(pending, key=lambda j: j.mode != "cpsat"):
+        for job in sorted(pending, key=lambda j: j.mode != SelectionMode.CPSAT):
             if job.workload in errors:
                 done(job, JobOutput(error=errors[job.workload]))
                 continue
-            cpus = spec.config.workers if job.mode == "cpsat" else 1
+            cpus = spec.config.workers if job.mode == SelectionMode.CPSAT else 1
             # one retry when the worker died (killed, out of memory); an exception in the job is never retried
             ref = task.options(num_cpus=cpus, max_retries=1).remote(job, refs[job.workload], machine_ref, spec.config)
             futures[ref] = job

@@ -36,9 +36,10 @@ from typing import Any
 
 from placer.errors import InputError
 from placer.fileio import parse_toml, read_text
+from placer.modes import SelectionMode
 from placer.units import MAX_COUNT, format_size, size_option
 
-MODES = ("greedy", "cpsat")
+MODES = (SelectionMode.GREEDY, SelectionMode.CPSAT)  # the production rule, then placer's search
 # A sweep larger than this is refused unless the user confirms it (`placer sweep --yes`): a typo in a seed range
 # should not queue days of work. HARD_MAX_JOBS is never exceeded: each job is a row held in memory and a folder.
 MAX_JOBS = 1_000
@@ -99,7 +100,7 @@ class Job:
 
     workload: str
     budget: int
-    mode: str
+    mode: SelectionMode
     objective: tuple[str, ...] | None = None  # None for greedy
     seed: int | None = None  # None for greedy
 
@@ -107,13 +108,13 @@ class Job:
     def id(self) -> str:
         """A file-name-safe key, unique within a sweep and stable across runs (it names the job's result files)."""
         base = f"{self.workload}__{self.budget}B__{self.mode}"
-        if self.mode == "greedy":
+        if self.mode == SelectionMode.GREEDY:
             return base
         assert self.objective is not None
         return f"{base}__{'-'.join(self.objective)}__seed{self.seed}"
 
     def describe(self) -> str:
-        extra = "" if self.mode == "greedy" else f" {','.join(self.objective or ())} seed {self.seed}"
+        extra = "" if self.mode == SelectionMode.GREEDY else f" {','.join(self.objective or ())} seed {self.seed}"
         return f"{self.workload} {format_size(self.budget)} {self.mode}{extra}"
 
     def to_json(self) -> dict[str, Any]:
@@ -126,7 +127,7 @@ class SweepSpec:
     path: str
     workloads: tuple[Workload, ...]
     budgets: tuple[int, ...]
-    modes: tuple[str, ...]
+    modes: tuple[SelectionMode, ...]
     objectives: tuple[tuple[str, ...], ...]
     seeds: tuple[int, ...]
     config: JobConfig
@@ -134,7 +135,8 @@ class SweepSpec:
     def job_count(self) -> int:
         """How many jobs :meth:`jobs` would list, counted without listing them (a file of a few lines can ask for
         billions)."""
-        per_budget = ("greedy" in self.modes) + ("cpsat" in self.modes) * len(self.objectives) * len(self.seeds)
+        per_budget = ((SelectionMode.GREEDY in self.modes)
+                      + (SelectionMode.CPSAT in self.modes) * len(self.objectives) * len(self.seeds))
         return sum(len(w.budgets or self.budgets) for w in self.workloads) * per_budget
 
     def jobs(self) -> list[Job]:
@@ -143,7 +145,7 @@ class SweepSpec:
         for w in self.workloads:
             for b in w.budgets or self.budgets:
                 for m in self.modes:
-                    if m == "greedy":
+                    if m == SelectionMode.GREEDY:
                         out.append(Job(w.name, b, m))
                         continue
                     out += [Job(w.name, b, m, o, s) for o in self.objectives for s in self.seeds]
@@ -180,7 +182,7 @@ def spec_from_dict(data: dict[str, Any], where: str, base: Path) -> SweepSpec:
     every_own = isinstance(workloads_raw, list) and bool(workloads_raw) and all(
         isinstance(w, dict) and "budgets" in w for w in workloads_raw)
     budgets = _budgets(data, where, "budgets", required=not every_own)
-    modes = tuple(_choice(v, MODES, where, f"modes[{i}]") for i, v in enumerate(
+    modes = tuple(SelectionMode(_choice(v, MODES, where, f"modes[{i}]")) for i, v in enumerate(
         _list(data, "modes", where, default=list(MODES))))
     objectives = tuple(_objective(v, where, f"objectives[{i}]") for i, v in enumerate(
         _list(data, "objectives", where, default=[",".join(OBJECTIVES)])))

@@ -20,6 +20,7 @@ import numpy as np
 from placer.capture.model import Capture, Phase
 from placer.cost.model import program_cost, tile_counters
 from placer.machine import Machine
+from placer.modes import OrderingRules, ScheduleMode
 from placer.ordering.schedule import OrderingParams, PhaseSchedule, schedule_phase
 from placer.workloads.lowering import phase_steps
 from placer.workloads.spec import load_model
@@ -147,7 +148,7 @@ def weight_transfers(capture: Capture, phase: Phase) -> np.ndarray:
 
 
 def _phase_value(capture: Capture, phase: Phase, metric: str, machine: Machine,
-                 schedules: dict[tuple[int, int], PhaseSchedule], rules: str) -> float:
+                 schedules: dict[tuple[int, int], PhaseSchedule], rules: OrderingRules) -> float:
     if metric == "transfers":
         return float(phase.n)
     if metric == "payload_mib":
@@ -156,14 +157,14 @@ def _phase_value(capture: Capture, phase: Phase, metric: str, machine: Machine,
         return float(tile_counters(phase, machine, capture.tile_count, capture.allocations).worst_table())
     key = (phase.phase, phase.n)
     if key not in schedules:
-        schedules[key] = schedule_phase(phase, machine, "greedy", ordering=OrderingParams(rules=rules),
+        schedules[key] = schedule_phase(phase, machine, ScheduleMode.GREEDY, ordering=OrderingParams(rules=rules),
                                         tiles=capture.tile_count)
     ps = schedules[key]
     return float(ps.horizon if metric == "cycles" else ps.table_worst)
 
 
 def measure(capture: Capture, machine: Machine, targets: tuple[Target, ...] | list[Target],
-            model: str | None = None, *, rules: str = "reference") -> list[Row]:
+            model: str | None = None, *, rules: OrderingRules = OrderingRules.REFERENCE) -> list[Row]:
     """The generated value of every target (of ``model``, default: the capture's) on ``capture``; each phase (or
     activation part) is scheduled at most once, under ``rules`` (``placer.ordering.schedule.RULES``)."""
     name = model or str(capture.extra.get("workload", {}).get("model", ""))
