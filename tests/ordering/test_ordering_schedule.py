@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+import placer.ordering.cpsat as cpsat_module
 import placer.ordering.schedule as schedule_module
 from placer.capture.model import Phase
 from placer.machine import load_machine
@@ -178,19 +180,39 @@ def test_neighbourhood_search_is_deterministic() -> None:
 
 
 def test_the_time_limit_bounds_the_whole_call_row_encoding_included(monkeypatch: pytest.MonkeyPatch) -> None:
-    # the winner's row encoding runs after the search: its time is reserved up front (timed on the greedy), so
-    # a slow encoding shortens the search instead of overrunning the limit
-    encode = schedule_module.reference_table_bytes
+    # the winner's row encoding runs after the search: its time is reserved up front (timed on the greedy's), so a
+    # slow encoding shortens the search instead of overrunning the limit. Checked on the deadline the search gets
+    # and on when its steps start, not on the clock of a possibly busy machine: when the search starts, the
+    # greedy's encoding (``encode`` s or more here) has elapsed and as much again is held back, so at most the limit
+    # less twice that is left (without the reservation: the limit less one encoding and the preparation)
+    limit, encode = 2.0, 0.5
+    real_encoding, real_search = schedule_module.reference_table_bytes, schedule_module.OrderSearch
+    encodings: list[float] = []
+    searches: list[tuple[float, float]] = []  # (seconds left to the search's deadline when it starts, deadline)
+    timings: list[float] = []  # when each order the search tries is timed
 
     def slow_encoding(*args: object, **kwargs: object) -> np.ndarray:
-        time.sleep(0.4)
-        return encode(*args, **kwargs)  # type: ignore[arg-type]
+        encodings.append(time.perf_counter())
+        time.sleep(encode)
+        return real_encoding(*args, **kwargs)  # type: ignore[arg-type]
+
+    def recorded_search(phase: Phase, deps: object, levels: object, time_order: Callable[[np.ndarray], object],
+                        *args: object) -> object:
+        def timed(order: np.ndarray) -> object:
+            timings.append(time.perf_counter())
+            return time_order(order)
+
+        search = real_search(phase, deps, levels, timed, *args)  # type: ignore[arg-type]
+        searches.append((search.deadline - time.perf_counter(), search.deadline))
+        return search
 
     monkeypatch.setattr(schedule_module, "reference_table_bytes", slow_encoding)
+    monkeypatch.setattr(schedule_module, "OrderSearch", recorded_search)
     phase = relay_phase(groups=24, replicas=24, fragments=400, segments=4, sources=24, seed=1)
-    clock = time.perf_counter()
-    ps = schedule_phase(phase, MACHINE, "cpsat", SolverParams(time_limit=2.0, workers=2))
-    assert time.perf_counter() - clock <= 2.0 + 0.15
+    ps = schedule_phase(phase, MACHINE, "cpsat", SolverParams(time_limit=limit, workers=2))
+    assert len(searches) == 1 and searches[0][0] <= limit - 2 * encode, searches
+    assert timings and max(timings) < searches[0][1]  # every order was timed before the deadline, none after it
+    assert 1 <= len(encodings) <= 2  # the greedy's before the search; the winner's after it, if another won
     assert ps.horizon <= ps.greedy_horizon and ps.cpsat is not None
     s = ps.schedule
     assert check_reference_schedule(phase, s.tx_start, s.rx_start, s.horizon, MACHINE) == []
@@ -219,14 +241,40 @@ def test_the_neighbourhoods_get_the_same_work_however_long_the_passes_took(monke
     assert budgets == [1.5] and ps.horizon <= ps.greedy_horizon
 
 
-def test_the_chunk_models_neighbourhoods_stop_at_the_time_limit() -> None:
+def test_the_chunk_models_neighbourhoods_stop_at_the_time_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     # a deterministic work budget that the clock cannot honour is stopped at the limit and says so (backstop),
-    # instead of running to its own backstop at three times the limit
+    # instead of running to its own backstop at three times the limit (plus 5 s). Checked on the deadline the
+    # neighbourhoods get and on when their CP-SAT solves start and must stop, then, generously, on the clock
+    limit = 2.0
+    real_search, real_window = schedule_module.improve_lns, cpsat_module._solve_window
+    deadlines: list[float | None] = []
+    windows: list[tuple[float, float]] = []  # each CP-SAT solve: when it began, its wall-clock backstop
+
+    def recorded_search(*args: object, **kwargs: object) -> object:
+        deadlines.append(kwargs.get("deadline"))  # type: ignore[arg-type]
+        return real_search(*args, **kwargs)  # type: ignore[arg-type]
+
+    def recorded_window(*args: object) -> object:
+        step = args[-1]
+        assert isinstance(step, SolverParams) and step.backstop is not None
+        windows.append((time.perf_counter(), step.backstop))
+        return real_window(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(schedule_module, "improve_lns", recorded_search)
+    monkeypatch.setattr(cpsat_module, "_solve_window", recorded_window)
     phase = replica_phase(groups=16, replicas=12, fragments=300, sources=24, weight_words=4000, tiles=512)
     clock = time.perf_counter()
-    ps = schedule_phase(phase, MACHINE, "cpsat", SolverParams(time_limit=2.0, workers=2, seed=0),
+    ps = schedule_phase(phase, MACHINE, "cpsat", SolverParams(time_limit=limit, workers=2, seed=0),
                         OrderingParams(exact_chunks=10, rules="model"))
-    assert time.perf_counter() - clock <= 2.0 + 0.25
+    wall = time.perf_counter() - clock
+    assert len(deadlines) == 1 and deadlines[0] is not None and deadlines[0] <= clock + limit, (clock, deadlines)
+    deadline = deadlines[0]  # the call's limit, not the neighbourhood search's own backstop
+    # each solve starts before the deadline and must stop by it (give or take the moment between the backstop's
+    # computation and the call)
+    assert windows and all(start < deadline and start + backstop <= deadline + 0.01 for start, backstop in windows)
+    # about the limit on an idle machine; the slack is for a busy one (the steps after the search are timed on
+    # the greedy's, and take longer there too). Without the deadline: 3 x 2 + 5 = 11 s
+    assert wall <= limit + 4.0, wall
     assert ps.cpsat is not None and ps.horizon <= ps.greedy_horizon
     s = ps.schedule
     assert check_schedule(phase, s.tx_start, s.rx_start, s.horizon, MACHINE) == []

@@ -54,6 +54,10 @@ def test_native_reports_progress_and_respects_the_time_limit():
     calls = []
     pieces = perfect_packing(300, seed=0)
     problem = parse_minimalloc_csv(minimalloc_csv(pieces), "pp.1048576.csv")
-    out = _build(problem).solve(1.2, lambda elapsed, nodes: calls.append((elapsed, nodes)), native=True)
-    if out.status == "unknown":
-        assert out.runtime < 3.0 and calls and calls[-1][1] > 0
+    limit = 1.2
+    out = _build(problem).solve(limit, lambda elapsed, nodes: calls.append((elapsed, nodes)), native=True)
+    if out.status == "unknown":  # pp-300-s0: nothing in 60 s (test_stacking.py), so it stops at its limit
+        assert calls and calls[-1][1] > 0 and out.nodes >= calls[-1][1]
+        # the search reads the clock between nodes and stops within milliseconds of its limit; the slack is for
+        # a busy machine. Without the limit it would search for minutes
+        assert out.runtime < limit + 5.0, out.runtime

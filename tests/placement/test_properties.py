@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import os
 
 from hypothesis import HealthCheck, given, settings
@@ -17,6 +16,8 @@ from placer.placement import (
     solve_placement,
 )
 from placer.solver import SolverParams, Status
+
+from .brute import brute_force
 
 PARAMS = SolverParams(time_limit=20, workers=2, seed=3)
 EXAMPLES = int(os.environ.get("PLACER_HYPOTHESIS_EXAMPLES", "80"))  # raise it locally for a deeper run
@@ -57,19 +58,12 @@ def region_problems(draw):
                             region1_element=32, host_scratch=None, interleaved_offset=draw(st.sampled_from([0, 16])))
 
 
-def brute_force_feasible(problem: PlacementProblem) -> bool:
-    lo = min(a for a, _ in problem.ranges)
-    hi = max(b for _, b in problem.ranges)
-    choices = [range(lo, hi, r.alignment) for r in problem.requests]
-    return any(not check_placement(problem, combo) for combo in itertools.product(*choices))
-
-
 def _agree(problem: PlacementProblem) -> None:
     exact = solve_placement(problem, PARAMS)
     assert exact.status is not Status.UNKNOWN
     if exact.addresses is not None:
         assert check_placement(problem, exact.addresses) == []
-    assert exact.placed == brute_force_feasible(problem)
+    assert exact.placed == brute_force(problem)
     if exact.status is Status.INFEASIBLE:
         assert exact.reason
     greedy = greedy_place(problem)

@@ -4,11 +4,11 @@ force, report "infeasible" only when brute force finds nothing, and be determini
 
 from __future__ import annotations
 
-import itertools
+import math
 import os
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from placer.placement import MemoryClass, PlacementProblem, Request, check_placement, read_problem, tile_problem
@@ -16,6 +16,8 @@ from placer.placement.canonical import _build, _native, solve_flat, solve_genera
 from placer.placement.checker import _any_overlap, _overlaps, _span
 from placer.placement.formats import parse_minimalloc_csv
 from placer.placement.generate import minimalloc_csv, perfect_packing
+
+from .brute import brute_force, choices, exhaustive
 
 pytestmark = pytest.mark.skipif(_native is None, reason="the compiled canonical search is not built")
 
@@ -37,13 +39,6 @@ def tight_flat(draw):
         reqs.append(Request(bytes=draw(st.integers(1, capacity)), alignment=draw(st.sampled_from([1, 1, 2, 4])),
                             first=first, last=last, aliases=((k, 0),), name=f"r{k}"))
     return PlacementProblem(ranges=((0, capacity),), requests=tuple(reqs), region_boundary=None, host_scratch=None)
-
-
-def brute_force(problem: PlacementProblem) -> bool:
-    lo = min(a for a, _ in problem.ranges)
-    hi = max(b for _, b in problem.ranges)
-    choices = [range(lo, hi, r.alignment) for r in problem.requests]
-    return any(not check_placement(problem, combo) for combo in itertools.product(*choices))
 
 
 @SETTINGS
@@ -110,6 +105,13 @@ def test_tiles_with_regions_agree_with_brute_force(problem, workers):
     if out.offsets is not None:
         assert check_placement(problem, list(out.offsets)) == []
     assert (out.status == "placed") == brute_force(problem)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(st.one_of(tight_flat(), tiles()))
+def test_the_pruned_brute_force_answers_as_the_exhaustive_one(problem):
+    assume(math.prod(len(c) for c in choices(problem)) <= 10_000)  # every combination tried in a fraction of a second
+    assert brute_force(problem) == exhaustive(problem)
 
 
 def test_forced_placements_and_blocked_levels_cut_the_perfect_packing_search():

@@ -3,6 +3,8 @@ every placement it returns is legal, it never claims anything where it does not 
 
 from __future__ import annotations
 
+import time
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,14 +20,21 @@ def _csv(pieces, capacity=1 << 20):
     return parse_minimalloc_csv(minimalloc_csv(pieces), f"pp.{capacity}.csv")
 
 
+# the properties' time limit: whatever stacking returns within it is checked; most instances take well under a
+# second, a few run to any limit (ipu-51-s0 of _tile: 10 s of a run when it was 10)
+PROPERTY_LIMIT = 2
+
+
 def test_places_the_perfect_packings_the_canonical_search_cannot():
     # pp-300-s0 and pp-500-s0 of the benchmark set: the canonical search and MiniMalloc find nothing in 60 s
     for n, seed in ((300, 0), (500, 0)):
         problem = _csv(perfect_packing(n, seed=seed))
+        cpu = time.process_time()
         result = solve_placement(problem, SolverParams(time_limit=30, workers=1))
         assert result.placed and result.engine == "stacking"
         assert check_placement(problem, result.addresses) == []
-        assert result.runtime < 10  # about 0.3 s here; generous for a loaded CI machine
+        # CPU seconds of this process (one worker), not wall time, which a busy machine stretches: about 0.3 s
+        assert time.process_time() - cpu < 10
 
 
 def test_same_problem_same_placement():
@@ -40,13 +49,13 @@ def test_whatever_it_places_is_legal_and_twins_are_out_of_scope(n, seed, align):
     pieces = perfect_packing(n, seed=seed, capacity=1 << 16, max_alignment=align)
     problem = _csv(pieces, 1 << 16)
     assert zero_slack(problem)
-    out = stack(problem, 10)
+    out = stack(problem, PROPERTY_LIMIT)
     if out.addresses is not None:
         assert check_placement(problem, out.addresses) == []
     # one buffer larger: live bytes exceed the memory at some step, so stacking does not apply (the peak bound
     # proves the twin infeasible before any search)
     bigger = _csv(twin(pieces, seed=seed), 1 << 16)
-    assert not zero_slack(bigger) and stack(bigger, 10).addresses is None
+    assert not zero_slack(bigger) and stack(bigger, PROPERTY_LIMIT).addresses is None
     assert solve_placement(bigger, SolverParams(time_limit=5, workers=1)).status is Status.INFEASIBLE
 
 
@@ -92,16 +101,18 @@ def test_tiles_are_memoised_away_from_the_region_boundary():
     # and with the placed partners as context for conflicting strips, they take 1-3 s here
     for n, seed in ((300, 1), (500, 0)):
         problem = _tile(n, seed)
+        cpu = time.process_time()
         result = solve_placement(problem, SolverParams(time_limit=60, workers=1))
         assert result.placed and result.engine == "stacking"
         assert check_placement(problem, result.addresses) == []
-        assert result.runtime < 15
+        # CPU seconds (one worker), not wall time: about 2 s; a busy machine stretched the wall time to 11 s
+        assert time.process_time() - cpu < 15
 
 
 @settings(max_examples=15, deadline=None)
 @given(n=st.integers(2, 60), seed=st.integers(0, 10_000))
 def test_whatever_it_places_on_a_tile_is_legal(n, seed):
     problem = _tile(n, seed)
-    out = stack(problem, 10)
+    out = stack(problem, PROPERTY_LIMIT)
     if out.addresses is not None:
         assert check_placement(problem, out.addresses) == []

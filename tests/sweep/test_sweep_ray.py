@@ -16,6 +16,10 @@ from placer.sweep.results import job_dir
 from placer.sweep.runner import run_sweep
 from placer.sweep.spec import load_spec
 
+# slow: a local Ray instance takes 10-20 s of two cores to start, run its workers and stop (the serial path and
+# the sweep specification are tested in test_sweep_spec.py, in the default run)
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).parents[2]
 DEMO = ROOT / "examples" / "relay-demo.json"
 TINY_MODEL = Path(__file__).parent / "tiny-vit.toml"

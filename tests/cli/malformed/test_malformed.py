@@ -1,6 +1,10 @@
-"""Every malformed-input case of cases.py through the real ``placer`` entry point, in a subprocess: the README's
-exit code, one stderr line naming the file, the field and the value, no traceback, the pre-existing ``-o`` file
-unchanged and no temporary file left. The cases run concurrently once per session; each test checks one."""
+"""Every malformed-input case of cases.py as a ``placer`` process of its own: the README's exit code, one stderr
+line naming the file, the field and the value, no traceback, the pre-existing ``-o`` file unchanged and no
+temporary file left. The cases run concurrently once per session; each test checks one.
+
+Twice over: ``test_case`` runs each command line in a child forked from a warm interpreter (warm.py: the console
+script's own ``main()``, without the 0.4 s start-up of each), and the slow ``test_case_through_the_console_script``
+runs each through the installed ``placer`` script in a fresh interpreter."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -52,8 +57,14 @@ def _write_case_file(case: Case, f: Path, capture_doc: Any, capture_raw: bytes, 
             f.write_bytes(case.data(capture_raw))
 
 
+Outcomes = dict[str, tuple[subprocess.CompletedProcess[str], Path]]
+Job = tuple[str, list[str], Path]
+
+
 @pytest.fixture(scope="session")
-def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[subprocess.CompletedProcess[str], Path]]:
+def case_jobs(tmp_path_factory: pytest.TempPathFactory) -> Callable[[], list[Job]]:
+    """Each case's command line and directory; calling it (re)writes the directories as they are before the
+    command runs: the case's file and a pre-existing ``out.json``, nothing else."""
     tmp = tmp_path_factory.mktemp("malformed")
     cap = tmp / "relay-demo.json"
     shutil.copy(DEMO, cap)
@@ -74,16 +85,46 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[subpro
     for case in CASES:
         sub = tmp / case.id
         sub.mkdir()
-        out = sub / "out.json"
-        out.write_bytes(SENTINEL)
-        f = sub / case.name
-        if "symlink" in case.extra:
-            f.symlink_to(case.extra["symlink"].format(cap=cap))
-        else:
-            _write_case_file(case, f, capture_doc, capture_raw, plan_doc)
-        argv = case.argv.format(cap=cap, plan=plan, csv=csv, out=out, dir=shared_dir, f=f, tmp=sub,
-                                greedy640=greedy640).split()
-        jobs.append((case.id, argv, sub))
+        jobs.append((case.id, case.argv.format(cap=cap, plan=plan, csv=csv, out=sub / "out.json", dir=shared_dir,
+                                               f=sub / case.name, tmp=sub, greedy640=greedy640).split(), sub))
+
+    def fresh() -> list[Job]:
+        for case, (_, _, sub) in zip(CASES, jobs, strict=True):
+            for p in sub.iterdir():  # what the other variant's run left
+                shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+            (sub / "out.json").write_bytes(SENTINEL)
+            f = sub / case.name
+            if "symlink" in case.extra:
+                f.symlink_to(case.extra["symlink"].format(cap=cap))
+            else:
+                _write_case_file(case, f, capture_doc, capture_raw, plan_doc)
+        return jobs
+
+    return fresh
+
+
+@pytest.fixture(scope="session")
+def outcomes(case_jobs: Callable[[], list[Job]], tmp_path_factory: pytest.TempPathFactory) -> Outcomes:
+    """Every case run in a child of the warm interpreter (warm.py), two at a time."""
+    jobs = case_jobs()
+    streams = tmp_path_factory.mktemp("malformed-streams")
+    lines = [json.dumps({"argv": argv, "cwd": str(sub), "stdout": str(streams / f"{i}.out"),
+                         "stderr": str(streams / f"{i}.err")}) for i, (_, argv, sub) in enumerate(jobs)]
+    env = {**os.environ, "PLACER_PROGRESS_SECONDS": "3600"}  # as run() gives each command
+    server = subprocess.run([sys.executable, str(Path(__file__).with_name("warm.py")), "2"], input="\n".join(lines),
+                            capture_output=True, text=True, timeout=900, env=env)
+    assert server.returncode == 0, server.stderr
+    codes = {d["id"]: d["code"] for d in map(json.loads, server.stdout.splitlines())}
+    assert sorted(codes) == list(range(len(jobs))), server.stdout
+    return {cid: (subprocess.CompletedProcess(argv, codes[i], (streams / f"{i}.out").read_text(),
+                                              (streams / f"{i}.err").read_text()), sub)
+            for i, (cid, argv, sub) in enumerate(jobs)}
+
+
+@pytest.fixture(scope="session")
+def console_outcomes(case_jobs: Callable[[], list[Job]]) -> Outcomes:
+    """Every case through the installed ``placer`` script, each in a fresh interpreter."""
+    jobs = case_jobs()
     with ThreadPoolExecutor(4) as pool:
         done = pool.map(lambda job: (job[0], run(job[1], job[2]), job[2]), jobs)
         return {cid: (res, sub) for cid, res, sub in done}
@@ -94,8 +135,17 @@ def test_at_least_80_cases() -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_case(case: Case, outcomes: dict[str, tuple[subprocess.CompletedProcess[str], Path]]) -> None:
-    res, sub = outcomes[case.id]
+def test_case(case: Case, outcomes: Outcomes) -> None:
+    _check(case, *outcomes[case.id])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_case_through_the_console_script(case: Case, console_outcomes: Outcomes) -> None:
+    _check(case, *console_outcomes[case.id])
+
+
+def _check(case: Case, res: subprocess.CompletedProcess[str], sub: Path) -> None:
     shown = f"exit {res.returncode}\nstdout: {res.stdout[-600:]}\nstderr: {res.stderr}"
     assert res.returncode == case.code, shown
     assert "Traceback" not in res.stderr and "Traceback" not in res.stdout, shown

@@ -46,6 +46,8 @@ def test_signal_during_cpsat(sig: signal.Signals, code: int, tmp_path: Path) -> 
     err = "".join(lines) + err_rest
     assert proc.returncode == code, (proc.returncode, err, stdout)
     assert "Traceback" not in err
+    # about 0.2 s (the best plan so far validated, then written); generous for a busy machine: a command that
+    # ignored the signal would search on to its 120 s limit
     assert stopped_in < 30, f"took {stopped_in:.1f} s to stop"
     last = [line for line in err.splitlines() if line.startswith("interrupted by")]
     assert len(last) == 1 and sig.name in last[0] and "cp-sat" in last[0], err
