@@ -32,6 +32,12 @@ class ReplicaGroup:
     extent: int  # E: the replica extent in bytes (panel hint's, when given, else the end of the last fragment)
     hint: PanelHint | None = None  # the capture's panel hint (``splits = False``: the operand has no native panels)
     runs: int = 0  # contiguous runs its fragments form on a replica (a relay forwards about this many intervals)
+    # the production rule's groups (``scan_buffers``): the destination buffer of each replica (the start of the
+    # live allocation holding it; -1 where the capture has none) -- the key groups are formed and ordered by
+    buffers: np.ndarray | None = None
+    # fragments cut at panel bounds (``split_at``): bytes from the start of its transfer where each piece begins
+    # (a transfer then appears once per piece in ``transfers``); None: every fragment is a whole transfer
+    skip: np.ndarray | None = None
 
     @property
     def fragments(self) -> int:
@@ -310,3 +316,184 @@ def scan_capture(capture: Capture, gainful_only: bool = True, workers: int = 1) 
     hints = panel_index(capture)
     scans = ordered_map(lambda p: scan_phase(p, hints, gainful_only=gainful_only), capture.phases, workers)
     return list(track(scans, "scan replica groups", len(capture.phases), "phases"))
+
+
+# -- the production rule's grouping (docs/reference.md §5): destination buffers, transfers judged one by one -------
+
+
+@dataclass(eq=False)
+class BufferScan:
+    """One phase as the production rule sees it: its multicasts grouped by their sorted list of destination buffers
+    (``groups``, in that list's order), the transfers it leaves direct on their own (``dropped_count``, the first
+    few in ``dropped``: the rest of the phase is still considered), and the groups that stay direct as a whole."""
+
+    phase: int
+    groups: list[ReplicaGroup]
+    rejected: list[Rejection]
+    dropped: list[Rejection]
+    dropped_count: int = 0
+
+
+MAX_DROPPED = 5  # ineligible transfers listed per phase (all are counted)
+
+
+def _live_buffers(allocations: object, phase_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The allocations live in the phase as (tile << 33 | start) keys, sorted, with their starts and ends."""
+    from placer.capture.model import Allocations
+
+    if not isinstance(allocations, Allocations) or not len(allocations):
+        z = np.zeros(0, np.int64)
+        return z, z, z
+    live = np.flatnonzero((allocations.first <= phase_id) & (allocations.last >= phase_id))
+    key = (allocations.tile[live].astype(np.int64) << 33) | allocations.start[live].astype(np.int64)
+    order = np.argsort(key, kind="stable")
+    return key[order], allocations.start[live][order].astype(np.int64), allocations.end[live][order].astype(np.int64)
+
+
+def _buffer_keys(set_ids: np.ndarray, tiles: np.ndarray, buf: np.ndarray) -> np.ndarray:
+    """A dense id per transfer (rows of ``tiles``/``buf``, destinations sorted by tile) such that equal ids mean
+    equal lists of destination (tile, buffer): the tile set's id, then two random 64-bit signatures of the buffers,
+    checked exactly afterwards (``np.unique`` over the rows where a check fails, which a collision of both would
+    take, about 2^-128)."""
+    if not (buf >= 0).any():
+        return np.unique(set_ids, return_inverse=True)[1].reshape(-1)
+    rng = np.random.default_rng(0xB0FFE25)
+    r1, r2 = rng.integers(1, 2**63, size=(2, buf.shape[1]), dtype=np.int64).view(np.uint64)
+    b = buf.view(np.uint64)
+    with np.errstate(over="ignore"):
+        h1 = (b * r1[None, :]).sum(axis=1).view(np.int64)
+        h2 = (b * r2[None, :]).sum(axis=1).view(np.int64)
+    order = np.lexsort((h2, h1, set_ids))
+    s_id, s1, s2 = set_ids[order], h1[order], h2[order]
+    new = np.r_[True, (s_id[1:] != s_id[:-1]) | (s1[1:] != s1[:-1]) | (s2[1:] != s2[:-1])]
+    run = np.cumsum(new) - 1
+    head = order[np.flatnonzero(new)][run]
+    if not ((buf[order] == buf[head]).all() and (tiles[order] == tiles[head]).all()):
+        return np.unique(np.concatenate([tiles, buf], axis=1), axis=0, return_inverse=True)[1].reshape(-1)
+    ids = np.empty(set_ids.shape[0], np.int64)
+    ids[order] = run
+    return ids
+
+
+def scan_buffers(phase: Phase, hints: dict[tuple[int, tuple[int, ...]], PanelHint] | None = None,
+                 allocations: object = None) -> BufferScan:
+    """The production rule's groups of one phase (docs/reference.md §5, ``relay.rs``'s ``candidate()``).
+
+    A destination's *buffer* is the allocation of the capture's ``allocations`` extension, live in the phase, that
+    holds its address on its tile (the reference groups by destination shards). Each transfer is judged on its own:
+    one that names a destination tile twice, or lands at different offsets from its group's lowest address on each
+    replica (the reference's "destination extents equal to the source's"), stays direct and the rest of the phase is
+    still considered. The others are grouped by their sorted list of destination buffers: two operands sent to the
+    same tiles are two groups. A destination in no live allocation (every destination of a capture without the
+    extension) has its tile's one unnamed buffer, which is placer's tile-set grouping of before. A transfer's
+    offsets are measured from its group's lowest address on each replica (an allocation is a storage root and may
+    hold several operands, at offsets that differ from tile to tile); one whose offsets differ between replicas is
+    left direct and the group's bases are taken over the rest. Overlapping transfers are kept: the panel check finds
+    them (``split_at`` and the rule's coverage test)."""
+    hints = hints or {}
+    pid = phase.phase
+    empty = BufferScan(pid, [], [], [])
+    if phase.n == 0:
+        return empty
+    fan_all = phase.fanout
+    multi = np.flatnonzero(fan_all >= 2)
+    if multi.size == 0:
+        return empty
+    a_key, a_start, a_end = _live_buffers(allocations, pid)
+    nb_all = phase.nbytes
+    dropped: list[Rejection] = []
+    dropped_count = 0
+    # (first transfer, group or its rejection, the rule's order key)
+    found: list[tuple[int, ReplicaGroup | Rejection, tuple[tuple[int, ...], tuple[int, ...]]]] = []
+
+    def drop(tr: np.ndarray, reason: str, f: int) -> None:
+        nonlocal dropped_count
+        dropped_count += int(tr.shape[0])
+        for t in tr[: max(0, MAX_DROPPED - len(dropped))].tolist():
+            dropped.append(Rejection(pid, -1, f, 1, reason, int(t)))
+
+    fan_multi = fan_all[multi]
+    for f in np.unique(fan_multi).tolist():
+        tr = multi[fan_multi == f]  # listing order
+        idx = phase.dst_ptr[tr][:, None] + np.arange(f)[None, :]
+        tiles = phase.dst_tile[idx].astype(np.int64)
+        addrs = phase.dst_addr[idx].astype(np.int64)
+        if not (np.diff(tiles, axis=1) > 0).all():
+            by_tile = np.argsort(tiles, axis=1, kind="stable")
+            tiles = np.take_along_axis(tiles, by_tile, axis=1)
+            addrs = np.take_along_axis(addrs, by_tile, axis=1)
+        dup = (np.diff(tiles, axis=1) == 0).any(axis=1)
+        if a_key.size:
+            k = np.searchsorted(a_key, (tiles << 33) | addrs, side="right") - 1
+            kk = np.maximum(k, 0)
+            inside = (k >= 0) & ((a_key[kk] >> 33) == tiles) & (a_end[kk] > addrs)
+            buf = np.where(inside, a_start[kk], -1)
+        else:
+            inside = np.zeros(tiles.shape, bool)
+            buf = np.full(tiles.shape, -1, np.int64)
+        if dup.any():
+            drop(tr[dup], DUPLICATE_TILE, f)
+        keep = ~dup
+        if not keep.any():
+            continue
+        tr, tiles, addrs, buf = tr[keep], tiles[keep], addrs[keep], buf[keep]
+        inv = _buffer_keys(phase.dst_set_ids()[tr], tiles, buf)
+        order = np.lexsort((tr, inv))
+        tr, tiles, addrs, buf, inv = tr[order], tiles[order], addrs[order], buf[order], inv[order]
+        while True:  # a transfer skewed against its group's bases is dropped, the bases taken over the rest (once)
+            g_start = np.flatnonzero(np.r_[True, inv[1:] != inv[:-1]])
+            n_rows = np.diff(np.r_[g_start, inv.shape[0]])
+            bases = np.minimum.reduceat(addrs, g_start, axis=0)
+            offsets = addrs - np.repeat(bases, n_rows, axis=0)
+            skew = (offsets != offsets[:, :1]).any(axis=1)
+            if not skew.any():
+                break
+            drop(tr[skew], SKEWED, f)
+            tr, tiles, addrs, buf, inv = tr[~skew], tiles[~skew], addrs[~skew], buf[~skew], inv[~skew]
+            if not tr.size:
+                break
+        if not tr.size:
+            continue
+        off = offsets[:, 0]
+        nb = nb_all[tr]
+        grp = np.repeat(np.arange(g_start.shape[0]), n_rows)
+        srt = np.lexsort((tr, off, grp))  # within each group: by offset, ties in listing order
+        off_s, nb_s, tr_s = off[srt], nb[srt], tr[srt]
+        same = np.r_[grp[srt][1:] == grp[srt][:-1], False]
+        gap_next = np.r_[off_s[1:] - (off_s[:-1] + nb_s[:-1]), 0]
+        runs = 1 + np.add.reduceat((same & (gap_next != 0)).astype(np.int64), g_start)
+        data_end = np.maximum.reduceat(off_s + nb_s, g_start)
+        firsts = np.minimum.reduceat(tr, g_start)
+        for k in range(g_start.shape[0]):
+            a, b = int(g_start[k]), int(g_start[k] + n_rows[k])
+            replicas = tiles[a]
+            ext = int(data_end[k])
+            hint = hints.get((pid, tuple(replicas.tolist())))
+            if hint is not None and hint.splits:
+                if hint.boundaries[-1] < ext:
+                    found.append((int(firsts[k]), Rejection(pid, -1, f, b - a, f"panel hint extent "
+                                                           f"{hint.boundaries[-1]} is shorter than the data ({ext})",
+                                                           int(tr_s[a])), ((), ())))
+                    continue
+                ext = int(hint.boundaries[-1])
+            t_sorted = tr_s[a:b].astype(np.int64)
+            bufs = buf[a]
+            # the rule's order: sorted destination lists -- tiles first (shard ids are not in a capture), then buffers
+            order_key = (tuple(replicas.tolist()), tuple(np.where(bufs >= 0, bufs, bases[k]).tolist()))
+            found.append((int(firsts[k]), ReplicaGroup(
+                phase=pid, index=-1, transfers=t_sorted, replicas=replicas.astype(np.int32),
+                bases=bases[k].astype(np.int64), offsets=off_s[a:b].astype(np.int64),
+                nbytes=nb_s[a:b].astype(np.int64), sources=phase.source[t_sorted], extent=ext, hint=hint,
+                runs=int(runs[k]), buffers=bufs.astype(np.int64)), order_key))
+    # number groups by first appearance in the listing (as ``scan_phase`` does)
+    found.sort(key=lambda x: x[0])
+    groups: list[tuple[tuple[tuple[int, ...], tuple[int, ...]], ReplicaGroup]] = []
+    rejected: list[Rejection] = []
+    for i, (_, g, key) in enumerate(found):
+        if isinstance(g, Rejection):
+            rejected.append(Rejection(g.phase, i, g.replicas, g.transfers, g.reason, g.transfer))
+        else:
+            g.index = i
+            groups.append((key, g))
+    groups.sort(key=lambda x: x[0])
+    return BufferScan(pid, [g for _, g in groups], rejected, dropped, dropped_count)

@@ -17,6 +17,7 @@ import numpy as np
 from placer.capture.model import Capture, Phase, interval_runs, tile_order
 from placer.machine import Machine
 from placer.placement.api import place_requests, tile_problem
+from placer.placement.greedy import greedy_place
 from placer.solver import SolverParams
 from placer.units import round_up
 
@@ -161,6 +162,27 @@ class PhaseMemory:
                                name=f"tile {tile}")
         result = place_requests(problem, _PLACEMENT_PARAMS)
         return int(result.addresses[0]) if result.placed and result.addresses is not None else None
+
+    def allocate(self, tile: int, nbytes: int, align: int = BUFFER_ALIGNMENT) -> int | None:
+        """Place one relay buffer on ``tile`` with the production allocator (``placer.placement``'s mirror of it:
+        online first fit, then the offline retry) around the tile's busy bytes in the phase and this user's
+        reservations, as the reference places its relay staging buffers after selection; None when it does not
+        fit. For one request among fixed ranges this is the lowest aligned address of a gap that holds it
+        (``first_fit``), and a failure is a proof that no gap does."""
+        a, b = self.ptr[tile], self.ptr[tile + 1]
+        busy = [(int(s), int(e), 0, 0) for s, e in zip(self.start[a:b], self.end[a:b], strict=True) if e > s]
+        busy += [(s, e, 0, 0) for s, e in self.extra.get(tile, [])]
+        mem = self.machine.memory
+        problem = tile_problem([(mem.base, min(mem.end, mem.loader_limit))], busy, [(nbytes, align, 0, 0)],
+                               name=f"tile {tile}")
+        out = greedy_place(problem)
+        return int(out.addresses[0]) if out.addresses is not None else None
+
+    def busy_bytes(self, tile: int) -> int:
+        """Bytes of the tile's memory that are busy in the phase (allocations, reads and writes; overlaps once)."""
+        mem = self.machine.memory
+        top = min(mem.end, mem.loader_limit)
+        return top - mem.base - sum(y - x for x, y in self.gaps(tile))
 
     def largest_gaps(self, tiles: int) -> np.ndarray:
         """Largest aligned free gap of every tile at once (reservations ignored): the widest of the phase's

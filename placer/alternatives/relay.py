@@ -140,18 +140,24 @@ def direct_receive_all(
     the production rule's candidates of a thousand groups or more cannot afford."""
     sg = _segments(relays)
     tr = np.concatenate([g.transfers for g in sg.groups])
+    src_counts = phase.src_ptr[tr + 1] - phase.src_ptr[tr]
+    src_addr = phase.src_addr[csr_gather(phase.src_ptr, tr)]
+    split = any(g.skip is not None for g in sg.groups)
+    if split:  # pieces of transfers cut at panel bounds (``segments.split_at``): each reads its part of the source
+        skip = np.concatenate([g.skip if g.skip is not None else np.zeros(g.fragments, np.int64) for g in sg.groups])
+        src_addr = src_addr + np.repeat(skip, src_counts)
     gathers = Phase.build(
         phase.phase,
         source=np.concatenate([g.sources for g in sg.groups]),
-        words=phase.words[tr],
+        words=sg.nbytes // 4,
         dst_counts=np.ones(len(tr), np.int64),
         dst_tile=sg.hosts[sg.seg_of],
         dst_addr=sg.buffers[sg.seg_of] + sg.offsets - sg.lo[sg.seg_of],
-        src_addr=phase.src_addr[csr_gather(phase.src_ptr, tr)],
-        src_counts=phase.src_ptr[tr + 1] - phase.src_ptr[tr],
+        src_addr=src_addr,
+        src_counts=src_counts,
         width=np.full(len(tr), WORD32, np.uint8),
     )
-    return RelayRewrite(tr, gathers, _forwards(sg, max_bytes, phase.phase), [])
+    return RelayRewrite(np.unique(tr) if split else tr, gathers, _forwards(sg, max_bytes, phase.phase), [])
 
 
 @dataclass(frozen=True, eq=False)

@@ -13,7 +13,7 @@ to its middle.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -119,3 +119,61 @@ def candidates(group: ReplicaGroup) -> dict[int, Segmentation]:
         seg = with_count(group, base, k)
         out.setdefault(seg.count, seg)
     return out
+
+
+def split_at(group: ReplicaGroup, bounds: np.ndarray) -> tuple[ReplicaGroup, Segmentation] | str:
+    """The group's fragments cut at the panel ``bounds`` (the reference intersects every transfer with every panel
+    before it checks a panel, ``relay.rs``'s ``intersection()``), and the panels over the pieces; or why a cut cannot
+    be made (a bound inside a word of a fragment: a piece must be whole words). A group none of whose fragments
+    crosses a bound is returned as it is. The pieces are in offset order (ties in the group's order), each panel's
+    pieces contiguous in that order."""
+    bounds = np.asarray(bounds, np.int64)
+    ends = group.offsets + group.nbytes
+    first_cut = np.searchsorted(bounds, group.offsets, side="right")  # first bound above each fragment's start
+    past = np.searchsorted(bounds, ends, side="left")  # first bound at or past its end
+    cuts = np.maximum(past - first_cut, 0)
+    if not cuts.any():
+        order = np.lexsort((np.arange(group.fragments), group.offsets))
+        if (order != np.arange(group.fragments)).any():  # scan_buffers sorts already; keep this safe anyway
+            group = replace(group, transfers=group.transfers[order], offsets=group.offsets[order],
+                            nbytes=group.nbytes[order], sources=group.sources[order])
+        frag_start = np.searchsorted(group.offsets, bounds, side="left").astype(np.int64)
+        frag_start[-1] = group.fragments
+        return group, Segmentation(bounds, frag_start)
+    rep = np.repeat(np.arange(group.fragments), cuts + 1)
+    k = np.arange(rep.shape[0]) - np.repeat(np.cumsum(cuts + 1) - (cuts + 1), cuts + 1)  # piece within fragment
+    at = first_cut[rep] + k  # index of the bound that ends the piece (when it is not the fragment's last)
+    start = np.where(k == 0, group.offsets[rep], bounds[np.minimum(at - 1, bounds.shape[0] - 1)])
+    end = np.where(k == cuts[rep], ends[rep], bounds[np.minimum(at, bounds.shape[0] - 1)])
+    skip = start - group.offsets[rep]
+    if (skip % 4).any():
+        bad = int(start[np.flatnonzero(skip % 4)[0]])
+        return f"the panel boundary at offset {bad} falls inside a word of a fragment"
+    order = np.lexsort((np.arange(rep.shape[0]), start))
+    rep, start, end, skip = rep[order], start[order], end[order], skip[order]
+    pieces = replace(group, transfers=group.transfers[rep], offsets=start, nbytes=end - start,
+                     sources=group.sources[rep], skip=skip)
+    frag_start = np.searchsorted(start, bounds, side="left").astype(np.int64)
+    frag_start[-1] = rep.shape[0]
+    return pieces, Segmentation(bounds, frag_start)
+
+
+def panel_coverage(group: ReplicaGroup, seg: Segmentation) -> tuple[np.ndarray, np.ndarray]:
+    """Per panel of ``split_at``'s output: whether its pieces cover it completely -- in offset order each starts
+    where the one before ended, from the panel's start to its end (the reference's rows contiguous; an overlap, a
+    repeated transfer or a hole breaks it) -- and its covered bytes (the reference requires them to equal the
+    panel's storage bytes, which contiguity from start to end implies)."""
+    k = seg.count
+    counts = np.diff(seg.frag_start)
+    panel_of = np.repeat(np.arange(k), counts)
+    covered = np.bincount(panel_of, weights=group.nbytes, minlength=k).astype(np.int64)
+    if not group.fragments:
+        return np.zeros(k, bool), covered
+    start, end = group.offsets, group.offsets + group.nbytes
+    first = np.r_[True, panel_of[1:] != panel_of[:-1]]
+    expect = np.where(first, seg.bounds[:-1][panel_of], np.r_[0, end[:-1]])
+    broken = np.bincount(panel_of, weights=(start != expect), minlength=k) > 0
+    last = np.flatnonzero(np.r_[panel_of[1:] != panel_of[:-1], True])
+    ends_ok = np.zeros(k, bool)
+    ends_ok[panel_of[last]] = end[last] == seg.bounds[1:][panel_of[last]]
+    return (counts > 0) & ~broken & ends_ok & (covered == seg.segment_bytes()), covered

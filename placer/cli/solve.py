@@ -112,21 +112,45 @@ def solve(
     stopped = interrupt.received()
     if stopped is not None:
         _interrupted(stopped, result.capture, mach, result.outcome, output)
+    unbuilt = _rule_unbuilt(result)
     t = time.perf_counter()
-    if output is not None:
+    # in greedy mode the rule's plan is the result: when it cannot be built, no file is written and it exits 3
+    writes = not (unbuilt and result.mode == SelectionMode.GREEDY)
+    if output is not None and writes:
         result.write_plan(output)
-    if order_file is not None:
+    if order_file is not None and writes:
         result.write_order(order_file)
-    if write_capture is not None:
+    if write_capture is not None and writes:
         save_capture(result.rewritten(), write_capture)
     deadline.mark("output", t)
     report = result.to_json()
     if json:
         print_json(report)
     else:
-        _print_solve(result, report, output)
+        _print_solve(result, report, output if writes else None)
+    if not writes:
+        raise typer.Exit(ExitCode.INFEASIBLE)
     if result.exit_code is not ExitCode.OK:
         raise typer.Exit(result.exit_code)
+
+
+def _rule_unbuilt(result: api.SelectionResult) -> bool:
+    """Say on stderr, as the reference compiler would, each relay buffer of the production rule that does not
+    fit its host (docs/selection.md, "The production rule", step 5); True if there is one."""
+    from placer.selection.greedy import placement_failures
+
+    failures = placement_failures(result.decisions)
+    if not failures:
+        return False
+    unplaced = sum(d.unplaced for d in result.decisions)
+    for why in failures:
+        typer.echo(f"placer: production rule: {why}", err=True)
+    what = ("no plan is written (exit 3)" if result.mode == SelectionMode.GREEDY else
+            "the rule's figures below leave those phases direct")
+    typer.echo(f"placer: the production rule's plan cannot be built: {unplaced:,} relay buffer(s) it accepted do "
+               f"not fit their hosts, where the reference compiler stops with an allocation failure; {what}",
+               err=True)
+    return True
 
 
 def _print_solve(result: api.SelectionResult, report: dict, output: Path | None) -> None:

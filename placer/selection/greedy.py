@@ -6,20 +6,27 @@ Phases are decided one at a time, in program order, each on its own (no whole-pr
    tile, at any Repeat source address): an existing receive-then-forward or alias ordering must be kept. With the
    capture's allocations, "destination" is the whole allocation written (the reference compares storage roots);
    without them, the bytes written.
-2. Group the multicasts by their sorted destination set. A group rejected for a reason that lies in a transfer
-   (a duplicated destination tile, offsets that differ between replicas, overlapping fragments) keeps the whole
-   phase direct: the reference drops or double-counts that transfer, its group's panels then miss or exceed their
-   bytes and the phase's candidate is abandoned. Otherwise a group is kept when it splits into its native panels
-   (no fragment crosses a panel boundary); groups that do not stay direct alone; every kept group joins the
-   candidate.
-3. The candidate relays every kept group at its native segmentation, direct-receive. Groups are taken in the order
-   of their sorted destination lists, panels in offset order; each panel's host is the highest-numbered tile not
-   already a relay in this candidate and neither a destination nor a sender of its group. placer passes over a
-   tile whose free memory in the phase cannot hold the panel's buffer (the reference does no memory check) and
-   counts those tiles in the decision. If the panels outnumber the tiles, a panel finds no host, or a panel is
-   incomplete (covered bytes ≠ panel bytes), the whole phase stays direct.
-4. Scratch of a relay is its panel's bytes. Accept the candidate iff the phase's estimated cycles (docs/reference.md §3)
-   do not rise and max over tiles of (phase rows + relay scratch on the tile) < the phase's previous max rows.
+2. Judge each multicast on its own: one that names a destination tile twice, or lands at different offsets from
+   its group's lowest address on each replica, stays direct, and the rest of the phase is still considered. Group
+   the others by their sorted list of destination *buffers* -- the live allocation holding each destination
+   address (the reference groups by destination shards); a destination in no live allocation has its tile's one
+   unnamed buffer, which is the tile-set grouping of a capture without allocations (``groups.scan_buffers``). A
+   group whose operand has no native panels stays direct alone; every other group joins the candidate, its
+   fragments cut at its panel bounds (``segments.split_at``).
+3. The candidate relays every group at its native panels, direct-receive. If the panels outnumber the tiles the
+   phase stays direct. Groups are taken in the order of their sorted destination lists, panels in offset order;
+   each panel's host is the highest-numbered tile not already a relay in this candidate and neither a destination
+   nor a sender of its group -- memory unseen, as the reference. The whole phase stays direct as soon as a panel
+   finds no host or is incomplete: its pieces, in offset order, must cover it as contiguous runs from its start to
+   its end (covered bytes = the panel's storage bytes; a hole, an overlap or a repeated transfer breaks it).
+4. Scratch of a relay is its panel's storage bytes. Accept the candidate iff the phase's estimated cycles
+   (docs/reference.md §3) do not rise and max over tiles of (phase rows + relay scratch on the tile) < the phase's
+   previous max rows.
+5. Place every accepted relay buffer with the production allocator (``PhaseMemory.allocate``) around its host's
+   live allocations and the phase's reads and writes, as the reference places its staging buffers after
+   selection. A buffer that does not fit is the reference's allocation failure ("tile T has insufficient Standard
+   SRAM for N bytes"): the decision says so with the phase and what was live, the phase's relays are not in the
+   plan (it cannot be built), and ``placer solve --mode greedy`` exits non-zero.
 
 A rejected phase is left exactly as it was. Nothing is searched: no relay counts, no host choices.
 
@@ -34,10 +41,10 @@ from typing import Any
 
 import numpy as np
 
-from placer.alternatives.groups import GroupScan, Rejection, ReplicaGroup, panel_index, scan_phase
+from placer.alternatives.groups import GroupScan, ReplicaGroup, panel_index, scan_buffers
 from placer.alternatives.memory import PhaseMemory
 from placer.alternatives.relay import RelayRewrite, direct_receive, direct_receive_all
-from placer.alternatives.segments import Segmentation, native
+from placer.alternatives.segments import Segmentation, native, panel_coverage, split_at
 from placer.capture.model import Allocations, Capture, Phase
 from placer.cost.model import BAND_SHIFT, PhaseCost, ProgramCost, program_cost, program_tiles, tile_counters
 from placer.cost.state import PhaseState, TileCounters
@@ -54,7 +61,6 @@ MAX_REASONS = 5  # reasons listed per phase for the groups that stay direct
 ACCEPTED = "accepted"
 NO_MULTICAST = "no multicast"
 RECEIVE_THEN_FORWARD = "receive-then-forward phase"
-INELIGIBLE_TRANSFER = "ineligible transfer"
 NO_ELIGIBLE_GROUP = "no eligible group"
 INCOMPLETE_PANEL = "incomplete panel"
 PANELS_OUTNUMBER_TILES = "panels outnumber tiles"
@@ -79,12 +85,19 @@ class Decision:
     rows_before: int = 0  # the phase's max per-tile rows
     rows_after: int | None = None  # max over tiles of the candidate's rows + relay scratch (the tested figure)
     table_after: int | None = None  # max over tiles of the candidate's rows alone
-    skipped_hosts: int = 0  # tiles passed over because their free memory could not hold the buffer
+    direct_transfers: int = 0  # multicasts judged ineligible one by one: each stays direct, the phase goes on
+    placement: tuple[str, ...] = ()  # accepted, but these relay buffers do not fit (the first few): no plan
+    unplaced: int = 0  # how many relay buffers of the accepted candidate the allocator could not place
     detail: str = ""
 
     @property
     def accepted(self) -> bool:
         return self.reason == ACCEPTED
+
+    @property
+    def built(self) -> bool:
+        """Accepted and every relay buffer placed: the phase's relays are in the rule's plan."""
+        return self.accepted and not self.unplaced
 
     @property
     def has_candidate(self) -> bool:
@@ -97,7 +110,8 @@ class Decision:
                 "relays": self.relays, "scratch_bytes": self.scratch,
                 "cycles_before": self.cycles_before, "cycles_after": self.cycles_after,
                 "rows_before": self.rows_before, "rows_after": self.rows_after, "table_after": self.table_after,
-                "skipped_hosts": self.skipped_hosts, "detail": self.detail}
+                "direct_transfers": self.direct_transfers, "placement_failures": list(self.placement),
+                "unplaced_buffers": self.unplaced, "detail": self.detail}
 
 
 def reads_a_destination(phase: Phase, allocations: Allocations | None = None) -> tuple[int, int] | None:
@@ -149,116 +163,127 @@ def _widened(start: np.ndarray, end: np.ndarray, a_start: np.ndarray,
     return np.where(inside, a_start[kk], start), np.where(inside, np.maximum(a_end[kk], end), end)
 
 
-def native_panels(group: ReplicaGroup) -> Segmentation | str:
-    """The group's native panels (the capture's panel hint, else inferred), or why the operand does not split."""
+def rule_panels(group: ReplicaGroup) -> np.ndarray | str:
+    """The bounds of the group's native panels (``relay.rs``'s ``panel_views()``): the capture's panel hint, else
+    inferred from the fragment pattern (``segments.native``); or why the operand does not split into them."""
     if group.hint is not None and not group.hint.splits:
         return (f"operand {group.hint.operand or '?'} does not split into native panels (its panels are not "
                 "contiguous on the replicas)")
     if group.hint is None:
-        seg = native(group)
-        if seg.count == 1:  # no inner boundary for a fragment to cross
-            return seg
-        bounds = seg.bounds
-    else:
-        bounds = np.asarray(group.hint.boundaries, np.int64)
-    ends = group.offsets + group.nbytes
-    inner = bounds[1:-1]
-    cut = np.searchsorted(group.offsets, inner, side="left")  # first fragment starting at or after each bound
-    straddle = (cut > 0) & (ends[np.maximum(cut - 1, 0)] > inner)
-    if straddle.any():
-        return f"a fragment crosses the panel boundary at offset {int(inner[np.argmax(straddle)])}"
-    frag_start = np.searchsorted(group.offsets, bounds, side="left").astype(np.int64)
-    frag_start[-1] = group.fragments
-    return Segmentation(bounds, frag_start)
-
-
-def incomplete_panel(group: ReplicaGroup, seg: Segmentation) -> str | None:
-    """The first panel whose fragments do not cover it exactly (a hole, or no fragment at all), described."""
-    if seg.count == 1:  # most groups: one panel, covered by all the fragments
-        need = int(seg.bounds[1] - seg.bounds[0])
-        if group.covered_bytes == need:
-            return None
-        return (f"group {group.index} panel 0: [{int(seg.bounds[0])}, {int(seg.bounds[1])}) has "
-                f"{group.covered_bytes:,} of {need:,} bytes covered")
-    panel_of = np.repeat(np.arange(seg.count), np.diff(seg.frag_start))
-    covered = np.bincount(panel_of, weights=group.nbytes, minlength=seg.count).astype(np.int64)
-    short = np.flatnonzero(covered != seg.segment_bytes())
-    if short.size == 0:
-        return None
-    s = int(short[0])
-    return (f"group {group.index} panel {s}: [{int(seg.bounds[s])}, {int(seg.bounds[s + 1])}) has "
-            f"{int(covered[s]):,} of {int(seg.segment_bytes()[s]):,} bytes covered")
+        return native(group).bounds
+    return np.asarray(group.hint.boundaries, np.int64)
 
 
 @dataclass
 class Candidate:
-    """The phase's kept groups in host-assignment order, their native panels, why the other groups stay direct
-    (one line per group), and the first rejection that keeps the whole phase direct, if any."""
+    """The phase's groups that survive grouping, in the rule's order, each cut at its native panels (``split_at``),
+    with the groups and the transfers that stay direct on their own (one line per group, the first few transfers)."""
 
     groups: list[ReplicaGroup]
     panels: list[Segmentation]
     direct: list[str]
-    abort: Rejection | None = None
+    dropped: list[str]
+    dropped_count: int = 0
 
 
-def candidate_groups(phase: Phase, hints: dict, scan: GroupScan | None = None) -> Candidate:
-    """The phase's kept groups and native panels (docs/reference.md §5's eligibility and grouping); ``scan`` is the
-    phase's full scan (``gainful_only=False``) when the caller has it."""
-    scan = scan if scan is not None else scan_phase(phase, hints, gainful_only=False)
+def candidate_groups(phase: Phase, hints: dict, allocations: Allocations | None = None) -> Candidate:
+    """The phase's groups and native panels (docs/reference.md §5's eligibility and grouping): transfers judged one
+    by one and grouped by their destination buffers (``groups.scan_buffers``), groups without native panels left
+    direct, every fragment cut at its group's panel bounds."""
+    scan = scan_buffers(phase, hints, allocations)
     direct = [f"group {r.index}: {r.reason}" for r in scan.rejected]
     kept, panels = [], []
     for g in scan.groups:
-        seg = native_panels(g)
-        if isinstance(seg, str):
-            direct.append(f"group {g.index}: {seg}")
+        bounds = rule_panels(g)
+        if isinstance(bounds, str):
+            direct.append(f"group {g.index}: {bounds}")
             continue
-        kept.append(g)
-        panels.append(seg)
-    # groups keyed by their sorted destination set, visited in that key's order
-    order = sorted(range(len(kept)), key=lambda i: kept[i].replicas.tolist())
-    abort = next((r for r in scan.rejected if r.transfer_level), None)
-    return Candidate([kept[i] for i in order], [panels[i] for i in order], direct, abort)
+        split = split_at(g, bounds)
+        if isinstance(split, str):
+            direct.append(f"group {g.index}: {split}")
+            continue
+        kept.append(split[0])
+        panels.append(split[1])
+    dropped = [f"transfer {r.transfer}: {r.reason}" for r in scan.dropped]
+    return Candidate(kept, panels, direct, dropped, scan.dropped_count)
 
 
-def assign_hosts(groups: list[ReplicaGroup], panels: list[Segmentation], memory: PhaseMemory,
-                 tiles: int) -> tuple[list[tuple[np.ndarray, np.ndarray]] | str, list[int]]:
-    """Per group, (hosts, buffer addresses) of its panels, or which panel found no host; and the tiles passed over
-    because no free gap of theirs could hold the buffer."""
-    room = memory.largest_gaps(tiles).tolist()  # a host is never revisited in its phase: its reservation never matters
-    hosting = np.zeros(tiles, bool)
-    out = []
-    skipped: set[int] = set()
-    for g, seg in zip(groups, panels, strict=True):
-        eligible = ~hosting
+def assign_hosts(groups: list[ReplicaGroup], panels: list[Segmentation],
+                 tiles: int) -> tuple[list[np.ndarray], tuple[int, int] | None, tuple[int, int] | None]:
+    """Hosts as the reference chooses them, memory unseen: for each group in order and each of its panels, the
+    highest-numbered tile not yet a relay of this candidate and neither a destination nor a sender of the group;
+    the panels checked in the same walk. Returns the hosts per group, the first (group position, panel) that found
+    no host and the first that is incomplete, whichever the reference meets first (the other is None)."""
+    used = np.zeros(tiles, bool)
+    out: list[np.ndarray] = []
+    for gi, (g, seg) in enumerate(zip(groups, panels, strict=True)):
+        eligible = ~used
         eligible[g.replicas[g.replicas < tiles]] = False
         eligible[g.sources[g.sources < tiles]] = False
-        walk = np.flatnonzero(eligible)[::-1].tolist()  # highest-numbered first
-        hosts, buffers = [], []
-        for s, nbytes in enumerate(seg.segment_bytes().tolist()):
-            found = None
-            for i, t in enumerate(walk):
-                if room[t] >= nbytes:
-                    addr = memory.first_fit(t, nbytes)
-                    if addr is not None:
-                        found = (i, t, addr)
-                        break
-            if found is None:
-                skipped.update(walk)
-                return f"group {g.index} panel {s} ({nbytes:,} B)", sorted(skipped)
-            i, t, addr = found
-            skipped.update(walk[:i])  # the eligible tiles above t: too full
-            del walk[i]
-            hosting[t] = True
+        walk = np.flatnonzero(eligible)[::-1][: seg.count]
+        complete, _ = panel_coverage(g, seg)
+        bad = np.flatnonzero(~complete)
+        first_bad = int(bad[0]) if bad.size else seg.count
+        if walk.shape[0] < seg.count and walk.shape[0] <= first_bad:
+            return out, (gi, int(walk.shape[0])), None
+        if bad.size:
+            return out, None, (gi, first_bad)
+        used[walk] = True
+        out.append(walk.astype(np.int64))
+    return out, None, None
+
+
+def incomplete_panel(group: ReplicaGroup, seg: Segmentation, s: int) -> str:
+    """Panel ``s`` of the group, described: what its pieces cover of it."""
+    _, covered = panel_coverage(group, seg)
+    need = int(seg.segment_bytes()[s])
+    lo, hi = int(seg.bounds[s]), int(seg.bounds[s + 1])
+    how = "not as contiguous rows (pieces overlap or repeat)" if covered[s] >= need else "covered"
+    if covered[s] != need or how == "covered":
+        return f"group {group.index} panel {s}: [{lo}, {hi}) has {int(covered[s]):,} of {need:,} bytes covered"
+    return f"group {group.index} panel {s}: [{lo}, {hi}) is covered {how}"
+
+
+UNPLACED_BUFFER = 1 << 62  # a trial buffer's address where its host has no room (never next to a real receive)
+
+
+def place_buffers(relays: list[tuple[ReplicaGroup, Segmentation, np.ndarray, np.ndarray]], memory: PhaseMemory,
+                  capture: Capture, phase: Phase) -> tuple[list[np.ndarray], list[str]]:
+    """Every relay buffer of an accepted candidate placed by the production allocator (``PhaseMemory.allocate``),
+    as the reference places its staging buffers after selection; the addresses per relay, and for each buffer that
+    does not fit the reference's allocation failure ("tile T has insufficient Standard SRAM for N bytes"), with the
+    phase, the relay and what was live."""
+    out, failed = [], []
+    alloc = capture.allocations
+    mem = memory.machine.memory
+    capacity = min(mem.end, mem.loader_limit) - mem.base
+    for g, seg, hosts, _ in relays:
+        addrs = np.zeros(seg.count, np.int64)
+        for s, (t, nbytes) in enumerate(zip(hosts.tolist(), seg.segment_bytes().tolist(), strict=True)):
+            addr = memory.allocate(t, nbytes)
+            if addr is None:
+                live = alloc.live_on(t, phase.phase) if len(alloc) else np.zeros(0, np.int64)
+                names = sorted({alloc.name[i] or "unnamed" for i in live.tolist()}) if len(alloc.name) else []
+                gaps = [y - x for x, y in memory.gaps(t)]
+                failed.append(f"tile {t} has insufficient Standard SRAM for {nbytes} bytes (phase {phase.phase}, "
+                              f"relay buffer of group {g.index} panel {s}; live: {len(live):,} allocation"
+                              f"{'' if len(live) == 1 else 's'}"
+                              + (f" ({', '.join(names[:4])}{', …' if len(names) > 4 else ''})" if names else "")
+                              + f" and the phase's reads and writes, {memory.busy_bytes(t):,} of {capacity:,} bytes "
+                              f"busy, largest free gap {max(gaps, default=0):,} B)")
+                addrs[s] = UNPLACED_BUFFER
+                continue
             memory.reserve(t, addr, nbytes)
-            hosts.append(t)
-            buffers.append(addr)
-        out.append((np.asarray(hosts, np.int64), np.asarray(buffers, np.int64)))
-    return out, sorted(skipped)
+            addrs[s] = addr
+        out.append(addrs)
+    return out, failed
 
 
 def decide_phase(phase: Phase, before: PhaseCost, capture: Capture, machine: Machine, tiles: int,
                  hints: dict, scan: GroupScan | None = None) -> tuple[list[RelayChoice], Decision]:
-    """Apply the rule to one phase: the relays it takes (all of the candidate's or none) and why."""
+    """Apply the rule to one phase: the relays it takes (all of the candidate's or none) and why. ``scan`` is not
+    used (the rule groups by destination buffers, ``groups.scan_buffers``); it is accepted for the callers that
+    pass the optimiser's scan."""
     figures: dict[str, Any] = {"cycles_before": before.cycles, "rows_before": before.worst_table()}
     if phase.n == 0 or not (phase.fanout >= 2).any():
         return [], Decision(phase.phase, NO_MULTICAST, **figures)
@@ -268,30 +293,36 @@ def decide_phase(phase: Phase, before: PhaseCost, capture: Capture, machine: Mac
             "which the phase also writes"
         return [], Decision(phase.phase, RECEIVE_THEN_FORWARD, detail=f"tile {alias[0]} reads {alias[1]:#x}, "
                             f"{written}", **figures)
-    cand = candidate_groups(phase, hints, scan)
-    direct: dict[str, Any] = {"direct_groups": len(cand.direct), "direct_reasons": tuple(cand.direct[:MAX_REASONS])}
-    if cand.abort is not None:
-        bad = cand.abort
-        return [], Decision(phase.phase, INELIGIBLE_TRANSFER, groups=tuple(g.index for g in cand.groups),
-                            detail=f"group {bad.index}: {bad.reason} (transfer {bad.transfer})", **direct, **figures)
+    cand = candidate_groups(phase, hints, capture.allocations)
+    direct: dict[str, Any] = {"direct_groups": len(cand.direct),
+                              "direct_reasons": tuple((cand.direct + cand.dropped)[:MAX_REASONS]),
+                              "direct_transfers": cand.dropped_count}
     if not cand.groups:
         return [], Decision(phase.phase, NO_ELIGIBLE_GROUP, **direct, **figures)
     ids = tuple(g.index for g in cand.groups)
     base: dict[str, Any] = {"groups": ids, "relays": sum(s.count for s in cand.panels), **direct, **figures}
-    for g, seg in zip(cand.groups, cand.panels, strict=True):
-        hole = incomplete_panel(g, seg)
-        if hole is not None:
-            return [], Decision(phase.phase, INCOMPLETE_PANEL, detail=hole, **base)
     if base["relays"] > tiles:
         return [], Decision(phase.phase, PANELS_OUTNUMBER_TILES, detail=f"{base['relays']:,} panels, "
                             f"{tiles:,} tiles", **base)
-    placed, skipped = assign_hosts(cand.groups, cand.panels, PhaseMemory(capture, phase, machine), tiles)
-    if isinstance(placed, str):
-        return [], Decision(phase.phase, NO_HOST, skipped_hosts=len(skipped), detail=f"{placed} found no tile "
-                            f"with room ({len(skipped):,} eligible tiles too full)", **base)
+    hosts, no_host, hole = assign_hosts(cand.groups, cand.panels, tiles)
+    if no_host is not None:
+        g = cand.groups[no_host[0]]
+        nbytes = int(cand.panels[no_host[0]].segment_bytes()[no_host[1]])
+        return [], Decision(phase.phase, NO_HOST, detail=f"group {g.index} panel {no_host[1]} ({nbytes:,} B) found "
+                            "no tile that is neither a relay of this candidate nor a destination or sender of its "
+                            "group", **base)
+    if hole is not None:
+        return [], Decision(phase.phase, INCOMPLETE_PANEL, detail=incomplete_panel(
+            cand.groups[hole[0]], cand.panels[hole[0]], hole[1]), **base)
+    memory = PhaseMemory(capture, phase, machine)
+    # the trial's buffers: where the allocator will put them (a receive's pointer reset can depend on the address);
+    # a host without room gets an address no receive ends at, and the candidate is judged all the same
+    trial_buffers = []
+    for h, seg in zip(hosts, cand.panels, strict=True):
+        fit = [memory.first_fit(t, n) for t, n in zip(h.tolist(), seg.segment_bytes().tolist(), strict=True)]
+        trial_buffers.append(np.array([UNPLACED_BUFFER if a is None else a for a in fit], np.int64))
     max_bytes = machine.exchange.max_transfer_words * 4
-    relays = [(g, seg, hosts, buffers) for g, seg, (hosts, buffers) in zip(cand.groups, cand.panels, placed,
-                                                                          strict=True)]
+    relays = list(zip(cand.groups, cand.panels, hosts, trial_buffers, strict=True))
     # the trial rewrites every group at once; a group's own rewrite is built only if the phase is accepted
     trial = direct_receive_all(relays, phase, max_bytes)
     kept = np.ones(phase.n, bool)
@@ -300,35 +331,39 @@ def decide_phase(phase: Phase, before: PhaseCost, capture: Capture, machine: Mac
                                                      trial.forwards], extra=phase.extra), machine, tiles,
                           capture.allocations)
     scratch = np.zeros(tiles, np.int64)
-    for _, seg, hosts, _ in relays:
-        np.add.at(scratch, hosts, seg.segment_bytes())
+    for _, seg, h, _ in relays:
+        np.add.at(scratch, h, seg.segment_bytes())  # the panel's storage bytes (docs/reference.md §5)
     rows_after = int((after.table_bytes + scratch).max(initial=0))
     failed = [why for why, bad in ((CYCLES_ROSE, after.cycles > before.cycles),
                                    (ROWS_NOT_LOWER, rows_after >= before.worst_table())) if bad]
-    decision = Decision(phase.phase, " and ".join(failed) or ACCEPTED, cycles_after=after.cycles,
-                        rows_after=rows_after, table_after=after.worst_table(), scratch=int(scratch.sum()),
-                        skipped_hosts=len(skipped), detail=_skipped_note(skipped), **base)
-    if not decision.accepted:
-        return [], decision
-    return [RelayChoice(g, "direct-receive", seg, hosts, buffers, direct_receive(g, seg, hosts, buffers, phase,
-                                                                                  max_bytes))
-            for g, seg, hosts, buffers in relays], decision
+    result: dict[str, Any] = {"cycles_after": after.cycles, "rows_after": rows_after,
+                              "table_after": after.worst_table(), "scratch": int(scratch.sum()), **base}
+    if failed:
+        return [], Decision(phase.phase, " and ".join(failed), **result)
+    placed, unplaced = place_buffers(relays, memory, capture, phase)
+    if unplaced:
+        more = f" (and {len(unplaced) - 1:,} more)" if len(unplaced) > 1 else ""
+        return [], Decision(phase.phase, ACCEPTED, placement=tuple(unplaced[:MAX_REASONS]),
+                            unplaced=len(unplaced), detail=f"accepted, but the plan cannot be built: "
+                            f"{unplaced[0]}{more}", **result)
+    return [RelayChoice(g, "direct-receive", seg, h, b, direct_receive(g, seg, h, b, phase, max_bytes))
+            for (g, seg, h, _), b in zip(relays, placed, strict=True)], Decision(phase.phase, ACCEPTED, **result)
 
 
-def _skipped_note(skipped: list[int]) -> str:
-    if not skipped:
-        return ""
-    shown = ", ".join(map(str, skipped[::-1][:8])) + (" …" if len(skipped) > 8 else "")
-    return f"passed over {len(skipped):,} tiles whose free memory cannot hold the buffer ({shown})"
+def placement_failures(decisions: list[Decision]) -> list[str]:
+    """The reference's allocation failures of the rule's accepted relays (each decision lists its first few)."""
+    return [why for d in decisions for why in d.placement]
 
 
 def production_plan(capture: Capture, machine: Machine, table_budget: int, fragment_limit: int, *,
                     scans: list[GroupScan] | None = None, direct: ProgramCost | None = None,
                     workers: int = 1) -> tuple[Plan, list[Decision]]:
     """The production rule over the whole program: its plan and one decision per phase, in phase order.
-    ``scans`` (every phase's full scan, ``gainful_only=False``) and ``direct`` (the program's cost) save the work
-    when the caller has them. A phase's decision does not depend on another's, so phases are decided on
-    ``workers`` threads."""
+    ``direct`` (the program's cost) saves the work when the caller has it; ``scans`` (the optimiser's tile-set
+    scans) are not used: the rule groups by destination buffers (``groups.scan_buffers``). A phase's decision does
+    not depend on another's, so phases are decided on ``workers`` threads. The plan holds the relays of every
+    accepted phase whose buffers the allocator placed; an accepted phase whose buffers do not all fit is reported in
+    its decision (``placement``, ``placement_failures``) and left out: the reference compiler fails there."""
     tiles = program_tiles(capture, machine)
     direct = direct if direct is not None else program_cost(capture, machine, workers)
     hints = panel_index(capture)
@@ -346,8 +381,7 @@ def production_plan(capture: Capture, machine: Machine, table_budget: int, fragm
 def greedy_plan(capture: Capture, scans: list[GroupScan] | None, machine: Machine, table_budget: int,
                 fragment_limit: int, direct: ProgramCost | None = None,
                 workers: int = 1) -> tuple[Plan, list[Decision]]:
-    """The entry point select.py calls: the production rule, on every phase's full scan (``gainful_only=False``:
-    the rule keeps groups the optimiser prunes)."""
+    """The entry point select.py calls: the production rule (``scans`` are not used, see ``production_plan``)."""
     return production_plan(capture, machine, table_budget, fragment_limit, scans=scans, direct=direct,
                            workers=workers)
 

@@ -9,14 +9,13 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from placer.alternatives.groups import DUPLICATE_TILE, OVERLAP, SKEWED, scan_phase
+from placer.alternatives.groups import DUPLICATE_TILE, SKEWED, scan_buffers
 from placer.capture.model import PAIRED64, Allocations, Capture, PanelHint, Phase
 from placer.cost.model import tile_counters
 from placer.selection.greedy import (
     ACCEPTED,
     CYCLES_ROSE,
     INCOMPLETE_PANEL,
-    INELIGIBLE_TRANSFER,
     NO_ELIGIBLE_GROUP,
     NO_HOST,
     NO_MULTICAST,
@@ -107,20 +106,84 @@ def _duplicate(g: Phase) -> Phase:
     return g
 
 
-@pytest.mark.parametrize(("spoil", "why"), [(_skew, SKEWED), (_overlap, OVERLAP), (_duplicate, DUPLICATE_TILE)])
-def test_transfer_level_rejection_keeps_the_whole_phase_direct(spoil: Callable[[Phase], Phase], why: str) -> None:
-    # the reference drops (or double-counts) the offending transfer, so its group's panels miss (or exceed) bytes
-    # and it abandons the phase's candidate: the healthy group beside it is not relayed either
+def test_an_ineligible_transfer_stays_direct_alone() -> None:
+    # the reference judges each transfer: one that is not eligible stays direct and the rest of the phase is still
+    # considered (relay.rs, candidate()). Here the spoilt multicast (it names tile 20 twice) is the only transfer
+    # to its buffers: the healthy group beside it is relayed, the spoilt one stays direct. (placer kept the whole
+    # phase direct: "ineligible transfer".)
+    why = DUPLICATE_TILE
     healthy = heavy_group(0, (8, 9, 10, 11), (12, 13, 14, 15))
-    spoilt = spoil(heavy_group())
-    cap = Capture(tile_count=48, phases=[Phase.concat(0, [spoilt, healthy])])
-    assert [r.reason for r in scan_phase(cap.phases[0], gainful_only=False).rejected] == [why]
+    lone = Phase.build(0, [16], [8], [3], [20, 20, 22], [0x60000, 0x60000, 0x60000], [0x50000])
+    allocs = _allocs(*[(t, 0x60000, 0x60040, 0, 0) for t in (20, 21, 22)])
+    cap = Capture(tile_count=48, phases=[Phase.concat(0, [healthy, lone])], allocations=allocs)
+    scan = scan_buffers(cap.phases[0], {}, allocs)
+    assert [r.reason for r in scan.dropped] == [why] * len(scan.dropped) and scan.dropped_count >= 1
     plan, [d] = rule(cap)
-    assert d.reason == INELIGIBLE_TRANSFER and not plan.relays
-    assert d.detail.startswith(f"group 0: {why}") and d.direct_groups == 1 and d.groups == (1,)
-    # without the spoilt group the healthy one is relayed
-    _, [alone] = rule(Capture(tile_count=48, phases=[healthy]))
-    assert alone.accepted
+    assert d.accepted and d.direct_transfers == scan.dropped_count
+    assert any(why in r for r in d.direct_reasons)
+    assert [r.group.replicas.tolist() for r in plan.relays] == [[8, 9, 10, 11]]
+    # the spoilt multicast is left in the rewritten phase as it was
+    new = plan.rewritten(cap).phases[0]
+    assert (new.source == 16).sum() == 1 and new.fanout[new.source == 16].tolist() == [3]
+
+
+@pytest.mark.parametrize(("spoil", "why"), [(_skew, SKEWED), (_duplicate, DUPLICATE_TILE)])
+def test_an_ineligible_transfer_inside_a_group_leaves_its_panel_incomplete(spoil: Callable[[Phase], Phase],
+                                                                           why: str) -> None:
+    # the spoilt transfer stays direct; its group's panel then misses its bytes and the reference abandons the
+    # phase's candidate at that panel: the healthy group beside it is not relayed either
+    healthy = heavy_group(0, (8, 9, 10, 11), (12, 13, 14, 15))
+    g = heavy_group()
+    if spoil is _duplicate:
+        g.dst_tile[g.dst_ptr[2] + 1] = g.dst_tile[g.dst_ptr[2]]  # transfer 2 alone names its first replica twice
+    else:
+        spoil(g)
+    cap = Capture(tile_count=48, phases=[Phase.concat(0, [g, healthy])])
+    assert [r.reason for r in scan_buffers(cap.phases[0]).dropped] == [why]
+    plan, [d] = rule(cap)
+    assert d.reason == INCOMPLETE_PANEL and not plan.relays and d.direct_transfers == 1
+    assert "panel 0:" in d.detail and "96 of 128 bytes covered" in d.detail
+
+
+def test_overlapping_transfers_leave_their_panel_incomplete() -> None:
+    # both overlapping transfers are eligible (the reference has no per-transfer test for overlap); cut at the panel
+    # bounds, their pieces are not contiguous runs of the panel, so the phase stays direct at that panel
+    cap = Capture(tile_count=48, phases=[Phase.concat(0, [_overlap(heavy_group()),
+                                                          heavy_group(0, (8, 9, 10, 11), (12, 13, 14, 15))])])
+    plan, [d] = rule(cap)
+    assert d.reason == INCOMPLETE_PANEL and not plan.relays and d.direct_transfers == 0
+    assert "not as contiguous rows" in d.detail
+    # a transfer listed twice (the reference's own test: transfer 0 replaced by a copy of transfer 1)
+    twice = heavy_group()
+    twice.dst_addr[twice.dst_ptr[0]: twice.dst_ptr[1]] = twice.dst_addr[twice.dst_ptr[1]: twice.dst_ptr[2]]
+    twice.source[0] = twice.source[1]
+    plan, [d] = rule(Capture(tile_count=48, phases=[twice]))
+    assert d.reason == INCOMPLETE_PANEL and not plan.relays
+
+
+def test_groups_are_destination_buffers_not_tile_sets() -> None:
+    # two operands multicast to the same four tiles, each into its own allocation: the reference groups by
+    # destination buffers (sorted shard lists), so they are two groups, each complete, both relayed; grouped by
+    # tile set (placer before) they are one group whose single panel has a hole between the two operands
+    a = heavy_group(0, fragments=16)
+    b = heavy_group(0, fragments=16, bases=[0x64000 + 0x1000 * i for i in range(4)])
+    allocs = _allocs(*[(t, 0x60000 + 0x1000 * t, 0x60000 + 0x1000 * t + 512, 0, 0) for t in range(4)],
+                     *[(t, 0x64000 + 0x1000 * t, 0x64000 + 0x1000 * t + 512, 0, 0) for t in range(4)])
+    phase = Phase.concat(0, [a, b])
+    cap = Capture(tile_count=48, phases=[phase], allocations=allocs)
+    assert len(scan_buffers(phase, {}, allocs).groups) == 2
+    plan, [d] = rule(cap)
+    assert d.accepted and len(d.groups) == 2 and d.relays == 8 and len(plan.relays) == 2
+    # the group sorted first (its buffers at the lower addresses) takes the highest-numbered hosts
+    first, second = sorted(plan.relays, key=lambda r: int(r.group.bases[0]))
+    assert first.hosts.tolist() == [47, 46, 45, 44] and second.hosts.tolist() == [43, 42, 41, 40]
+    from placer.validation import validate
+
+    assert validate(cap, plan.to_json(cap), M).valid
+    # without the allocations extension the destinations have no buffers: grouped by tile set as before, one
+    # group with a hole, and the phase stays direct
+    _, [alone] = rule(Capture(tile_count=48, phases=[phase]))
+    assert alone.reason == INCOMPLETE_PANEL and len(alone.groups) == 1
 
 
 def test_receive_then_forward_phase_is_skipped() -> None:
@@ -171,13 +234,35 @@ def test_incomplete_panel_keeps_the_phase_direct() -> None:
     assert d.reason == INCOMPLETE_PANEL
 
 
-def test_group_not_splitting_into_its_panels_stays_direct_alone() -> None:
-    # the hint cuts group (8..11) inside a fragment: that group stays direct, the other is still relayed
+def test_transfers_are_split_at_panel_bounds_before_panels_are_checked() -> None:
+    # the hint cuts group (8..11) inside its second fragment ([32, 64) at 48): the reference intersects every
+    # transfer with every panel before it checks a panel (relay.rs, intersection()), so that fragment becomes two
+    # pieces, one per panel, both panels are complete and the group is relayed with the other (placer left it
+    # direct: "a fragment crosses the panel boundary")
+    from placer.validation import validate
+
     other = heavy_group(0, (8, 9, 10, 11), (12, 13, 14, 15), 8)
     hint = PanelHint(0, (8, 9, 10, 11), (0, 48, 256))
     cap = Capture(tile_count=48, phases=[Phase.concat(0, [heavy_group(), other])], panels=[hint])
     plan, [d] = rule(cap)
-    assert d.accepted and d.direct_groups == 1 and "crosses the panel boundary at offset 48" in d.direct_reasons[0]
+    assert d.accepted and d.direct_groups == 0 and len(d.groups) == 2
+    [cut] = [r for r in plan.relays if r.group.replicas.tolist() == [8, 9, 10, 11]]
+    assert cut.segmentation.bounds.tolist() == [0, 48, 256] and cut.scratch_bytes.tolist() == [48, 208]
+    # the crossing transfer is gathered as two pieces, to two hosts, each from its part of the source
+    crossing = int(other.n and np.flatnonzero(cut.group.offsets == 32)[0])
+    t = int(cut.group.transfers[crossing])
+    pieces = np.flatnonzero(cut.group.transfers == t)
+    assert cut.group.nbytes[pieces].tolist() == [16, 16] and cut.group.skip[pieces].tolist() == [0, 16]
+    g = cut.rewrite.gathers
+    src = cap.phases[0].src_addr[cap.phases[0].src_ptr[t]]
+    assert sorted(g.src_addr[g.nbytes == 16].tolist()) == [src, src + 16]
+    assert len(set(g.dst_tile[g.nbytes == 16].tolist())) == 2
+    report = validate(cap, plan.to_json(cap), M)
+    assert report.valid, report.errors[:3]
+    # a bound inside a word of a fragment cannot be cut: that group alone stays direct
+    odd = PanelHint(0, (8, 9, 10, 11), (0, 50, 256))
+    plan, [d] = rule(Capture(tile_count=48, phases=[Phase.concat(0, [heavy_group(), other])], panels=[odd]))
+    assert d.accepted and d.direct_groups == 1 and "inside a word" in d.direct_reasons[0]
     assert [r.group.replicas.tolist() for r in plan.relays] == [[0, 1, 2, 3]]
 
 
@@ -193,15 +278,72 @@ def test_no_host_and_panels_outnumber_tiles() -> None:
     assert d.reason == NO_HOST and "panel 4" in d.detail and not plan.relays
 
 
-def test_full_tile_passed_over_and_said() -> None:
-    mem = M.memory
-    top = min(mem.end, mem.loader_limit)
-    alloc = Allocations(np.array([47], np.int32), np.array([mem.base], np.int64), np.array([top], np.int64),
-                        np.array([0], np.int64), np.array([0], np.int64), ["full"])
-    cap = Capture(tile_count=48, phases=[heavy_group()], allocations=alloc)
+def _full(*tiles: int, free: int = 0) -> Allocations:
+    """One allocation per tile filling its memory but for ``free`` bytes at the top."""
+    top = min(M.memory.end, M.memory.loader_limit)
+    return _allocs(*[(t, M.memory.base, top - free, 0, 0) for t in tiles])
+
+
+def test_hosts_are_chosen_without_looking_at_memory_and_a_buffer_that_does_not_fit_is_reported() -> None:
+    # tile 47, the first host, has no free byte. The reference chooses hosts without looking at memory and places
+    # the staging buffers afterwards, with the rest of the program: 47 still hosts panel 0, and its buffer fails
+    # to place -- the reference's allocation failure, "tile 47 has insufficient Standard SRAM for 128 bytes". The
+    # phase is accepted by the rule, but its plan cannot be built: no relay of it is in the plan. (placer passed
+    # over tile 47 and hosted on 46.)
+    cap = Capture(tile_count=48, phases=[heavy_group()], allocations=_full(47))
     plan, [d] = rule(cap)
-    assert d.accepted and d.skipped_hosts == 1 and "47" in d.detail
-    assert 47 not in plan.relays[0].hosts.tolist() and plan.relays[0].hosts[0] == 46
+    assert d.accepted and not d.built and d.unplaced == 1 and not plan.relays
+    [why] = d.placement
+    assert why.startswith("tile 47 has insufficient Standard SRAM for 128 bytes (phase 0, relay buffer of group 0 "
+                          "panel 0; live: 1 allocation (unnamed) and the phase's reads and writes")
+    assert "largest free gap 0 B" in why and d.detail.startswith("accepted, but the plan cannot be built: tile 47")
+    assert d.to_json()["placement_failures"] == [why] and d.to_json()["unplaced_buffers"] == 1
+    # the figures it was accepted on are the same as with room on every tile: memory plays no part in the choice
+    _, [roomy] = rule(Capture(tile_count=48, phases=[heavy_group()], allocations=Allocations.empty()))
+    assert (roomy.rows_after, roomy.cycles_after, roomy.scratch) == (d.rows_after, d.cycles_after, d.scratch)
+
+
+def test_relay_buffers_are_placed_by_the_production_allocator() -> None:
+    # tile 47 keeps exactly one panel's 128 bytes free at the top of its memory, above a busy first part: the
+    # allocator puts the buffer there (the lowest address that holds it), the trial used the same address, and
+    # the plan validates
+    from placer.alternatives.memory import PhaseMemory
+    from placer.placement.api import tile_problem
+    from placer.placement.greedy import greedy_place
+    from placer.validation import validate
+
+    top = min(M.memory.end, M.memory.loader_limit) // 8 * 8
+    cap = Capture(tile_count=48, phases=[heavy_group()], allocations=_allocs((47, M.memory.base, top - 128, 0, 0)))
+    plan, [d] = rule(cap)
+    assert d.built and plan.relays[0].hosts[0] == 47 and plan.relays[0].buffers[0] == top - 128
+    memory = PhaseMemory(cap, cap.phases[0], M)
+    assert memory.allocate(47, 128) == memory.first_fit(47, 128) == top - 128
+    problem = tile_problem([(M.memory.base, top)], [(M.memory.base, top - 128, 0, 0)], [(128, 8, 0, 0)])
+    assert greedy_place(problem).addresses == (top - 128,)
+    assert validate(cap, plan.to_json(cap), M).valid
+
+
+def test_scratch_is_the_panels_storage_bytes() -> None:
+    # one panel of 73 rows of 32 bytes (an odd row count, as a QKV block of 73 tokens): its relay buffer is the
+    # panel's storage, 2,336 bytes -- panel_views() sets the row axis's physical end to its logical end, so the
+    # destination's row padding is not in it, and nothing rounds it (not to an even row count: 2,368; not to the
+    # allocator's granule). The acceptance figure and the placement use the same 2,336 bytes: a host whose only
+    # gap is exactly that size takes it.
+    big = small_machine(128)
+    top = min(big.memory.end, big.memory.loader_limit) // 8 * 8
+    exact = _allocs((127, big.memory.base, top - 2336, 0, 0))  # tile 127's only gap: 2,336 bytes
+    one = Capture(tile_count=128, phases=[group_phase(0, [0, 1, 2, 3], list(range(4, 77)), 73)], allocations=exact)
+    plan, [d] = production_plan(one, big, BUDGET, LIMIT)
+    # one panel: its host (127) is the worst tile after, at its rows plus exactly 2,336 bytes -- not enough
+    assert d.relays == 1 and d.scratch == 2336 and d.reason == ROWS_NOT_LOWER and not plan.relays
+    assert d.table_after is not None and d.rows_after == d.table_after + 2336
+    # eight such panels (eight images' worth): accepted, and the 2,336-byte buffer goes in 127's 2,336-byte gap
+    eight = Capture(tile_count=128, phases=[group_phase(0, [0, 1, 2, 3], list(range(4, 77)), 8 * 73)],
+                    allocations=exact)
+    plan, [d] = production_plan(eight, big, BUDGET, LIMIT)
+    assert d.built and d.relays == 8 and d.scratch == 8 * 2336
+    assert plan.relays[0].hosts[0] == 127 and plan.relays[0].buffers[0] == top - 2336
+    assert plan.relays[0].scratch_bytes.tolist() == [2336] * 8
 
 
 def test_cycles_rise_rejects_even_when_rows_fall() -> None:
@@ -263,8 +405,8 @@ def captures(draw: st.DrawFn) -> Capture:
     return Capture(tile_count=48, phases=phases, allocations=Allocations.empty())
 
 
-def _kept_groups(phase: Phase) -> set[int]:
-    return {g.index for g in scan_phase(phase, gainful_only=False).groups}
+def _kept_groups(phase: Phase, allocations: Allocations) -> set[int]:
+    return {g.index for g in scan_buffers(phase, {}, allocations).groups}
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -278,8 +420,10 @@ def test_rule_properties(cap: Capture) -> None:
     for phase, new, d in zip(cap.phases, rewritten.phases, decisions, strict=True):
         relayed = {r.group.index for r in plan.relays if r.group.phase == phase.phase}
         event(d.reason)
-        if any(r.transfer_level for r in scan_phase(phase, gainful_only=False).rejected):
-            assert not d.accepted and d.reason in (INELIGIBLE_TRANSFER, RECEIVE_THEN_FORWARD)
+        scan = scan_buffers(phase, {}, cap.allocations)
+        if d.reason != RECEIVE_THEN_FORWARD and (phase.fanout >= 2).any():
+            # ineligible transfers are counted, stay direct, and never end the phase's candidate by themselves
+            assert d.direct_transfers == scan.dropped_count
         if not d.accepted:
             # a rejected phase is byte-identical to the input
             assert not relayed and new.equals(phase)
@@ -294,7 +438,10 @@ def test_rule_properties(cap: Capture) -> None:
         assert after.cycles <= before.cycles == d.cycles_before and after.cycles == d.cycles_after
         assert int((after.table_bytes + scratch).max()) == d.rows_after < d.rows_before == before.worst_table()
         # never splits a phase: every kept group is relayed, at its native panels, on distinct eligible hosts
-        assert relayed == set(d.groups) == _kept_groups(phase)
+        assert relayed == set(d.groups) == _kept_groups(phase, cap.allocations)
+        dropped = {int(t) for t in range(phase.n)} - {int(t) for r in plan.relays if r.group.phase == phase.phase
+                                                      for t in r.group.transfers}
+        assert len(dropped) >= scan.dropped_count
         hosts = [t for r in plan.relays if r.group.phase == phase.phase for t in r.hosts.tolist()]
         assert len(hosts) == len(set(hosts))
         for r in plan.relays:
@@ -327,3 +474,23 @@ def test_solve_greedy_reports_every_phase_decision(tmp_path) -> None:  # type: i
     assert second["reason"] == NO_MULTICAST and second["cycles_after"] is None
     [changed] = json.loads(res.stdout)["schedule"]["changed_phases"]
     assert changed["phase"] == 0 and changed["direct"]["b1024"] > 0 and changed["production_rule"]["b1024"] > 0
+
+
+def test_solve_greedy_exits_3_when_a_rule_buffer_does_not_fit(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The reference compiler stops at placement when a relay buffer it chose does not fit: so does `placer solve
+    --mode greedy` (exit 3, the allocation failure on stderr, no plan file), and the decision says it in --json."""
+    import json
+    import subprocess
+    import sys
+
+    from placer.capture import write_capture
+
+    path, out = tmp_path / "cap.json", tmp_path / "plan.json"
+    write_capture(Capture(tile_count=48, phases=[heavy_group()], allocations=_full(47)), path)
+    res = subprocess.run([sys.executable, "-m", "placer.cli", "solve", str(path), "--mode", "greedy", "--json",
+                          "--machine", "ipu21", "-o", str(out)], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 3, res.stderr
+    assert "tile 47 has insufficient Standard SRAM for 128 bytes (phase 0" in res.stderr
+    assert "cannot be built" in res.stderr and not out.exists()
+    [d] = json.loads(res.stdout)["production_rule"]["decisions"]
+    assert d["accepted"] and d["unplaced_buffers"] == 1 and d["placement_failures"][0].startswith("tile 47 has")
