@@ -4,65 +4,47 @@
 //   * copies everything outside the "transfers": [...] arrays into `rest`, each array replaced by the marker
 //     ["<nonce>",k], so that orjson parses the small remainder and confirms every cut was phases[k].transfers;
 //   * parses each array into the final numpy columns of a Phase (int32 source/words/dst_tile, uint8 width, int64
-//     CSR pointers and addresses), in owned memory handed to Python without a copy (Block, buffer protocol);
+//     CSR pointers and addresses), in owned memory handed to NumPy without a copy (placer::owned_array);
 //   * checks on the way every per-transfer range of placer.capture.io._check_ranges except the one that needs the
 //     tile count (which may come after the phases): it keeps the largest tile seen instead.
 //
-// Safety rule (as placer.capture.fastjson): accept only a strict subset of JSON -- non-negative integers of at
-// most 18 digits without sign, fraction, exponent or leading zero; the seven known keys, each exactly once per
-// object; widths "Word32"/"Paired64"; no escapes; non-empty lists; whitespace only between tokens -- and reject
-// anything else. A rejection, a range that fails or a tile not below the tile count make Python take the orjson
+// Safety rule: accept only a strict subset of JSON -- non-negative integers of at most 18 digits without sign,
+// fraction, exponent or leading zero; the seven known keys, each exactly once per object; widths
+// "Word32"/"Paired64"; no escapes; non-empty lists; whitespace only between tokens -- and reject anything else. A rejection, a range that fails or a tile not below the tile count make Python take the orjson
 // path, which then names the error; so this file never has to produce a message.
 //
-//   Scanner(nonce: bytes, max_tiles, max_words, address_limit, align, word_bytes)
-//   .feed(chunk: buffer, final: bool) -> bool   # False once rejected; the GIL is released while it parses
+//   Scanner(*, nonce: bytes, max_tiles, max_words, address_limit, align, word_bytes)
+//   .feed(chunk: bytes, final: bool = False) -> bool  # False once rejected; the GIL is released while it parses
 //   .finish() -> (rest: bytes, [(source, words, width, src_ptr, src_addr, dst_ptr, dst_tile, dst_addr)], max_tile,
-//                 bad: bool)                    # the columns are Blocks (writable buffers) for numpy.frombuffer
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+//                 bad: bool)                          # the columns are NumPy arrays with a Phase's dtypes
+#include "native.h"
+
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <new>
+#include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "the key comparison reads little-endian words (the build is optional: placer then uses the numpy reader)"
+#error "the key comparison reads little-endian words"
 #endif
 
 namespace {
 
-using i64 = int64_t;
+using namespace placer;
 using u8 = unsigned char;
 
-// ---------------------------------------------------------------------------------------------------------------
-// Block: malloc'd memory exported through the buffer protocol, freed with the last numpy view of it.
-
-struct Block {
-  PyObject_HEAD
-  void* data;
-  Py_ssize_t size;
-};
-
-int block_getbuffer(PyObject* self, Py_buffer* view, int flags) {
-  Block* b = reinterpret_cast<Block*>(self);
-  return PyBuffer_FillInfo(view, self, b->data, b->size, 0, flags);
-}
-
-void block_dealloc(PyObject* self) {
-  free(reinterpret_cast<Block*>(self)->data);
-  Py_TYPE(self)->tp_free(self);
-}
-
-PyBufferProcs block_buffer = {block_getbuffer, nullptr};
-PyTypeObject BlockType = {PyVarObject_HEAD_INIT(nullptr, 0)};
-
 // A growable column in realloc'd memory: large blocks grow by mremap, without copying, and are shrunk to fit at
-// the end of the array so the Block holds exactly the column.
+// the end of the array so the NumPy array holds exactly the column.
 template <class T>
 struct Col {
   T* p = nullptr;
@@ -90,23 +72,14 @@ struct Col {
     if (q == nullptr) throw std::bad_alloc();
     p = q, cap = c;
   }
-  // ownership to a Block (never a null pointer: an empty column is one spare byte)
-  PyObject* to_block() {
-    void* q = realloc(p, n ? n * sizeof(T) : 1);
-    if (q == nullptr) {
-      PyErr_NoMemory();
-      return nullptr;
-    }
+  // ownership to a NumPy array (never a null pointer: an empty column is one spare byte)
+  nb::ndarray<nb::numpy, T, nb::ndim<1>> to_array() {
+    T* q = static_cast<T*>(realloc(p, n ? n * sizeof(T) : 1));
+    if (q == nullptr) throw std::bad_alloc();
     p = nullptr;
-    Block* b = PyObject_New(Block, &BlockType);
-    if (b == nullptr) {
-      free(q);
-      return nullptr;
-    }
-    b->data = q;
-    b->size = Py_ssize_t(n * sizeof(T));
+    const size_t size = n;
     n = cap = 0;
-    return reinterpret_cast<PyObject*>(b);
+    return owned_array(q, size);
   }
 };
 
@@ -358,8 +331,8 @@ class Scanner {
     }
   }
 
-  // Outside the arrays: copy text to rest_ up to the next `"transfers" ws : ws [` (as fastjson._transfer_spans
-  // finds it) and return the position of its '['; or return -(k + 1) where k is how far the text was consumed.
+  // Outside the arrays: copy text to rest_ up to the next `"transfers" ws : ws [` and return the position of its
+  // '['; or return -(k + 1) where k is how far the text was consumed.
   i64 find_array(const u8* d, i64 p, i64 n, bool final) {
     static const char kKey[] = "\"transfers\"";
     const i64 klen = 11;
@@ -606,147 +579,70 @@ class Scanner {
 // ---------------------------------------------------------------------------------------------------------------
 // Python type
 
-struct PyScanner {
-  PyObject_HEAD
-  Scanner* s;
-  bool busy;  // feed releases the GIL: a second thread must not enter the same scanner meanwhile
+template <typename T>
+using Column = nb::ndarray<nb::numpy, T, nb::ndim<1>>;
+// a phase's columns: source, words, width, src_ptr, src_addr, dst_ptr, dst_tile, dst_addr
+using Columns = std::tuple<Column<int32_t>, Column<int32_t>, Column<u8>, Column<i64>, Column<i64>, Column<i64>,
+                           Column<int32_t>, Column<i64>>;
+
+class PyScanner {
+ public:
+  PyScanner(nb::bytes nonce, i64 max_tiles, i64 max_words, i64 address_limit, i64 align, i64 word_bytes) {
+    require(max_tiles >= 1 && max_tiles <= (i64(1) << 30) && max_words >= 1 && address_limit >= 1 &&
+                address_limit <= (i64(1) << 60) && align >= 1 && (align & (align - 1)) == 0 && word_bytes >= 1 &&
+                word_bytes <= 8 && max_words <= (i64(1) << 40),  // keeps sums in int64
+            "Scanner", "bad limits");
+    const std::string text(nonce.c_str(), nonce.size());
+    for (const char c : text) require(isalnum(u8(c)), "Scanner", "the nonce must be alphanumeric");  // in a string
+    s_ = std::make_unique<Scanner>(text, max_tiles, max_words, address_limit, align, word_bytes);
+  }
+
+  bool feed(nb::bytes chunk, bool final) {
+    if (busy_) throw std::runtime_error("Scanner.feed: already running in another thread");
+    busy_ = true;  // feed releases the GIL: a second thread must not enter the same scanner meanwhile
+    struct Idle {
+      bool& busy;
+      ~Idle() { busy = false; }
+    } idle{busy_};
+    const u8* data = reinterpret_cast<const u8*>(chunk.c_str());
+    const i64 size = i64(chunk.size());
+    nb::gil_scoped_release release;
+    return s_->feed(data, size, final);
+  }
+
+  std::tuple<nb::bytes, std::vector<Columns>, i64, bool> finish() {
+    Scanner& s = *s_;
+    if (busy_ || !s.finished())
+      throw std::runtime_error("Scanner.finish: the text was rejected or not fed to its end");
+    std::vector<Columns> regions;
+    regions.reserve(s.done_.size());
+    for (Region& r : s.done_)
+      regions.emplace_back(r.source.to_array(), r.words.to_array(), r.width.to_array(), r.src_ptr.to_array(),
+                           r.src_addr.to_array(), r.dst_ptr.to_array(), r.dst_tile.to_array(), r.dst_addr.to_array());
+    s.done_.clear();
+    nb::bytes rest(s.rest_.data(), s.rest_.size());
+    std::string().swap(s.rest_);
+    return {std::move(rest), std::move(regions), s.max_tile_, s.bad_};
+  }
+
+ private:
+  std::unique_ptr<Scanner> s_;
+  bool busy_ = false;
 };
-
-void scanner_dealloc(PyObject* self) {
-  delete reinterpret_cast<PyScanner*>(self)->s;
-  Py_TYPE(self)->tp_free(self);
-}
-
-PyObject* scanner_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
-  static const char* kw[] = {"nonce", "max_tiles", "max_words", "address_limit", "align", "word_bytes", nullptr};
-  const char* nonce;
-  Py_ssize_t nonce_len;
-  long long tiles, words, limit, align, word_bytes;
-  if (!PyArg_ParseTupleAndKeywords(args, kwds, "y#LLLLL", const_cast<char**>(kw), &nonce, &nonce_len, &tiles,
-                                   &words, &limit, &align, &word_bytes))
-    return nullptr;
-  if (tiles < 1 || tiles > (1LL << 30) || words < 1 || limit < 1 || limit > (1LL << 60) || align < 1 ||
-      (align & (align - 1)) || word_bytes < 1 || word_bytes > 8 || words > (1LL << 40)) {  // keeps sums in int64
-    PyErr_SetString(PyExc_ValueError, "Scanner: bad limits");
-    return nullptr;
-  }
-  for (Py_ssize_t i = 0; i < nonce_len; ++i) {
-    if (!isalnum(u8(nonce[i]))) {  // it is written inside a JSON string
-      PyErr_SetString(PyExc_ValueError, "Scanner: the nonce must be alphanumeric");
-      return nullptr;
-    }
-  }
-  PyScanner* self = reinterpret_cast<PyScanner*>(type->tp_alloc(type, 0));
-  if (self == nullptr) return nullptr;
-  try {
-    self->s = new Scanner(std::string(nonce, size_t(nonce_len)), tiles, words, limit, align, word_bytes);
-  } catch (const std::bad_alloc&) {
-    Py_DECREF(self);
-    return PyErr_NoMemory();
-  }
-  self->busy = false;
-  return reinterpret_cast<PyObject*>(self);
-}
-
-PyObject* scanner_feed(PyObject* self_, PyObject* args) {
-  PyScanner* self = reinterpret_cast<PyScanner*>(self_);
-  Py_buffer view;
-  int final = 0;
-  if (!PyArg_ParseTuple(args, "y*|p", &view, &final)) return nullptr;
-  if (self->busy) {
-    PyBuffer_Release(&view);
-    PyErr_SetString(PyExc_RuntimeError, "Scanner.feed: already running in another thread");
-    return nullptr;
-  }
-  self->busy = true;
-  bool ok = false, oom = false;
-  Py_BEGIN_ALLOW_THREADS
-  try {
-    ok = self->s->feed(static_cast<const u8*>(view.buf), i64(view.len), final != 0);
-  } catch (const std::bad_alloc&) {
-    oom = true;
-  }
-  Py_END_ALLOW_THREADS
-  self->busy = false;
-  PyBuffer_Release(&view);
-  if (oom) return PyErr_NoMemory();
-  return PyBool_FromLong(ok);
-}
-
-PyObject* scanner_finish(PyObject* self_, PyObject*) {
-  PyScanner* self = reinterpret_cast<PyScanner*>(self_);
-  Scanner* s = self->s;
-  if (self->busy || !s->finished()) {
-    PyErr_SetString(PyExc_RuntimeError, "Scanner.finish: the text was rejected or not fed to its end");
-    return nullptr;
-  }
-  PyObject* regions = PyList_New(0);
-  if (regions == nullptr) return nullptr;
-  for (Region& r : s->done_) {
-    PyObject* cols[8] = {r.source.to_block(), r.words.to_block(),    r.width.to_block(),    r.src_ptr.to_block(),
-                         r.src_addr.to_block(), r.dst_ptr.to_block(), r.dst_tile.to_block(), r.dst_addr.to_block()};
-    PyObject* t = PyTuple_New(8);
-    bool failed = t == nullptr;
-    for (int k = 0; k < 8; ++k) {
-      if (cols[k] == nullptr) failed = true;
-      if (t != nullptr) {
-        PyTuple_SET_ITEM(t, k, cols[k] != nullptr ? cols[k] : Py_NewRef(Py_None));
-      } else {
-        Py_XDECREF(cols[k]);
-      }
-    }
-    if (failed || PyList_Append(regions, t) < 0) {
-      Py_XDECREF(t);
-      Py_DECREF(regions);
-      return nullptr;
-    }
-    Py_DECREF(t);
-  }
-  s->done_.clear();
-  PyObject* rest = PyBytes_FromStringAndSize(s->rest_.data(), Py_ssize_t(s->rest_.size()));
-  std::string().swap(s->rest_);
-  if (rest == nullptr) {
-    Py_DECREF(regions);
-    return nullptr;
-  }
-  return Py_BuildValue("NNLO", rest, regions, (long long)s->max_tile_, s->bad_ ? Py_True : Py_False);
-}
-
-PyMethodDef kScannerMethods[] = {
-    {"feed", scanner_feed, METH_VARARGS, "feed(chunk, final=False) -> bool: False once the text is rejected"},
-    {"finish", scanner_finish, METH_NOARGS, "finish() -> (rest, regions, max_tile, bad)"},
-    {nullptr, nullptr, 0, nullptr},
-};
-
-PyTypeObject ScannerType = {PyVarObject_HEAD_INIT(nullptr, 0)};
-
-PyModuleDef kModule = {PyModuleDef_HEAD_INIT, "_scan", "Compiled capture scanner (see placer.capture.scan).", -1,
-                       nullptr};
 
 }  // namespace
 
-PyMODINIT_FUNC PyInit__scan(void) {
-  BlockType.tp_name = "placer.capture._scan.Block";
-  BlockType.tp_basicsize = sizeof(Block);
-  BlockType.tp_dealloc = block_dealloc;
-  BlockType.tp_as_buffer = &block_buffer;
-  BlockType.tp_flags = Py_TPFLAGS_DEFAULT;
-  BlockType.tp_doc = "Memory of one column (buffer protocol), freed with its last view.";
-  ScannerType.tp_name = "placer.capture._scan.Scanner";
-  ScannerType.tp_basicsize = sizeof(PyScanner);
-  ScannerType.tp_dealloc = scanner_dealloc;
-  ScannerType.tp_flags = Py_TPFLAGS_DEFAULT;
-  ScannerType.tp_doc = "Streaming scanner of a capture's transfers arrays.";
-  ScannerType.tp_methods = kScannerMethods;
-  ScannerType.tp_new = scanner_new;
-  if (PyType_Ready(&BlockType) < 0 || PyType_Ready(&ScannerType) < 0) return nullptr;
-  PyObject* m = PyModule_Create(&kModule);
-  if (m == nullptr) return nullptr;
-  // the interface version scan.py expects (scan._VERSION): bump it with any change to the calls or the results
-  if (PyModule_AddObjectRef(m, "Scanner", reinterpret_cast<PyObject*>(&ScannerType)) < 0 ||
-      PyModule_AddIntConstant(m, "VERSION", 1) < 0) {
-    Py_DECREF(m);
-    return nullptr;
-  }
-  return m;
+NB_MODULE(_scan, m) {
+  m.doc() = "Compiled capture scanner (see placer.capture.scan).";
+  // the interface version placer/native.py expects (native.MODULES): bump both with any change to the calls or
+  // the results
+  m.attr("VERSION") = 2;
+  nb::class_<PyScanner>(m, "Scanner", "Streaming scanner of a capture's transfers arrays.")
+      .def(nb::init<nb::bytes, i64, i64, i64, i64, i64>(), nb::kw_only(), nb::arg("nonce"), nb::arg("max_tiles"),
+           nb::arg("max_words"), nb::arg("address_limit"), nb::arg("align"), nb::arg("word_bytes"))
+      .def("feed", &PyScanner::feed, nb::arg("chunk"), nb::arg("final") = false,
+           "Parse the next piece of the text (`final`: the last one); False once the text is rejected.")
+      .def("finish", &PyScanner::finish,
+           "(rest, regions, max_tile, bad): the text outside the transfers arrays, each array's columns, the "
+           "largest tile seen (-1: none) and whether a range check failed.");
 }

@@ -3,12 +3,11 @@
 Extensions live under the top-level key ``"placer"`` (``{"version": 1, "repeat": ..., "allocations": ...,
 "panels": ...}``) so that a capture written by placer is still a valid reference capture; see docs/capture.md.
 
-Parsing is two-pass: a fast pass builds the numpy columns with list comprehensions; only if it trips does a slow
-pass walk the transfers one by one to name the exact phase, transfer index and field that is wrong.
-``read_capture`` first tries the compiled scanner (:mod:`placer.capture.scan`, which streams the file and
-decompresses while it parses) or, where that extension is not built, :mod:`placer.capture.fastjson`, which reads
-the transfers straight from the bytes with numpy; whenever the fast path declines or anything is wrong, the orjson
-path below runs and reports exactly as before.
+``read_capture`` reads with the compiled scanner (:mod:`placer.capture.scan`, which streams the file and
+decompresses while it parses); whenever it declines or anything is wrong, the orjson path below runs and reports
+exactly as before. That path is two-pass: a fast pass builds the numpy columns with list comprehensions; only if
+it trips does a slow pass walk the transfers one by one to name the exact phase, transfer index and field that is
+wrong.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ import numpy as np
 import orjson
 
 from placer.capture import scan
-from placer.capture.fastjson import fast_split
 from placer.capture.model import (
     EXTENSION_VERSION,
     SCHEMA_VERSION,
@@ -64,16 +62,10 @@ def read_capture(path: str | Path) -> Capture:
 
 
 def _read_capture(path: str | Path) -> Capture:
-    if scan.native_available():
-        cap = _from_native(scan.scan_file(path, _SCAN_LIMITS), str(path))
-        if cap is not None:
-            return cap
-        raw = read_bytes(path)  # the compiled scanner declined: it accepts all that fastjson does, so go to orjson
-    else:
-        raw = read_bytes(path)
-        cap = _read_numpy(raw, str(path))
-        if cap is not None:
-            return cap
+    cap = _from_native(scan.scan_file(path, _SCAN_LIMITS), str(path))
+    if cap is not None:
+        return cap
+    raw = read_bytes(path)  # the scanner declined: orjson reads the file, and names the error if there is one
     try:
         doc = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -83,12 +75,10 @@ def _read_capture(path: str | Path) -> Capture:
 
 
 def _read_fast(raw: bytes, path: str) -> Capture | None:
-    """The fast reader of a capture's text, compiled if available, else numpy; ``None`` if it declines or the
-    capture has any error (the orjson path then names it, so messages and which error is reported first stay
-    exactly those of :func:`capture_from_json`)."""
-    if scan.native_available():
-        return _from_native(scan.scan_bytes(raw, _SCAN_LIMITS), path)
-    return _read_numpy(raw, path)
+    """A capture's text read by the compiled scanner; ``None`` if it declines or the capture has any error (the
+    orjson path then names it, so messages and which error is reported first stay exactly those of
+    :func:`capture_from_json`)."""
+    return _from_native(scan.scan_bytes(raw, _SCAN_LIMITS), path)
 
 
 def _from_native(split: scan.NativeSplit | None, path: str) -> Capture | None:
@@ -106,26 +96,6 @@ def _from_native(split: scan.NativeSplit | None, path: str) -> Capture | None:
             cap.phases, split.columns, strict=True):
         phases.append(Phase(skeleton.phase, source, words, width, src_ptr, src_addr, dst_ptr, dst_tile, dst_addr,
                             extra=skeleton.extra))
-    cap.phases = phases
-    return cap
-
-
-def _read_numpy(raw: bytes, path: str) -> Capture | None:
-    """The numpy reader (:mod:`placer.capture.fastjson`); ``None`` as :func:`_read_fast`."""
-    split = fast_split(raw)
-    if split is None:
-        return None
-    try:
-        cap = capture_from_json(split.doc, path)  # every check but the per-transfer ones (transfers are [] here)
-        phases = []
-        for skeleton, cols in zip(cap.phases, split.columns, strict=True):
-            phase = _build64(skeleton.phase, cols.source, cols.words, cols.dst_counts, cols.dst_tile,
-                             cols.dst_addr, cols.src_addr, cols.src_counts, cols.width)
-            phase.extra = skeleton.extra
-            _check_ranges(phase, cap.tile_count, path, f"phase {skeleton.phase}")
-            phases.append(phase)
-    except InputError:
-        return None
     cap.phases = phases
     return cap
 

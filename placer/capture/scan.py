@@ -1,21 +1,19 @@
-"""The compiled capture reader: stream the file through :mod:`placer.capture._scan`, decompressing while it parses.
+"""The capture reader: stream the file through the compiled scanner (:mod:`placer.capture._scan`), decompressing
+while it parses.
 
-Reading a batch-two SigLIP capture (900 MB of JSON, 64 MB gzipped) with :mod:`placer.capture.fastjson` takes ~12 s:
-gzip decompression (2.4 s), then the numpy parse of the whole text held in memory. Here the compressed file is
-inflated in 4 MB pieces by a second thread (zlib releases the GIL) while the C++ scanner parses the previous piece
-(it releases the GIL too), so on two cores the load costs about the decompression alone; neither the file nor its
-decompressed text is ever held whole (peak memory: the columns and a few pieces in flight).
+Reading a batch-two SigLIP capture (900 MB of JSON, 64 MB gzipped) with orjson alone takes about a minute and 10 GB
+(docs/native.md): every transfer becomes a Python dict first. Here the compressed file is inflated in 4 MB pieces
+by a second thread (zlib releases the GIL) while the C++ scanner parses the previous piece (it releases the GIL
+too), so on two cores the load costs about the decompression alone; neither the file nor its decompressed text is
+ever held whole (peak memory: the columns and a few pieces in flight).
 
 The scanner returns the text outside the ``"transfers"`` arrays with each array replaced by a marker (orjson
-parses that small remainder and confirms every cut was ``phases[k].transfers``, as in fastjson) and each phase's
-final numpy columns, already range-checked against every limit that does not depend on the tile count (it keeps
-the largest tile instead). It accepts only the strict subset of JSON that fastjson accepts (plus whitespace
-between tokens) and declines anything else; so does this module on any doubt about the gzip stream. The caller
-then reads the file the ordinary way (:func:`placer.fileio.read_bytes`, orjson), which names the error or accepts
-the unusual-but-valid file, so messages are exactly those of the orjson path.
-
-``PLACER_CAPTURE_SCAN=numpy`` in the environment (or :func:`set_native` from tests) turns the compiled reader off:
-placer then uses fastjson, as it does when the extension was not built.
+parses that small remainder and confirms every cut was ``phases[k].transfers``) and each phase's final numpy
+columns, already range-checked against every limit that does not depend on the tile count (it keeps the largest
+tile instead). It accepts only a strict subset of JSON (``_scan.cpp`` lists it) and declines anything else; so
+does this module on any doubt about the gzip stream. The caller then reads the file the ordinary way
+(:func:`placer.fileio.read_bytes`, orjson), which names the error or accepts the unusual-but-valid file, so
+messages are exactly those of the orjson path.
 """
 
 from __future__ import annotations
@@ -32,37 +30,16 @@ from typing import Any
 import numpy as np
 import orjson
 
+from placer import native
+from placer.capture import _scan
 from placer.fileio import InflationGuard, InputLimits, regular_file
 
-_VERSION = 1  # of the extension's interface: a stale build (an editable install not rebuilt) is not used
-try:  # built by setup.py when a C++ compiler is there; optional, so an install without one still works
-    from placer.capture import _scan
-except ImportError:  # pragma: no cover - depends on the install
-    _scan = None
-if getattr(_scan, "VERSION", None) != _VERSION:  # pragma: no cover - depends on the install
-    _scan = None
-
-_ENABLED = os.environ.get("PLACER_CAPTURE_SCAN", "native") != "numpy"
+native.require(_scan)
 
 _PIECE_IN = 256 << 10  # compressed bytes per zlib call: small, so the unconsumed tail copied back stays small
 _PIECE_OUT = 4 << 20  # decompressed bytes per piece: the scanner reads it while it is still in cache
 _PLAIN_PIECE = 8 << 20  # bytes per read of an uncompressed file
 _IN_FLIGHT = 4  # pieces queued between the two threads: bounds memory, and a few absorb jitter
-# the in-memory dtypes of a Phase's columns, in the order of the scanner's tuples
-_DTYPES = (np.int32, np.int32, np.uint8, np.int64, np.int64, np.int64, np.int32, np.int64)
-
-
-def native_available() -> bool:
-    """Is the compiled scanner built and enabled?"""
-    return _scan is not None and _ENABLED
-
-
-def set_native(enabled: bool) -> bool:
-    """Turn the compiled scanner on or off (tests force the numpy path with it); returns the previous setting."""
-    global _ENABLED
-    before = _ENABLED
-    _ENABLED = enabled
-    return before
 
 
 @dataclass
@@ -79,8 +56,9 @@ class Limits:
 @dataclass
 class NativeSplit:
     """The document without its transfers (each phase's ``transfers`` is ``[]``) and each phase's final columns:
-    ``(source, words, width, src_ptr, src_addr, dst_ptr, dst_tile, dst_addr)`` with a Phase's dtypes. They are
-    valid only if every tile is below the tile count (``max_tile``, -1 with no transfer) and ``bad`` is false."""
+    ``(source, words, width, src_ptr, src_addr, dst_ptr, dst_tile, dst_addr)`` with a Phase's dtypes (int32,
+    int32, uint8, int64, int64, int64, int32, int64). They are valid only if every tile is below the tile count
+    (``max_tile``, -1 with no transfer) and ``bad`` is false."""
 
     doc: Any
     columns: list[tuple[np.ndarray, ...]]
@@ -89,7 +67,7 @@ class NativeSplit:
 
 
 class _Decline(Exception):
-    """The compiled path is not sure; the caller reads the file the ordinary way."""
+    """The scanner is not sure; the caller reads the file the ordinary way."""
 
 
 def scan_bytes(raw: bytes, limits: Limits) -> NativeSplit | None:
@@ -122,18 +100,16 @@ def scan_file(path: str | Path, limits: Limits) -> NativeSplit | None:
 
 
 def _scan_pieces(pieces: Iterator[bytes], limits: Limits) -> NativeSplit | None:
-    if _scan is None:
-        return None
     nonce = "x" + os.urandom(16).hex()  # unguessable, so no marker can come from the file itself
-    scanner = _scan.Scanner(nonce.encode(), limits.max_tiles, limits.max_words, limits.address_limit, limits.align,
-                            limits.word_bytes)
+    scanner = _scan.Scanner(nonce=nonce.encode(), max_tiles=limits.max_tiles, max_words=limits.max_words,
+                            address_limit=limits.address_limit, align=limits.align, word_bytes=limits.word_bytes)
     # the last piece is fed with final=True, so one piece is held back until the next one (or the end) is seen
     prev: bytes | None = None
     for piece in pieces:
         if prev is not None and not scanner.feed(prev):
             return None
         prev = piece
-    if not scanner.feed(prev if prev is not None else b"", True):
+    if not scanner.feed(prev if prev is not None else b"", final=True):
         return None
     rest, regions, max_tile, bad = scanner.finish()
     try:
@@ -143,9 +119,8 @@ def _scan_pieces(pieces: Iterator[bytes], limits: Limits) -> NativeSplit | None:
     del rest
     if not _markers_ok(doc, nonce, len(regions)):
         return None
-    columns = [tuple(np.frombuffer(block, dtype) for block, dtype in zip(cols, _DTYPES, strict=True))
-               for cols in regions]
-    return NativeSplit(doc, columns, int(max_tile), bool(bad))
+    columns: list[tuple[np.ndarray, ...]] = [tuple(cols) for cols in regions]
+    return NativeSplit(doc, columns, max_tile, bad)
 
 
 def _markers_ok(doc: Any, marker: str, count: int) -> bool:

@@ -1,35 +1,31 @@
 // The balancing heap of placer.ordering.greedy.balanced_picks, compiled. greedy.py prepares the order-free inputs
-// with numpy (the items' rank, every endpoint's total work, the destination sets as CSR) and keeps the Python
-// simulation as the reference; this file is a line-by-line port of it, so both give the same picks. The
-// non-delay list of placer.ordering.nondelay is the second heap here (see nondelay_run below).
+// with numpy (the items' rank, every endpoint's total work, the destination sets as CSR); this file is a
+// line-by-line port of greedy._balanced_picks_python, the test oracle, so both give the same picks. The non-delay
+// list of placer.ordering.nondelay is the second heap here (see nondelay_run below).
 //
-//   picks(rank, wave, words, stream, source, dset, set_ptr, set_res, work, picked) -> int
+//   picks(*, rank, wave, words, stream, source, dset, set_ptr, set_res, work, picked) -> int
 //
-// Every argument is a C-contiguous buffer of int64. rank, wave, words, stream, source, dset and picked have one
-// entry per item; set_res holds each destination set's endpoints (tiles + tile, so a port) as CSR over set_ptr;
-// work holds every endpoint's remaining work (its length is the number of endpoints) and is updated in place, as
-// picked (each item's pick number) is written. Returns how many items were picked (the caller raises if not all,
-// as the Python loop does). The caller declines the inputs the loops would not treat alike (an endpoint or a set
-// out of range, words whose sums could leave int64) and negative words (times would go back: the Python loop can
-// then run forever) before calling; they are checked again here, raising ValueError, so that no call reads
-// outside a buffer, overflows or does not end.
+// Every argument is a one-dimensional C-contiguous int64 array (placer/native.h; nanobind refuses anything else
+// with TypeError). rank, wave, words, stream, source, dset and picked have one entry per item; set_res holds each
+// destination set's endpoints (tiles + tile, so a port) as CSR over set_ptr; work holds every endpoint's remaining
+// work (its length is the number of endpoints) and is updated in place, as picked (each item's pick number) is
+// written. Returns how many items were picked (the caller raises if not all). Everything the loop indexes through
+// and the bounds that keep its sums inside int64 are checked first, raising ValueError, so that no call reads
+// outside a buffer, overflows or does not end (negative words would make times go back).
 //
 // Every heap holds distinct keys (an item is in one heap at a time and its id is in its key; an endpoint has at
 // most one event, guarded by `queued`), so any binary heap pops in the same order as Python's heapq.
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "native.h"
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <functional>
-#include <new>
 #include <tuple>
 #include <vector>
 
 namespace {
 
-using i64 = int64_t;
+using namespace placer;
 
 // the words summed over all items, and |work|, stay below this: every ready time and remaining work then fits int64
 constexpr i64 kMaxTotal = i64(1) << 62;
@@ -204,104 +200,43 @@ class Balance {
   std::vector<Event> events_;
 };
 
-// A Py_buffer released with its owner, so that every early return frees what was acquired.
-class View {
- public:
-  View() { std::memset(&view_, 0, sizeof(view_)); }
-  ~View() {
-    if (held_) PyBuffer_Release(&view_);
-  }
-  View(const View&) = delete;
-  View& operator=(const View&) = delete;
-
-  // a C-contiguous one-dimensional buffer of int64
-  bool acquire(PyObject* obj, bool writable, const char* name) {
-    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, &view_, flags) < 0) return false;
-    held_ = true;
-    const char* fmt = view_.format ? view_.format : "B";
-    if (*fmt == '<' || *fmt == '=' || *fmt == '@') ++fmt;
-    const bool typed = std::strcmp(fmt, "q") == 0 || (std::strcmp(fmt, "l") == 0 && sizeof(long) == 8);
-    if (view_.itemsize != 8 || view_.ndim > 1 || !typed) {
-      PyErr_Format(PyExc_TypeError, "%s must be a contiguous int64 array", name);
-      return false;
-    }
-    return true;
-  }
-
-  i64 size() const { return i64(view_.len / view_.itemsize); }
-  i64* data() const { return static_cast<i64*>(view_.buf); }
-
- private:
-  Py_buffer view_;
-  bool held_ = false;
-};
-
-bool bad(const char* what) {
-  PyErr_Format(PyExc_ValueError, "picks: %s", what);
-  return false;
-}
-
 // Everything the loop indexes through, and the bounds that keep its sums inside int64, checked once.
-bool check(const Inputs& in, const i64* work) {
+void check(const Inputs& in, const i64* work) {
+  const char* fn = "picks";
   const i64 count = in.count, endpoints = in.endpoints;
   std::vector<char> seen(size_t(count), 0);
   i64 total = 0;
   for (i64 i = 0; i < count; ++i) {
     const i64 c = in.rank[i];
-    if (c < 0 || c >= count || seen[size_t(c)]) return bad("rank is not a permutation of the items");
+    require(c >= 0 && c < count && !seen[size_t(c)], fn, "rank is not a permutation of the items");
     seen[size_t(c)] = 1;
-    if (in.source[i] < 0 || in.source[i] >= endpoints) return bad("source endpoint out of range");
-    if (in.dset[i] < 0 || in.dset[i] >= in.sets) return bad("destination set out of range");
+    require(in.source[i] >= 0 && in.source[i] < endpoints, fn, "source endpoint out of range");
+    require(in.dset[i] >= 0 && in.dset[i] < in.sets, fn, "destination set out of range");
     const i64 w = in.words[i];
-    if (w < 0 || w >= kMaxTotal) return bad("words out of range");
+    require(w >= 0 && w < kMaxTotal, fn, "words out of range");
     total += w;
-    if (total >= kMaxTotal) return bad("words out of range");
+    require(total < kMaxTotal, fn, "words out of range");
   }
   for (i64 i = 0; i + 1 < count; ++i)
-    if (in.wave[in.rank[i]] > in.wave[in.rank[i + 1]]) return bad("rank is not sorted by wave");
-  if (in.set_ptr[0] != 0 || in.set_ptr[in.sets] != in.set_entries) return bad("set_ptr does not span set_res");
-  for (i64 d = 0; d < in.sets; ++d)
-    if (in.set_ptr[d + 1] < in.set_ptr[d]) return bad("set_ptr is not non-decreasing");
+    require(in.wave[in.rank[i]] <= in.wave[in.rank[i + 1]], fn, "rank is not sorted by wave");
+  require(in.set_ptr[0] == 0 && in.set_ptr[in.sets] == in.set_entries, fn, "set_ptr does not span set_res");
+  for (i64 d = 0; d < in.sets; ++d) require(in.set_ptr[d + 1] >= in.set_ptr[d], fn, "set_ptr is not non-decreasing");
   for (i64 k = 0; k < in.set_entries; ++k)
-    if (in.set_res[k] < 0 || in.set_res[k] >= endpoints) return bad("set endpoint out of range");
-  for (i64 r = 0; r < endpoints; ++r)
-    if (work[r] <= -kMaxTotal || work[r] >= kMaxTotal) return bad("work out of range");
-  return true;
+    require(in.set_res[k] >= 0 && in.set_res[k] < endpoints, fn, "set endpoint out of range");
+  for (i64 r = 0; r < endpoints; ++r) require(work[r] > -kMaxTotal && work[r] < kMaxTotal, fn, "work out of range");
 }
 
-PyObject* py_picks(PyObject*, PyObject* args) {
-  constexpr int kArgs = 10;
-  PyObject* obj[kArgs];
-  if (!PyArg_ParseTuple(args, "OOOOOOOOOO", &obj[0], &obj[1], &obj[2], &obj[3], &obj[4], &obj[5], &obj[6], &obj[7],
-                        &obj[8], &obj[9]))
-    return nullptr;
-  static const char* names[kArgs] = {"rank",    "wave",    "words",   "stream", "source",
-                                     "dset",    "set_ptr", "set_res", "work",   "picked"};
-  View v[kArgs];
-  for (int k = 0; k < kArgs; ++k)
-    if (!v[k].acquire(obj[k], k >= 8, names[k])) return nullptr;
-  Inputs in{v[0].data(), v[1].data(), v[2].data(), v[3].data(), v[4].data(), v[5].data(), v[6].data(), v[7].data(),
-            v[0].size(), v[6].size() - 1, v[7].size(), v[8].size()};
-  const i64 count = in.count;
-  if (v[1].size() != count || v[2].size() != count || v[3].size() != count || v[4].size() != count ||
-      v[5].size() != count || v[9].size() != count || v[6].size() < 1) {
-    PyErr_SetString(PyExc_ValueError, "picks: array lengths do not match");
-    return nullptr;
-  }
-  i64* work = v[8].data();
-  if (!check(in, work)) return nullptr;
-  i64 n_picked = 0;
-  bool oom = false;
-  Py_BEGIN_ALLOW_THREADS
-  try {
-    n_picked = Balance(in, work, v[9].data()).run();
-  } catch (const std::bad_alloc&) {
-    oom = true;
-  }
-  Py_END_ALLOW_THREADS
-  if (oom) return PyErr_NoMemory();
-  return PyLong_FromLongLong(n_picked);
+i64 picks(In64 rank, In64 wave, In64 words, In64 stream, In64 source, In64 dset, In64 set_ptr, In64 set_res,
+          Out64 work, Out64 picked) {
+  const i64 count = length(rank);
+  require(length(wave) == count && length(words) == count && length(stream) == count && length(source) == count &&
+              length(dset) == count && length(picked) == count && length(set_ptr) >= 1,
+          "picks", "array lengths do not match");
+  const Inputs in{rank.data(),    wave.data(), words.data(), stream.data(), source.data(),  dset.data(),
+                  set_ptr.data(), set_res.data(), count,     length(set_ptr) - 1, length(set_res), length(work)};
+  check(in, work.data());
+  nb::gil_scoped_release release;
+  return Balance(in, work.data(), picked.data()).run();
 }
 
 // The loop of placer.ordering.nondelay._nondelay_python, line by line: each step lists the transfer of least
@@ -312,7 +247,7 @@ PyObject* py_picks(PyObject*, PyObject* args) {
 // live wake carries the rank of a parked transfer, so every live key is distinct and this heap pops in heapq's
 // order.
 //
-//   nondelay(source, words, dst_ptr, dst_tile, rank, succ_ptr, succ, lag, tiles, order) -> int
+//   nondelay(*, source, words, dst_ptr, dst_tile, rank, succ_ptr, succ, lag, tiles, order) -> int
 //
 // Returns how many transfers were listed (fewer than all on a dependency cycle; the caller raises).
 struct Entry {
@@ -433,74 +368,42 @@ bool csr_ok(const i64* ptr, i64 rows, i64 entries, const i64* col, i64 top) {
   return true;
 }
 
-PyObject* py_nondelay(PyObject*, PyObject* args) {
-  constexpr int kArrays = 8;
-  PyObject* obj[kArrays + 1];
-  long long lag = 0, tiles = 0;
-  if (!PyArg_ParseTuple(args, "OOOOOOOLLO", &obj[0], &obj[1], &obj[2], &obj[3], &obj[4], &obj[5], &obj[6], &lag,
-                        &tiles, &obj[7]))
-    return nullptr;
-  static const char* names[kArrays] = {"source", "words", "dst_ptr", "dst_tile", "rank", "succ_ptr", "succ",
-                                       "order"};
-  View v[kArrays];
-  for (int k = 0; k < kArrays; ++k)
-    if (!v[k].acquire(obj[k], k == 7, names[k])) return nullptr;
-  const i64 n = v[0].size();
-  if (v[1].size() != n || v[2].size() != n + 1 || v[4].size() != n || v[5].size() != n + 1 || v[7].size() != n) {
-    PyErr_SetString(PyExc_ValueError, "nondelay: array lengths do not match");
-    return nullptr;
-  }
+i64 nondelay(In64 source, In64 words, In64 dst_ptr, In64 dst_tile, In64 rank, In64 succ_ptr, In64 succ, i64 lag,
+             i64 tiles, Out64 order) {
+  const char* fn = "nondelay";
+  const i64 n = length(source);
+  require(length(words) == n && length(dst_ptr) == n + 1 && length(rank) == n && length(succ_ptr) == n + 1 &&
+              length(order) == n,
+          fn, "array lengths do not match");
   // a start is at most the words summed plus a lag per transfer: below 2^62 + 2^31 · 2^30, inside int64
-  if (tiles < 0 || tiles >= (i64(1) << 40) || lag < 0 || lag >= (i64(1) << 30) || n >= (i64(1) << 31)) {
-    PyErr_SetString(PyExc_ValueError, "nondelay: tiles, lag or the transfer count out of range");
-    return nullptr;
-  }
-  const i64 *source = v[0].data(), *words = v[1].data(), *rank = v[4].data();
+  require(tiles >= 0 && tiles < (i64(1) << 40) && lag >= 0 && lag < (i64(1) << 30) && n < (i64(1) << 31), fn,
+          "tiles, lag or the transfer count out of range");
   i64 total = 0;
   for (i64 x = 0; x < n; ++x) {
-    if (source[x] < 0 || source[x] >= tiles) return PyErr_Format(PyExc_ValueError, "nondelay: source out of range");
-    if (words[x] < 0 || words[x] >= kMaxTotal || (total += words[x]) >= kMaxTotal)
-      return PyErr_Format(PyExc_ValueError, "nondelay: words out of range");
+    require(source.data()[x] >= 0 && source.data()[x] < tiles, fn, "source out of range");
+    const i64 w = words.data()[x];
+    require(w >= 0 && w < kMaxTotal && (total += w) < kMaxTotal, fn, "words out of range");
   }
-  if (!csr_ok(v[2].data(), n, v[3].size(), v[3].data(), tiles))
-    return PyErr_Format(PyExc_ValueError, "nondelay: dst_ptr/dst_tile are not destinations in range");
-  if (!csr_ok(v[5].data(), n, v[6].size(), v[6].data(), n))
-    return PyErr_Format(PyExc_ValueError, "nondelay: succ_ptr/succ are not dependents in range");
-  i64 placed = 0;
-  bool oom = false;
-  Py_BEGIN_ALLOW_THREADS
-  try {
-    placed = nondelay_run(n, source, words, v[2].data(), v[3].data(), rank, v[5].data(), v[6].data(), lag, tiles,
-                          v[7].data());
-  } catch (const std::bad_alloc&) {
-    oom = true;
-  }
-  Py_END_ALLOW_THREADS
-  if (oom) return PyErr_NoMemory();
-  return PyLong_FromLongLong(placed);
+  require(csr_ok(dst_ptr.data(), n, length(dst_tile), dst_tile.data(), tiles), fn,
+          "dst_ptr/dst_tile are not destinations in range");
+  require(csr_ok(succ_ptr.data(), n, length(succ), succ.data(), n), fn, "succ_ptr/succ are not dependents in range");
+  nb::gil_scoped_release release;
+  return nondelay_run(n, source.data(), words.data(), dst_ptr.data(), dst_tile.data(), rank.data(), succ_ptr.data(),
+                      succ.data(), lag, tiles, order.data());
 }
-
-PyMethodDef kMethods[] = {
-    {"picks", py_picks, METH_VARARGS,
-     "picks(rank, wave, words, stream, source, dset, set_ptr, set_res, work, picked) -> int"},
-    {"nondelay", py_nondelay, METH_VARARGS,
-     "nondelay(source, words, dst_ptr, dst_tile, rank, succ_ptr, succ, lag, tiles, order) -> int"},
-    {nullptr, nullptr, 0, nullptr},
-};
-
-
-PyModuleDef kModule = {PyModuleDef_HEAD_INIT, "_balance",
-                       "Compiled list-building heaps (placer.ordering.greedy.balanced_picks, placer.ordering.nondelay).", -1, kMethods};
 
 }  // namespace
 
-PyMODINIT_FUNC PyInit__balance(void) {
-  PyObject* m = PyModule_Create(&kModule);
-  if (m == nullptr) return nullptr;
-  // the interface version greedy.py expects (greedy._VERSION): bump it with any change to the call
-  if (PyModule_AddIntConstant(m, "VERSION", 2) < 0) {
-    Py_DECREF(m);
-    return nullptr;
-  }
-  return m;
+NB_MODULE(_balance, m) {
+  m.doc() = "Compiled list-building heaps (placer.ordering.greedy.balanced_picks, placer.ordering.nondelay).";
+  // the interface version placer/native.py expects (native.MODULES): bump both with any change to the calls
+  m.attr("VERSION") = 3;
+  m.def("picks", &picks, nb::kw_only(), array("rank"), array("wave"), array("words"), array("stream"),
+        array("source"), array("dset"), array("set_ptr"), array("set_res"), array("work"), array("picked"),
+        "The pick number of every item, written into `picked` (`work`: each endpoint's remaining work, updated); "
+        "returns how many items were picked. See placer.ordering.greedy.balanced_picks.");
+  m.def("nondelay", &nondelay, nb::kw_only(), array("source"), array("words"), array("dst_ptr"), array("dst_tile"),
+        array("rank"), array("succ_ptr"), array("succ"), nb::arg("lag"), nb::arg("tiles"), array("order"),
+        "The non-delay list order, written into `order`; returns how many transfers were listed (fewer than all "
+        "on a dependency cycle). See placer.ordering.nondelay.nondelay_order.");
 }

@@ -1,11 +1,21 @@
-# The compiled list-building heaps (_balance.cpp); see placer.ordering.greedy._balanced_picks_native and
-# placer.ordering.nondelay.
-import numpy as np
+"""
+Compiled list-building heaps (placer.ordering.greedy.balanced_picks, placer.ordering.nondelay).
+"""
 
-VERSION: int
+from typing import Annotated
 
-def picks(rank: np.ndarray, wave: np.ndarray, words: np.ndarray, stream: np.ndarray, source: np.ndarray,
-          dset: np.ndarray, set_ptr: np.ndarray, set_res: np.ndarray, work: np.ndarray, picked: np.ndarray,
-          /) -> int: ...
-def nondelay(source: np.ndarray, words: np.ndarray, dst_ptr: np.ndarray, dst_tile: np.ndarray, rank: np.ndarray,
-             succ_ptr: np.ndarray, succ: np.ndarray, lag: int, tiles: int, order: np.ndarray, /) -> int: ...
+import numpy
+from numpy.typing import NDArray
+
+
+VERSION: int = 3
+
+def picks(*, rank: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu', writable=False)], wave: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu', writable=False)], words: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu', writable=False)], stream: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu', writable=False)], source: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu', writable=False)], dset: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu', writable=False)], set_ptr: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu', writable=False)], set_res: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu', writable=False)], work: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu')], picked: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu')]) -> int:
+    """
+    The pick number of every item, written into `picked` (`work`: each endpoint's remaining work, updated); returns how many items were picked. See placer.ordering.greedy.balanced_picks.
+    """
+
+def nondelay(*, source: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu', writable=False)], words: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu', writable=False)], dst_ptr: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu', writable=False)], dst_tile: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu', writable=False)], rank: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu', writable=False)], succ_ptr: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu', writable=False)], succ: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu', writable=False)], lag: int, tiles: int, order: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu')]) -> int:
+    """
+    The non-delay list order, written into `order`; returns how many transfers were listed (fewer than all on a dependency cycle). See placer.ordering.nondelay.nondelay_order.
+    """

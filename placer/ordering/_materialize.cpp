@@ -1,31 +1,28 @@
 // The main loop of placer.ordering.reference.materialize, compiled. reference.py prepares every constant with numpy
-// (the rows' offsets, the hazard keys and the predecessors as CSR arrays) and keeps the Python loop as the
-// reference; this file is a line-by-line port of that loop, so both give the same schedule bit for bit.
+// (the rows' offsets, the hazard keys and the predecessors as CSR arrays); this file is a line-by-line port of
+// reference._materialize_python, the test oracle, so both give the same schedule bit for bit.
 //
-//   materialize(order, source, words, dst_ptr, dst_tile, dst_addr, select, pointer, lead, guard,
+//   materialize(*, order, source, words, dst_ptr, dst_tile, dst_addr, select, pointer, lead, guard,
 //               pred_ptr, pred, src_key_ptr, src_key, dst_key_ptr, dst_key_entry, dst_key, keys,
 //               tx, rx, cutover, carries, horizon) -> bool
 //
-// Every argument is a C-contiguous buffer of int64 except `keys` (the number of hazard keys) and the outputs
-// cutover/carries (bool, one byte each); tx, rx, cutover, carries and horizon are written in place (the caller
-// zeroes them; the number of tiles is horizon's length). Returns False, having decided nothing, where the Python
-// loop would index its event rows outside [0, cap): it would raise IndexError or, on a negative index, read the
-// row's end, and the caller runs the Python loop instead so that whatever happens there happens. The caller
-// declines the other inputs the loops would not treat alike (an order, predecessor or tile out of range, a
-// transfer without destinations, negative words, addresses near the int64 limits) before calling; they are
-// checked again here, raising ValueError, so that no call reads outside a buffer or overflows.
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+// Every argument is a one-dimensional C-contiguous int64 array (placer/native.h; nanobind refuses anything else
+// with TypeError) except `keys` (the number of hazard keys) and the outputs cutover/carries (bool); tx, rx,
+// cutover, carries and horizon are written in place (the caller zeroes them; the number of tiles is horizon's
+// length). Returns False, having decided nothing, where a transfer's checks would reach outside the event rows'
+// [0, cap) (the Python loop would raise IndexError or, on a negative index, read a row's end; no bundled
+// machine's routes lead there): the caller raises. Everything else the loop indexes through or sums (an order,
+// predecessor or tile out of range, a transfer without destinations, negative words, addresses near the int64
+// limits) is checked first, raising ValueError, so that no call reads outside a buffer or overflows.
+#include "native.h"
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
-#include <new>
 #include <vector>
 
 namespace {
 
-using i64 = int64_t;
+using namespace placer;
 using u8 = uint8_t;
 
 constexpr u8 kXpic = 1, kPic = 2, kSend = 4;  // reference.py's _XPIC, _PIC, _SEND
@@ -232,157 +229,79 @@ bool run(const Inputs& in, const Outputs& out) {
   return true;
 }
 
-// A Py_buffer released with its owner, so that every early return frees what was acquired.
-class View {
- public:
-  View() { std::memset(&view_, 0, sizeof(view_)); }
-  ~View() {
-    if (held_) PyBuffer_Release(&view_);
-  }
-  View(const View&) = delete;
-  View& operator=(const View&) = delete;
-
-  // a C-contiguous buffer of one-dimensional items of `itemsize` bytes, typed int64 or bool by its format
-  bool acquire(PyObject* obj, bool writable, Py_ssize_t itemsize, const char* name) {
-    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, &view_, flags) < 0) return false;
-    held_ = true;
-    const char* fmt = view_.format ? view_.format : "B";
-    if (*fmt == '<' || *fmt == '=' || *fmt == '@') ++fmt;
-    bool typed = itemsize == 8 ? (std::strcmp(fmt, "q") == 0 || (std::strcmp(fmt, "l") == 0 && sizeof(long) == 8))
-                               : std::strcmp(fmt, "?") == 0;
-    if (view_.itemsize != itemsize || view_.ndim > 1 || !typed) {
-      PyErr_Format(PyExc_TypeError, "materialize: %s must be a contiguous %s array", name,
-                   itemsize == 8 ? "int64" : "bool");
-      return false;
-    }
-    return true;
-  }
-
-  i64 size() const { return i64(view_.len / view_.itemsize); }
-  template <typename T>
-  T* data() const {
-    return static_cast<T*>(view_.buf);
-  }
-
- private:
-  Py_buffer view_;
-  bool held_ = false;
-};
-
-bool bad(const char* what) {
-  PyErr_Format(PyExc_ValueError, "materialize: %s", what);
-  return false;
-}
-
 // Everything the loop indexes through, checked once: a wrong call raises ValueError rather than reading outside
 // a buffer.
-bool check(const Inputs& in) {
+void check(const Inputs& in) {
+  const char* fn = "materialize";
   const i64 n = in.n, entries = in.entries, tiles = in.tiles;
-  if (in.dptr[0] != 0 || in.dptr[n] != entries) return bad("dst_ptr does not span the entries");
+  require(in.dptr[0] == 0 && in.dptr[n] == entries, fn, "dst_ptr does not span the entries");
   for (i64 i = 0; i < n; ++i) {
-    if (in.dptr[i + 1] <= in.dptr[i]) return bad("a transfer without destinations");
-    if (in.source[i] < 0 || in.source[i] >= tiles) return bad("source tile out of range");
-    if (in.words[i] < 0 || in.words[i] > kMaxWords) return bad("words out of range");
+    require(in.dptr[i + 1] > in.dptr[i], fn, "a transfer without destinations");
+    require(in.source[i] >= 0 && in.source[i] < tiles, fn, "source tile out of range");
+    require(in.words[i] >= 0 && in.words[i] <= kMaxWords, fn, "words out of range");
   }
   for (i64 e = 0; e < entries; ++e) {
-    if (in.dest[e] < 0 || in.dest[e] >= tiles) return bad("destination tile out of range");
-    if (in.addr[e] <= -kMaxAddress || in.addr[e] >= kMaxAddress) return bad("address out of range");
+    require(in.dest[e] >= 0 && in.dest[e] < tiles, fn, "destination tile out of range");
+    require(in.addr[e] > -kMaxAddress && in.addr[e] < kMaxAddress, fn, "address out of range");
   }
-  for (i64 t = 0; t < in.n_order; ++t)
-    if (in.order[t] < 0 || in.order[t] >= n) return bad("order names no transfer");
+  for (i64 t = 0; t < in.n_order; ++t) require(in.order[t] >= 0 && in.order[t] < n, fn, "order names no transfer");
   auto csr = [n](const i64* ptr, i64 len) {
     if (ptr[0] != 0 || ptr[n] != len) return false;
     for (i64 i = 0; i < n; ++i)
       if (ptr[i + 1] < ptr[i]) return false;
     return true;
   };
-  if (!csr(in.pred_ptr, in.pred_ptr[n]) || !csr(in.skey_ptr, in.skey_ptr[n]) || !csr(in.dkey_ptr, in.dkey_ptr[n]))
-    return bad("a CSR pointer array is not non-decreasing from 0");
-  for (i64 k = 0; k < in.pred_ptr[n]; ++k)
-    if (in.pred[k] < 0 || in.pred[k] >= n) return bad("predecessor out of range");
+  require(csr(in.pred_ptr, in.pred_ptr[n]) && csr(in.skey_ptr, in.skey_ptr[n]) && csr(in.dkey_ptr, in.dkey_ptr[n]),
+          fn, "a CSR pointer array is not non-decreasing from 0");
+  for (i64 k = 0; k < in.pred_ptr[n]; ++k) require(in.pred[k] >= 0 && in.pred[k] < n, fn, "predecessor out of range");
   for (i64 k = 0; k < in.skey_ptr[n]; ++k)
-    if (in.skey[k] < 0 || in.skey[k] >= in.keys) return bad("send key out of range");
+    require(in.skey[k] >= 0 && in.skey[k] < in.keys, fn, "send key out of range");
   for (i64 k = 0; k < in.dkey_ptr[n]; ++k) {
-    if (in.dkey[k] < 0 || in.dkey[k] >= in.keys) return bad("receive key out of range");
+    require(in.dkey[k] >= 0 && in.dkey[k] < in.keys, fn, "receive key out of range");
     const i64 e = in.dkey_entry[k];
-    if (e < 0 || e >= entries) return bad("receive key entry out of range");
+    require(e >= 0 && e < entries, fn, "receive key entry out of range");
   }
-  return true;
 }
 
-PyObject* py_materialize(PyObject*, PyObject* args) {
-  constexpr int kIn = 17, kOut = 5;
-  PyObject* obj[kIn + kOut];
-  long long keys = 0;
-  if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOOOOLOOOOO", &obj[0], &obj[1], &obj[2], &obj[3], &obj[4], &obj[5],
-                        &obj[6], &obj[7], &obj[8], &obj[9], &obj[10], &obj[11], &obj[12], &obj[13], &obj[14],
-                        &obj[15], &obj[16], &keys, &obj[17], &obj[18], &obj[19], &obj[20], &obj[21]))
-    return nullptr;
-  static const char* names[kIn + kOut] = {
-      "order",       "source",   "words",       "dst_ptr",       "dst_tile", "dst_addr", "select", "pointer",
-      "lead",        "guard",    "pred_ptr",    "pred",          "src_key_ptr", "src_key", "dst_key_ptr",
-      "dst_key_entry", "dst_key", "tx",         "rx",            "cutover",  "carries",  "horizon"};
-  View v[kIn + kOut];
-  for (int k = 0; k < kIn + kOut; ++k) {
-    const bool boolean = k == kIn + 2 || k == kIn + 3;
-    if (!v[k].acquire(obj[k], k >= kIn, boolean ? 1 : 8, names[k])) return nullptr;
-  }
+bool materialize(In64 order, In64 source, In64 words, In64 dst_ptr, In64 dst_tile, In64 dst_addr, In64 select,
+                 In64 pointer, In64 lead, In64 guard, In64 pred_ptr, In64 pred, In64 src_key_ptr, In64 src_key,
+                 In64 dst_key_ptr, In64 dst_key_entry, In64 dst_key, i64 keys, Out64 tx, Out64 rx, OutBool cutover,
+                 OutBool carries, Out64 horizon) {
+  const char* fn = "materialize";
+  const i64 n = length(source), entries = length(dst_tile);
+  require(length(words) == n && length(dst_ptr) == n + 1 && length(dst_addr) == entries &&
+              length(select) == entries && length(pointer) == entries && length(lead) == n && length(guard) == n &&
+              length(pred_ptr) == n + 1 && length(src_key_ptr) == n + 1 && length(dst_key_ptr) == n + 1 &&
+              length(dst_key_entry) == length(dst_key) && length(tx) == n && length(rx) == entries &&
+              length(cutover) == entries && length(carries) == entries && keys >= 0,
+          fn, "array lengths do not match");
+  require(length(pred) == pred_ptr.data()[n] && length(src_key) == src_key_ptr.data()[n] &&
+              length(dst_key_entry) == dst_key_ptr.data()[n],
+          fn, "a CSR array's length does not match its pointers");
   Inputs in{};
-  const i64* p[kIn];
-  for (int k = 0; k < kIn; ++k) p[k] = v[k].data<const i64>();
-  in.order = p[0], in.source = p[1], in.words = p[2], in.dptr = p[3], in.dest = p[4], in.addr = p[5];
-  in.sel = p[6], in.ptr = p[7], in.lead = p[8], in.guard = p[9], in.pred_ptr = p[10], in.pred = p[11];
-  in.skey_ptr = p[12], in.skey = p[13], in.dkey_ptr = p[14], in.dkey_entry = p[15], in.dkey = p[16];
-  in.n_order = v[0].size(), in.n = v[1].size(), in.entries = v[4].size(), in.tiles = v[kIn + 4].size();
-  in.keys = keys;
-  const i64 n = in.n, entries = in.entries;
-  if (v[2].size() != n || v[3].size() != n + 1 || v[5].size() != entries || v[6].size() != entries ||
-      v[7].size() != entries || v[8].size() != n || v[9].size() != n || v[10].size() != n + 1 ||
-      v[12].size() != n + 1 || v[14].size() != n + 1 || v[15].size() != v[16].size() ||
-      v[kIn].size() != n || v[kIn + 1].size() != entries || v[kIn + 2].size() != entries ||
-      v[kIn + 3].size() != entries || keys < 0) {
-    PyErr_SetString(PyExc_ValueError, "materialize: array lengths do not match");
-    return nullptr;
-  }
-  if (v[11].size() != in.pred_ptr[n] || v[13].size() != in.skey_ptr[n] || v[15].size() != in.dkey_ptr[n]) {
-    PyErr_SetString(PyExc_ValueError, "materialize: a CSR array's length does not match its pointers");
-    return nullptr;
-  }
-  if (!check(in)) return nullptr;
-  Outputs out{v[kIn].data<i64>(), v[kIn + 1].data<i64>(), v[kIn + 4].data<i64>(), v[kIn + 2].data<bool>(),
-              v[kIn + 3].data<bool>()};
-  bool ok = false, oom = false;
-  Py_BEGIN_ALLOW_THREADS
-  try {
-    ok = run(in, out);
-  } catch (const std::bad_alloc&) {
-    oom = true;
-  }
-  Py_END_ALLOW_THREADS
-  if (oom) return PyErr_NoMemory();
-  return PyBool_FromLong(ok);
+  in.order = order.data(), in.source = source.data(), in.words = words.data(), in.dptr = dst_ptr.data();
+  in.dest = dst_tile.data(), in.addr = dst_addr.data(), in.sel = select.data(), in.ptr = pointer.data();
+  in.lead = lead.data(), in.guard = guard.data(), in.pred_ptr = pred_ptr.data(), in.pred = pred.data();
+  in.skey_ptr = src_key_ptr.data(), in.skey = src_key.data(), in.dkey_ptr = dst_key_ptr.data();
+  in.dkey_entry = dst_key_entry.data(), in.dkey = dst_key.data();
+  in.n_order = length(order), in.n = n, in.entries = entries, in.tiles = length(horizon), in.keys = keys;
+  check(in);
+  const Outputs out{tx.data(), rx.data(), horizon.data(), cutover.data(), carries.data()};
+  nb::gil_scoped_release release;
+  return run(in, out);
 }
-
-PyMethodDef kMethods[] = {
-    {"materialize", py_materialize, METH_VARARGS,
-     "materialize(order, source, words, dst_ptr, dst_tile, dst_addr, select, pointer, lead, guard, pred_ptr, pred, "
-     "src_key_ptr, src_key, dst_key_ptr, dst_key_entry, dst_key, keys, tx, rx, cutover, carries, horizon) -> bool"},
-    {nullptr, nullptr, 0, nullptr},
-};
-
-PyModuleDef kModule = {PyModuleDef_HEAD_INIT, "_materialize",
-                       "Compiled reference timing (see placer.ordering.reference.materialize).", -1, kMethods};
 
 }  // namespace
 
-PyMODINIT_FUNC PyInit__materialize(void) {
-  PyObject* m = PyModule_Create(&kModule);
-  if (m == nullptr) return nullptr;
-  // the interface version reference.py expects (reference._VERSION): bump it with any change to the call
-  if (PyModule_AddIntConstant(m, "VERSION", 1) < 0) {
-    Py_DECREF(m);
-    return nullptr;
-  }
-  return m;
+NB_MODULE(_materialize, m) {
+  m.doc() = "Compiled reference timing (see placer.ordering.reference.materialize).";
+  // the interface version placer/native.py expects (native.MODULES): bump both with any change to the call
+  m.attr("VERSION") = 2;
+  m.def("materialize", &materialize, nb::kw_only(), array("order"), array("source"), array("words"),
+        array("dst_ptr"), array("dst_tile"), array("dst_addr"), array("select"), array("pointer"), array("lead"),
+        array("guard"), array("pred_ptr"), array("pred"), array("src_key_ptr"), array("src_key"),
+        array("dst_key_ptr"), array("dst_key_entry"), array("dst_key"), nb::arg("keys"), array("tx"), array("rx"),
+        array("cutover"), array("carries"), array("horizon"),
+        "Time the transfers in `order` by the reference's rules, writing tx, rx, cutover, carries and horizon; "
+        "False (nothing decided) where a transfer's checks would reach outside the event rows.");
 }

@@ -1,11 +1,14 @@
-# The compiled timing loop (_materialize.cpp); see placer.ordering.reference._materialize_native.
-import numpy as np
+"""Compiled reference timing (see placer.ordering.reference.materialize)."""
 
-VERSION: int
+from typing import Annotated
 
-def materialize(order: np.ndarray, source: np.ndarray, words: np.ndarray, dst_ptr: np.ndarray,
-                dst_tile: np.ndarray, dst_addr: np.ndarray, select: np.ndarray, pointer: np.ndarray,
-                lead: np.ndarray, guard: np.ndarray, pred_ptr: np.ndarray, pred: np.ndarray,
-                src_key_ptr: np.ndarray, src_key: np.ndarray, dst_key_ptr: np.ndarray, dst_key_entry: np.ndarray,
-                dst_key: np.ndarray, keys: int, tx: np.ndarray, rx: np.ndarray, cutover: np.ndarray,
-                carries: np.ndarray, horizon: np.ndarray, /) -> bool: ...
+import numpy
+from numpy.typing import NDArray
+
+
+VERSION: int = 2
+
+def materialize(*, order: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu', writable=False)], source: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu', writable=False)], words: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu', writable=False)], dst_ptr: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu', writable=False)], dst_tile: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu', writable=False)], dst_addr: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu', writable=False)], select: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu', writable=False)], pointer: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu', writable=False)], lead: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu', writable=False)], guard: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu', writable=False)], pred_ptr: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu', writable=False)], pred: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu', writable=False)], src_key_ptr: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu', writable=False)], src_key: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu', writable=False)], dst_key_ptr: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu', writable=False)], dst_key_entry: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu', writable=False)], dst_key: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu', writable=False)], keys: int, tx: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu')], rx: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu')], cutover: Annotated[NDArray[numpy.bool_], dict(shape=(None,), order='C', device='cpu')], carries: Annotated[NDArray[numpy.bool_], dict(shape=(None,), order='C', device='cpu')], horizon: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu')]) -> bool:
+    """
+    Time the transfers in `order` by the reference's rules, writing tx, rx, cutover, carries and horizon; False (nothing decided) where a transfer's checks would reach outside the event rows.
+    """

@@ -17,54 +17,32 @@ pushed one cycle at a time. Availability is never back-filled, as in the product
 Keys only get worse as chunks are taken (ready times grow, remaining work shrinks), so the heap is lazy: a popped
 chunk whose key changed is pushed back with its new key, and a popped chunk whose key is current is the minimum.
 
-The balancing heap (``balanced_picks``, shared with the reference's order in ``reference``) runs compiled
-(``_balance.cpp``: the rank and the endpoints' work prepared here with numpy, the simulation ported line by line)
-where the extension is built, and in Python otherwise, with the same picks; ``PLACER_BALANCE=python`` in the
-environment (or ``set_native(False)``) forces the Python heap, which stays the reference the compiled one is
-tested against. CP-S phase 60 (133,442 transfers): the reference's order takes 6 s with the Python heap, 0.3 s
-compiled (``benchmarks/bench_balance.py``).
+The balancing heap (``balanced_picks``, shared with the reference's order in ``reference``) is compiled
+(``_balance.cpp``: the rank and the endpoints' work prepared here with numpy, the simulation ported line by line
+from ``_balanced_picks_python``, which stays here as the test oracle: the same picks, compared on random items).
+CP-S phase 60 (133,442 transfers): the reference's order takes 6 s with the Python heap, 0.3 s compiled
+(``benchmarks/bench_balance.py``).
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
 
 import numpy as np
 
-from placer.ordering.extension import Extension
+from placer import native
+from placer.ordering import _balance
 from placer.ordering.streams import Chunks, incidence
+
+native.require(_balance)
 
 RULES = ("b1024", "nowave")
 """``b1024`` is the production rule; ``nowave`` balances all chunks in one wave (stream order and dependencies
 remain) and is used only as an extra incumbent for CP-SAT."""
 
-try:  # built by setup.py when a C++ compiler is there; optional, so an install without one still works
-    from placer.ordering import _balance as _built
-except ImportError:  # pragma: no cover - depends on the install
-    _built = None  # type: ignore[assignment]
-# a build of another interface version (an editable install not rebuilt) is not used
-_EXTENSION = Extension.of(_built, version=2, switch="PLACER_BALANCE")
-_native = _EXTENSION.module
 # the compiled heap takes words that sum below this: its times and work are int64 (it checks 2^62 exactly; the
 # margin covers the rounding of the float sum that decides here)
 _MAX_WORDS = 2.0**61
-
-
-def native_available() -> bool:
-    """Is the compiled balancing heap built and enabled?"""
-    return _EXTENSION.available
-
-
-def native_nondelay() -> Callable[..., int] | None:
-    """The compiled loop of ``placer.ordering.nondelay`` (in the same extension, under the same switch), or None."""
-    return _native.nondelay if native_available() and _native is not None else None
-
-
-def set_native(enabled: bool) -> bool:
-    """Turn the compiled balancing heap on or off (tests compare it with the Python heap); returns the previous
-    setting."""
-    return _EXTENSION.set(enabled)
 
 
 def balanced_order(chunks: Chunks, rule: str = "b1024") -> list[int]:
@@ -80,32 +58,18 @@ def balanced_order(chunks: Chunks, rule: str = "b1024") -> list[int]:
 def balanced_picks(tiles: int, words: np.ndarray, stream: np.ndarray, wave: np.ndarray, stream_total: np.ndarray,
                    source: np.ndarray, dset: np.ndarray, set_tiles: list[np.ndarray]) -> np.ndarray:
     """When each item (a wave of one stream, sending ``words`` from ``source`` to the tiles of set ``dset``) is
-    taken by the balancing heap (see :func:`_balanced_picks_python`); returns the pick number of every item.
+    taken by the balancing heap (see :func:`_balanced_picks_python`, the same heap in Python); returns the pick
+    number of every item.
 
-    The heap runs compiled (``_balance.cpp``) when the extension is built and enabled (``native_available``), else
-    in Python (``_balanced_picks_python``, the reference the compiled heap is tested against); both give the same
-    picks. ``PLACER_BALANCE=python`` in the environment (or ``set_native(False)``) forces the Python heap."""
-    if native_available():
-        picks = _balanced_picks_native(tiles, words, stream, wave, stream_total, source, dset, set_tiles)
-        if picks is not None:
-            return picks
-    return _balanced_picks_python(tiles, words, stream, wave, stream_total, source, dset, set_tiles)
-
-
-def _balanced_picks_native(tiles: int, words: np.ndarray, stream: np.ndarray, wave: np.ndarray,
-                           stream_total: np.ndarray, source: np.ndarray, dset: np.ndarray,
-                           set_tiles: list[np.ndarray]) -> np.ndarray | None:
-    """``_balanced_picks_python`` compiled; None where the compiled heap declines: columns that are not integers
-    within int64, an endpoint outside ``[0, 2·tiles)`` or a destination set that does not exist (the Python heap
-    raises there, or reads its lists from the end), negative words (times go back; the Python heap may not end),
-    or words summing to 2^61 or more (the compiled heap's times are int64; Python's integers do not overflow).
-    The caller then runs the Python heap, so that whatever it does there happens."""
-    assert _native is not None
+    Raises ValueError on items the heap cannot take: columns that are not integers within int64, an endpoint
+    outside ``[0, 2·tiles)``, a destination set that does not exist, negative words (times would go back) or words
+    summing to 2^61 or more (the heap's times are int64)."""
     count = int(words.shape[0])
     columns = [_int64(a, count) for a in (words, stream, wave, source, dset)]
     tile_sets = [_int64(t, int(t.shape[0]) if t.ndim == 1 else -1) for t in set_tiles]
     if tiles < 0 or any(a is None for a in columns) or any(t is None for t in tile_sets):
-        return None
+        raise ValueError("balanced_picks: the items' columns and destination sets must be one-dimensional integer "
+                         "arrays within int64, one entry per item")
     words64, stream64, wave64, source64, dset64 = (a for a in columns if a is not None)
     sizes = np.array([t.shape[0] for t in set_tiles], np.int64)
     set_ptr = np.zeros(len(set_tiles) + 1, np.int64)
@@ -113,16 +77,20 @@ def _balanced_picks_native(tiles: int, words: np.ndarray, stream: np.ndarray, wa
     set_res = tiles + (np.concatenate([t for t in tile_sets if t is not None]) if set_tiles
                        else np.zeros(0, np.int64))
     endpoints = 2 * tiles
-    if not (_within(source64, endpoints) and _within(set_res, endpoints) and _within(dset64, len(set_tiles))
-            and int(words64.min(initial=0)) >= 0 and float(words64.sum(dtype=np.float64)) < _MAX_WORDS):
-        return None
+    if not (_within(source64, endpoints) and _within(set_res, endpoints)):
+        raise ValueError("balanced_picks: a source or a destination tile out of range")
+    if not _within(dset64, len(set_tiles)):
+        raise ValueError("balanced_picks: a destination set that does not exist")
+    if int(words64.min(initial=0)) < 0 or float(words64.sum(dtype=np.float64)) >= _MAX_WORDS:
+        raise ValueError("balanced_picks: negative words, or words summing to 2^61 or more")
     # the Python heap's own rank and work (same numpy calls, so the same values even where a float sum rounds)
     rank = np.lexsort((np.arange(count), stream, -stream_total, wave))
     item, inc = incidence(tiles, source, dset, set_tiles)
     work = np.bincount(inc, weights=words[item], minlength=endpoints).astype(np.int64)
     picked = np.zeros(count, np.int64)
-    n_picked = _native.picks(np.ascontiguousarray(rank, np.int64), wave64, words64, stream64, source64, dset64,
-                             set_ptr, np.ascontiguousarray(set_res, np.int64), work, picked)
+    n_picked = _balance.picks(rank=np.ascontiguousarray(rank, np.int64), wave=wave64, words=words64,
+                              stream=stream64, source=source64, dset=dset64, set_ptr=set_ptr,
+                              set_res=np.ascontiguousarray(set_res, np.int64), work=work, picked=picked)
     if n_picked != count:  # unreachable: every parked item's endpoint has an event
         raise RuntimeError(f"balanced order took {n_picked} of {count} items")
     return picked
@@ -145,9 +113,11 @@ def _within(values: np.ndarray, top: int) -> bool:
 def _balanced_picks_python(tiles: int, words: np.ndarray, stream: np.ndarray, wave: np.ndarray,
                            stream_total: np.ndarray, source: np.ndarray, dset: np.ndarray,
                            set_tiles: list[np.ndarray]) -> np.ndarray:
-    """When each item (a wave of one stream, sending ``words`` from ``source`` to the tiles of set ``dset``) is
-    taken by the balancing heap: wave by wave, by (latest ready endpoint, larger remaining endpoint work, stream
-    id), each endpoint then ready at the pick time + the item's words. Returns the pick number of every item.
+    """The balancing heap in Python: the test oracle of the compiled one (``_balance.cpp``, a line-by-line port
+    that :func:`balanced_picks` runs). When each item (a wave of one stream, sending ``words`` from ``source`` to
+    the tiles of set ``dset``) is taken by the balancing heap: wave by wave, by (latest ready endpoint, larger
+    remaining endpoint work, stream id), each endpoint then ready at the pick time + the item's words. Returns the
+    pick number of every item.
 
     Picks happen in non-decreasing time (a pick makes its endpoints ready later; keys only grow), so the heap is
     run as a time-ordered simulation: an item waits ("parks") on its blocker, the endpoint that is ready last; when

@@ -13,8 +13,8 @@ listed transfer, a dependent ``lag`` cycles after its predecessor's end), ties b
 another order, B1024's); the list is then timed by the real rules. The model ignores latency, back-fill and the
 control and memory rules, which is why its result is an order, not a schedule.
 
-The loop runs compiled (``_balance.cpp``, ``nondelay``) where the extension is built, with the same order as the
-Python loop here, which stays the reference; ``PLACER_BALANCE=python`` (or ``greedy.set_native(False)``) forces it.
+The loop is compiled (``_balance.cpp``, ``nondelay``): a line-by-line port of ``_nondelay_python`` here, which
+stays as its test oracle (the same order, compared on random phases).
 """
 
 from __future__ import annotations
@@ -23,9 +23,12 @@ import heapq
 
 import numpy as np
 
+from placer import native
 from placer.capture.model import Phase
-from placer.ordering import greedy
+from placer.ordering import _balance
 from placer.ordering.streams import Dependencies
+
+native.require(_balance)
 
 # what a dependent waits after its predecessor's send ends, in the model: a payload lands 52 + 2·row cycles after
 # its send starts (row ≤ 22 on IPU21), the route adds up to about a hundred more
@@ -40,21 +43,19 @@ def nondelay_order(phase: Phase, deps: Dependencies, priority: np.ndarray, *, ti
     time), e.g. its position in another order. Raises ValueError on a dependency cycle."""
     n = phase.n
     succ_ptr, succ = _successors(n, deps)
-    native = greedy.native_nondelay()
-    if native is not None and n:
-        order = np.empty(n, np.int64)
-        placed = native(*_columns(phase), np.ascontiguousarray(priority, np.int64), succ_ptr, succ, int(lag),
-                        int(tiles), order)
-    else:
-        order, placed = _nondelay_python(phase, priority, succ_ptr, succ, lag, tiles)
+    order = np.empty(n, np.int64)
+    source, words, dst_ptr, dst_tile = _columns(phase)
+    placed = _balance.nondelay(source=source, words=words, dst_ptr=dst_ptr, dst_tile=dst_tile,
+                               rank=np.ascontiguousarray(priority, np.int64), succ_ptr=succ_ptr, succ=succ,
+                               lag=int(lag), tiles=int(tiles), order=order)
     if placed != n:
         raise ValueError(f"nondelay_order: the dependencies have a cycle ({n - placed} transfers never ready)")
     return order
 
 
-def _columns(phase: Phase) -> tuple[np.ndarray, ...]:
-    return tuple(np.ascontiguousarray(a, np.int64) for a in (phase.source, phase.words, phase.dst_ptr,
-                                                            phase.dst_tile))
+def _columns(phase: Phase) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    return (np.ascontiguousarray(phase.source, np.int64), np.ascontiguousarray(phase.words, np.int64),
+            np.ascontiguousarray(phase.dst_ptr, np.int64), np.ascontiguousarray(phase.dst_tile, np.int64))
 
 
 def _successors(n: int, deps: Dependencies) -> tuple[np.ndarray, np.ndarray]:
@@ -67,7 +68,8 @@ def _successors(n: int, deps: Dependencies) -> tuple[np.ndarray, np.ndarray]:
 
 def _nondelay_python(phase: Phase, priority: np.ndarray, succ_ptr: np.ndarray, succ: np.ndarray, lag: int,
                      tiles: int) -> tuple[np.ndarray, int]:
-    """The loop of ``nondelay_order`` in Python; returns (order, how many transfers it placed).
+    """The loop of ``nondelay_order`` in Python, the test oracle of the compiled one; returns (order, how many
+    transfers it placed).
 
     Each step lists the transfer of least (earliest start, rank) among those whose predecessors are listed; starts
     only grow as transfers are listed, so listing times never go back. Held as a time-ordered simulation: a

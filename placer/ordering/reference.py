@@ -9,7 +9,7 @@ Order. A transfer is *moving* when its Repeat source addresses differ (a per-lay
 transfers of one (not moving, source, destination tile list), numbered in that key's order (moving streams first);
 inside a stream, by (first destination address, first source address, index); transfer k is in wave ⌊(stream words
 before k) / 1,024⌋. Each (wave, stream) is balanced as one item over its payload words (``balanced_picks``, compiled
-where ``greedy``'s extension is built); the final order is (dependency depth, not moving, wave, pick, position in
+compiled in ``greedy``); the final order is (dependency depth, not moving, wave, pick, position in
 stream, index): every weight before every activation of its depth.
 
 Timing, one transfer after another in that order, at the earliest offset ``O`` (from the predecessors' last
@@ -31,11 +31,10 @@ arrival) at which all of these hold:
 The transfer's completion is its last arrival ``max(S + words, P + words)``; a tile's horizon is its last send end
 or arrival + 5 (the row's guard); the phase horizon is the largest.
 
-The timing loop runs compiled (``_materialize.cpp``: the constants prepared here with numpy, the loop ported line by
-line, 64-bit integers throughout) where the extension is built, and in Python otherwise, with the same schedule
-bit for bit; ``PLACER_MATERIALIZE=python`` in the environment (or ``set_native(False)``) forces the Python loop,
-which stays the reference the compiled one is tested against. SigLIP b2's MLP-up phase (62,856 transfers × 46
-receivers): 13–16 s in Python, 1.5–2.4 s compiled, 0.3–0.6 s once the phase is prepared (docs/ordering.md).
+The timing loop is compiled (``_materialize.cpp``: the constants prepared here with numpy, the loop ported line
+by line from ``_materialize_python``, 64-bit integers throughout); the Python loop stays here as its test oracle
+(the same schedule bit for bit, compared on random phases and orders). SigLIP b2's MLP-up phase (62,856 transfers
+× 46 receivers): 13–16 s in Python, 1.5–2.4 s compiled, 0.3–0.6 s once the phase is prepared (docs/ordering.md).
 """
 
 from __future__ import annotations
@@ -47,9 +46,10 @@ from typing import NamedTuple
 
 import numpy as np
 
+from placer import native
 from placer.capture.model import WORD32, Phase
 from placer.machine import Machine
-from placer.ordering.extension import Extension
+from placer.ordering import _materialize
 from placer.ordering.greedy import balanced_picks
 from placer.ordering.hostbound import relay_host_bound
 from placer.ordering.streams import Dependencies, transfer_dependencies, transfer_levels
@@ -60,24 +60,7 @@ POINT_LEAD = 112  # point-to-point row: the receiver selects at offset 113, the 
 INTERLEAVED = 0x80000
 _XPIC, _PIC, _SEND = 1, 2, 4  # event flags per (tile, cycle)
 
-try:  # built by setup.py when a C++ compiler is there; optional, so an install without one still works
-    from placer.ordering import _materialize as _built
-except ImportError:  # pragma: no cover - depends on the install
-    _built = None  # type: ignore[assignment]
-# a build of another interface version (an editable install not rebuilt) is not used
-_EXTENSION = Extension.of(_built, version=1, switch="PLACER_MATERIALIZE")
-_native = _EXTENSION.module
-
-
-def native_available() -> bool:
-    """Is the compiled timing loop built and enabled?"""
-    return _EXTENSION.available
-
-
-def set_native(enabled: bool) -> bool:
-    """Turn the compiled timing loop on or off (tests compare it with the Python loop); returns the previous
-    setting."""
-    return _EXTENSION.set(enabled)
+native.require(_materialize)
 
 
 @dataclass(eq=False)
@@ -350,17 +333,14 @@ def materialize(phase: Phase, order: np.ndarray, deps: Dependencies, machine: Ma
     """Time the transfers of ``phase`` in ``order`` (a topological order of ``deps``) by the reference's rules.
 
     Each transfer goes at the earliest offset every rule allows (each rule's own earliest offset is monotone, so
-    advancing to it never skips an offset all of them allow). The loop runs compiled (``_materialize.cpp``) when
-    the extension is built and enabled (``native_available``), else in Python (``_materialize_python``, the
-    reference the compiled loop is tested against); both give the same schedule.
+    advancing to it never skips an offset all of them allow). The loop is compiled (``_materialize.cpp``, a
+    line-by-line port of ``_materialize_python``, its test oracle).
 
-    Raises ValueError if a transfer names one destination tile twice."""
+    Raises ValueError if a transfer names one destination tile twice, and on inputs the loop cannot time: an order
+    or a dependency naming no transfer, a tile outside ``[0, tiles)``, a transfer without destinations, negative
+    words, an address beyond ±2^60, or routes that put a transfer's control events outside its event rows."""
     _check_distinct_destinations(phase)
-    if native_available():
-        schedule = _materialize_native(phase, order, deps, machine, tiles)
-        if schedule is not None:
-            return schedule
-    return _materialize_python(phase, order, deps, machine, tiles)
+    return _materialize_compiled(phase, order, deps, machine, tiles)
 
 
 @dataclass(eq=False)
@@ -392,20 +372,23 @@ class _Prepared:
 _PREPARED: _Prepared | None = None
 
 
-def _prepare(phase: Phase, machine: Machine, tiles: int) -> _Prepared | None:
-    """The compiled loop's order-free inputs of ``phase``; None where it cannot mirror the Python loop: a tile out
-    of range or a transfer without destinations (the Python loop's lists raise there), negative words, or an
-    address whose continuation (``address + 4·words``) could leave int64 (Python's integers do not overflow)."""
+def _prepare(phase: Phase, machine: Machine, tiles: int) -> _Prepared:
+    """The compiled loop's order-free inputs of ``phase``; raises ValueError where it cannot time the phase: a tile
+    out of range, a transfer without destinations, negative words, or an address whose continuation (``address +
+    4·words``) could leave int64."""
     global _PREPARED
     last = _PREPARED
     if last is not None and last.phase() is phase and last.machine is machine and last.tiles == tiles:
         return last
     source = phase.source.astype(np.int64)
     dest = phase.dst_tile.astype(np.int64)
-    if not (_within(source, tiles) and _within(dest, tiles) and (phase.fanout > 0).all()
-            and int(phase.words.min()) >= 0 and int(phase.dst_addr.min()) > -(1 << 60)
-            and int(phase.dst_addr.max()) < 1 << 60):
-        return None
+    if not (_within(source, tiles) and _within(dest, tiles)):
+        raise ValueError(f"materialize: phase {phase.phase} names a tile outside [0, {tiles})")
+    if not (phase.fanout > 0).all():
+        raise ValueError(f"materialize: phase {phase.phase} has a transfer without destinations")
+    if not (int(phase.words.min(initial=0)) >= 0 and int(phase.dst_addr.min(initial=0)) > -(1 << 60)
+            and int(phase.dst_addr.max(initial=0)) < 1 << 60):
+        raise ValueError(f"materialize: phase {phase.phase} has negative words or an address beyond ±2^60")
     plan = _plan(phase, machine, tiles)
     s_tr, s_key, entry, key = hazard_pairs(phase)
     _, ids = np.unique(np.concatenate([s_key, key]), return_inverse=True)
@@ -424,21 +407,19 @@ def _prepare(phase: Phase, machine: Machine, tiles: int) -> _Prepared | None:
     return prepared
 
 
-def _materialize_native(phase: Phase, order: np.ndarray, deps: Dependencies, machine: Machine,
-                        tiles: int) -> ReferenceSchedule | None:
-    """``_materialize_python`` compiled; None where the compiled loop declines (inputs on which the Python loop
-    would index outside its lists or rows: the caller runs it instead, so that whatever it does there happens)."""
-    assert _native is not None
+def _materialize_compiled(phase: Phase, order: np.ndarray, deps: Dependencies, machine: Machine,
+                          tiles: int) -> ReferenceSchedule:
+    """``_materialize_python`` compiled; raises ValueError as :func:`materialize` says."""
     n = phase.n
     entries = int(phase.dst_tile.shape[0])
     order64 = np.asarray(order, np.int64)
     pred = deps.pred.astype(np.int64)
     succ = deps.succ.astype(np.int64)
-    if n == 0 or not (_within(order64, n) and _within(pred, n) and _within(succ, n)):
-        return None
+    if n == 0:
+        return _empty_schedule(entries, tiles)
+    if not (_within(order64, n) and _within(pred, n) and _within(succ, n)):
+        raise ValueError(f"materialize: an order or a dependency names no transfer of phase {phase.phase}")
     prepared = _prepare(phase, machine, tiles)
-    if prepared is None:
-        return None
     tx = np.zeros(n, np.int64)
     rx = np.zeros(entries, np.int64)
     cutover = np.zeros(entries, bool)
@@ -446,12 +427,22 @@ def _materialize_native(phase: Phase, order: np.ndarray, deps: Dependencies, mac
     horizon = np.zeros(tiles, np.int64)
     by_succ = np.argsort(succ, kind="stable")
     p = prepared
-    if not _native.materialize(np.ascontiguousarray(order64), p.source, p.words, p.dst_ptr, p.dst_tile, p.dst_addr,
-                               p.plan.select, p.plan.pointer, p.plan.lead, p.plan.guard, _csr_pointers(succ, n),
-                               np.ascontiguousarray(pred[by_succ]), p.src_key_ptr, p.src_key, p.dst_key_ptr,
-                               p.dst_key_entry, p.dst_key, p.keys, tx, rx, cutover, carries, horizon):
-        return None
+    if not _materialize.materialize(
+            order=np.ascontiguousarray(order64), source=p.source, words=p.words, dst_ptr=p.dst_ptr,
+            dst_tile=p.dst_tile, dst_addr=p.dst_addr, select=p.plan.select, pointer=p.plan.pointer,
+            lead=p.plan.lead, guard=p.plan.guard, pred_ptr=_csr_pointers(succ, n),
+            pred=np.ascontiguousarray(pred[by_succ]), src_key_ptr=p.src_key_ptr, src_key=p.src_key,
+            dst_key_ptr=p.dst_key_ptr, dst_key_entry=p.dst_key_entry, dst_key=p.dst_key, keys=p.keys, tx=tx, rx=rx,
+            cutover=cutover, carries=carries, horizon=horizon):
+        raise ValueError(f"materialize: phase {phase.phase}'s routes put a transfer's control events outside its "
+                         "event rows (a lead longer than its rows, or negative; no bundled machine's routes do)")
     return ReferenceSchedule(order64, tx, rx, cutover, carries, horizon, int(horizon.max(initial=0)))
+
+
+def _empty_schedule(entries: int, tiles: int) -> ReferenceSchedule:
+    """The schedule of a phase without transfers."""
+    return ReferenceSchedule(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(entries, np.int64),
+                             np.zeros(entries, bool), np.zeros(entries, bool), np.zeros(tiles, np.int64), 0)
 
 
 def _within(values: np.ndarray, top: int) -> bool:
@@ -469,12 +460,11 @@ def _materialize_python(phase: Phase, order: np.ndarray, deps: Dependencies, mac
                         tiles: int) -> ReferenceSchedule:
     """The timing loop in plain Python over lists and one byte row of event flags per tile: the per-transfer work
     is a few dozen operations per receiver, where numpy calls on a handful of receivers would cost more than they
-    save. The reference for ``_materialize.cpp``, which follows it line by line."""
+    save. The test oracle of ``_materialize.cpp``, which follows it line by line (never run by ``materialize``)."""
     n = phase.n
     entries = int(phase.dst_tile.shape[0])
     if n == 0:
-        return ReferenceSchedule(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(entries, np.int64),
-                                 np.zeros(entries, bool), np.zeros(entries, bool), np.zeros(tiles, np.int64), 0)
+        return _empty_schedule(entries, tiles)
     plan = _plan(phase, machine, tiles)
     src_keys, dst_keys = _hazard_keys(phase)
     sends_on: dict[int, _History] = {}

@@ -1,12 +1,15 @@
 // The canonical search of placer.placement.canonical, compiled. canonical.py builds the sections (and, for tiles
 // with regions, the legal start windows, conflicts and per-section free memory); this file only searches.
+// canonical.CanonicalSearch.solve_python is the same search in Python (without the blocked-level rule, the
+// forced placements and the fingerprinted failed-state table), the test oracle for flat problems.
 //
-//   search(sizes, lifetimes, slo, shi, aligns, capacity, sections, heuristics, time_limit, progress[, general])
-//     -> (status, offsets | None, nodes, heuristic)
+//   search(*, sizes, lifetimes, slo, shi, aligns, capacity, sections, shares, time_limit, progress=None,
+//          general=None, seed=0) -> (status, offsets | None, nodes, heuristic | None)
 //
-// status: 0 placed, 1 infeasible (the search was exhausted: a proof), 2 unknown (time limit or progress raised).
-// Offsets are relative to the interval's base (flat problems) or absolute (``general``). Everything is
-// deterministic: same input, same nodes, same answer.
+// status: 0 placed, 1 infeasible (the search was exhausted: a proof), 2 unknown (time limit), 3 unknown (the
+// path's memory ceiling). Offsets are relative to the interval's base (flat problems) or absolute (``general``).
+// Everything is deterministic: same input, same nodes, same answer. An exception of `progress`, or Ctrl-C, stops
+// every search and is raised.
 //
 // The algorithm is MiniMalloc's (Moffitt, ASPLOS 2023): buffers are placed in non-decreasing (offset, preorder
 // index) order, each at the lowest legal offset the placed buffers leave it ("minoff"); any placement can be
@@ -27,10 +30,17 @@
 //    minoffs), so a failed state is not searched again under an equal or stricter canonical constraint. States are
 //    keyed by two independent 64-bit fingerprints maintained incrementally (a false match needs both to collide:
 //    about 2^-100 per lookup at the table's size), so a lookup costs O(1) instead of hashing the whole state.
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "native.h"
+
+#include <nanobind/stl/array.h>
+#include <nanobind/stl/function.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -42,14 +52,17 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <exception>
 #include <limits>
+#include <optional>
+#include <tuple>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace {
 
-using i64 = int64_t;
+using namespace placer;
 using u64 = uint64_t;
 constexpr i64 kInf = std::numeric_limits<i64>::max() / 4;
 // The failed-state table never grows beyond this many entries (32 bytes each): it only saves work, so once full
@@ -60,7 +73,7 @@ constexpr size_t kMemoMaxEntries = size_t(1) << 23;
 // as long as the search runs: 3.8 GB after 30 s at 20,000. Past this many entries (about 16 bytes each: 1 GiB,
 // shared by a portfolio's searches) the search stops and says so, as it does at its time limit.
 constexpr size_t kFrameMaxEntries = size_t(1) << 26;
-constexpr int kStaggerMs = 5;  // a portfolio's second worker starts after this (see py_search)
+constexpr int kStaggerMs = 5;  // a portfolio's second worker starts after this (see search below)
 
 enum Status { FOUND, NOTFOUND, ABORTED, TIMEOUT, MEMORY };
 
@@ -425,7 +438,7 @@ class Search {
   bool out_of_time() {
     published_nodes_.store(nodes_, std::memory_order_relaxed);
     if (stop_ != nullptr && stop_->load(std::memory_order_relaxed)) return true;
-    if (tick_ != nullptr && !(*tick_)()) return true;  // the calling thread's chores (see py_search)
+    if (tick_ != nullptr && !(*tick_)()) return true;  // the calling thread's chores (see search below)
     return Clock::now() > deadline_;
   }
 
@@ -754,84 +767,39 @@ class Search {
   std::atomic<bool>* stop_ = nullptr;
 };
 
-bool read_ints(PyObject* seq, std::vector<i64>* out, const char* what) {
-  PyObject* fast = PySequence_Fast(seq, what);
-  if (fast == nullptr) return false;
-  const Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
-  out->resize(n);
-  for (Py_ssize_t k = 0; k < n; ++k) {
-    (*out)[k] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fast, k));
-    if ((*out)[k] == -1 && PyErr_Occurred()) {
-      Py_DECREF(fast);
-      return false;
-    }
-  }
-  Py_DECREF(fast);
-  return true;
-}
+// Per buffer its legal start windows [first0, last0, first1, last1, ...], per buffer its conflict partners,
+// (boundary or -1, element0, element1), per section its free memory [start0, end0, start1, end1, ...].
+using GeneralInputs = std::tuple<std::vector<std::vector<i64>>, std::vector<std::vector<i64>>, std::array<i64, 3>,
+                                 std::vector<std::vector<i64>>>;
 
-// A sequence of flat integer sequences (e.g. per buffer [first0, last0, first1, last1, ...]).
-bool read_nested(PyObject* seq, size_t n, std::vector<std::vector<i64>>* out, const char* what) {
-  PyObject* fast = PySequence_Fast(seq, what);
-  if (fast == nullptr) return false;
-  if (size_t(PySequence_Fast_GET_SIZE(fast)) != n) {
-    Py_DECREF(fast);
-    PyErr_Format(PyExc_ValueError, "search: %s has the wrong length", what);
-    return false;
-  }
-  out->resize(n);
-  for (size_t k = 0; k < n; ++k) {
-    if (!read_ints(PySequence_Fast_GET_ITEM(fast, k), &(*out)[k], what)) {
-      Py_DECREF(fast);
-      return false;
-    }
-  }
-  Py_DECREF(fast);
-  return true;
-}
-
-bool read_general(PyObject* obj, size_t n, int sections, General* g) {
-  // (windows, conflicts, (boundary, element0, element1), profiles)
-  PyObject *windows, *conflicts, *geometry, *profiles;
-  if (!PyArg_ParseTuple(obj, "OOOO", &windows, &conflicts, &geometry, &profiles)) return false;
-  std::vector<std::vector<i64>> w, c, p;
-  std::vector<i64> geo;
-  if (!read_nested(windows, n, &w, "windows") || !read_nested(conflicts, n, &c, "conflicts") ||
-      !read_ints(geometry, &geo, "geometry") || !read_nested(profiles, size_t(sections), &p, "profiles"))
-    return false;
-  if (geo.size() != 3 || geo[1] <= 0 || geo[2] <= 0) {
-    PyErr_SetString(PyExc_ValueError, "search: geometry is (boundary, element0, element1)");
-    return false;
-  }
-  g->enabled = true;
-  g->boundary = geo[0] < 0 ? kInf : geo[0];
-  g->element0 = geo[1];
-  g->element1 = geo[2];
-  g->windows.resize(n);
-  g->conflicts.resize(n);
+General read_general(const GeneralInputs& in, size_t n, int sections) {
+  const auto& [w, c, geo, p] = in;
+  const char* fn = "search";
+  require(w.size() == n, fn, "windows has the wrong length");
+  require(c.size() == n, fn, "conflicts has the wrong length");
+  require(p.size() == size_t(sections), fn, "profiles has the wrong length");
+  require(geo[1] > 0 && geo[2] > 0, fn, "geometry is (boundary, element0, element1)");
+  General g;
+  g.enabled = true;
+  g.boundary = geo[0] < 0 ? kInf : geo[0];
+  g.element0 = geo[1];
+  g.element1 = geo[2];
+  g.windows.resize(n);
+  g.conflicts.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    if (w[i].size() % 2) {
-      PyErr_SetString(PyExc_ValueError, "search: windows are [first, last] pairs");
-      return false;
-    }
-    for (size_t k = 0; k < w[i].size(); k += 2) g->windows[i].push_back({w[i][k], w[i][k + 1]});
+    require(w[i].size() % 2 == 0, fn, "windows are [first, last] pairs");
+    for (size_t k = 0; k < w[i].size(); k += 2) g.windows[i].push_back({w[i][k], w[i][k + 1]});
     for (i64 j : c[i]) {
-      if (j < 0 || size_t(j) >= n || size_t(j) == i) {
-        PyErr_SetString(PyExc_ValueError, "search: bad conflict index");
-        return false;
-      }
-      g->conflicts[i].push_back(int(j));
+      require(j >= 0 && size_t(j) < n && size_t(j) != i, fn, "bad conflict index");
+      g.conflicts[i].push_back(int(j));
     }
   }
-  g->profiles.resize(sections);
+  g.profiles.resize(sections);
   for (int s = 0; s < sections; ++s) {
-    if (p[s].size() % 2) {
-      PyErr_SetString(PyExc_ValueError, "search: profiles are [start, end) pairs");
-      return false;
-    }
-    for (size_t k = 0; k < p[s].size(); k += 2) g->profiles[s].push_back({p[s][k], p[s][k + 1]});
+    require(p[s].size() % 2 == 0, fn, "profiles are [start, end) pairs");
+    for (size_t k = 0; k < p[s].size(); k += 2) g.profiles[s].push_back({p[s][k], p[s][k + 1]});
   }
-  return true;
+  return g;
 }
 
 // A worker thread with a large stack: the search recurses a few frames per placed buffer, and a default 8 MiB
@@ -863,75 +831,26 @@ class Worker {
   bool started_ = false;
 };
 
-bool read_strings(PyObject* seq, std::vector<std::string>* out, const char* what) {
-  PyObject* fast = PySequence_Fast(seq, what);
-  if (fast == nullptr) return false;
-  for (Py_ssize_t k = 0; k < PySequence_Fast_GET_SIZE(fast); ++k) {
-    const char* h = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(fast, k));
-    if (h == nullptr) {
-      Py_DECREF(fast);
-      return false;
-    }
-    out->emplace_back(h);
-  }
-  Py_DECREF(fast);
-  return true;
-}
+using Result = std::tuple<int, std::optional<std::vector<i64>>, i64, std::optional<std::string>>;
 
-// search(sizes, lifetimes, slo, shi, aligns, capacity, sections, shares, time_limit, progress[, general, seed])
-// ``shares``: a list of preorder names (one worker), or a list of such lists (one thread per list: a portfolio
-// whose first definite answer wins). The calling thread waits without the GIL, reports progress about twice a
-// second and turns Ctrl-C into a KeyboardInterrupt after stopping the workers.
-PyObject* py_search(PyObject*, PyObject* args) {
-  PyObject *sizes, *lifetimes, *slo, *shi, *aligns, *shares_obj, *progress, *general = Py_None;
-  long long capacity, seed = 0;
-  int sections;
-  double time_limit;
-  if (!PyArg_ParseTuple(args, "OOOOOLiOdO|OL", &sizes, &lifetimes, &slo, &shi, &aligns, &capacity, &sections,
-                        &shares_obj, &time_limit, &progress, &general, &seed))
-    return nullptr;
-  std::vector<i64> size, life, lo64, hi64, align;
-  if (!read_ints(sizes, &size, "sizes") || !read_ints(lifetimes, &life, "lifetimes") ||
-      !read_ints(slo, &lo64, "slo") || !read_ints(shi, &hi64, "shi") || !read_ints(aligns, &align, "aligns"))
-    return nullptr;
+// ``shares``: lists of preorder names, one thread per list (a portfolio whose first definite answer wins). The
+// calling thread runs the first share itself, holding the GIL; it reports progress about twice a second and turns
+// Ctrl-C into a KeyboardInterrupt after stopping the workers.
+Result search(std::vector<i64> size, std::vector<i64> life, std::vector<i64> lo64, std::vector<i64> hi64,
+              std::vector<i64> align, i64 capacity, int sections, std::vector<std::vector<std::string>> shares,
+              double time_limit, std::function<void(double, i64)> progress, std::optional<GeneralInputs> general,
+              i64 seed) {
+  const char* fn = "search";
   const size_t n = size.size();
-  if (life.size() != n || lo64.size() != n || hi64.size() != n || align.size() != n) {
-    PyErr_SetString(PyExc_ValueError, "search: sequences of different lengths");
-    return nullptr;
-  }
-  for (size_t i = 0; i < n; ++i) {
-    if (size[i] <= 0 || align[i] <= 0 || lo64[i] < 0 || hi64[i] > sections || lo64[i] >= hi64[i]) {
-      PyErr_SetString(PyExc_ValueError, "search: bad buffer data");
-      return nullptr;
-    }
-  }
-  std::vector<std::vector<std::string>> shares;
-  PyObject* fast = PySequence_Fast(shares_obj, "shares");
-  if (fast == nullptr) return nullptr;
-  const Py_ssize_t count = PySequence_Fast_GET_SIZE(fast);
-  const bool single = count > 0 && PyUnicode_Check(PySequence_Fast_GET_ITEM(fast, 0));
-  if (single) {
-    shares.emplace_back();
-    if (!read_strings(fast, &shares.back(), "shares")) {
-      Py_DECREF(fast);
-      return nullptr;
-    }
-  } else {
-    for (Py_ssize_t k = 0; k < count; ++k) {
-      shares.emplace_back();
-      if (!read_strings(PySequence_Fast_GET_ITEM(fast, k), &shares.back(), "shares")) {
-        Py_DECREF(fast);
-        return nullptr;
-      }
-    }
-  }
-  Py_DECREF(fast);
-  if (shares.empty() || std::any_of(shares.begin(), shares.end(), [](const auto& h) { return h.empty(); })) {
-    PyErr_SetString(PyExc_ValueError, "search: no heuristics");
-    return nullptr;
-  }
+  require(life.size() == n && lo64.size() == n && hi64.size() == n && align.size() == n, fn,
+          "sequences of different lengths");
+  for (size_t i = 0; i < n; ++i)
+    require(size[i] > 0 && align[i] > 0 && lo64[i] >= 0 && hi64[i] <= sections && lo64[i] < hi64[i], fn,
+            "bad buffer data");
+  require(!shares.empty() && std::none_of(shares.begin(), shares.end(), [](const auto& h) { return h.empty(); }),
+          fn, "no heuristics");
   General g;
-  if (general != Py_None && !read_general(general, n, sections, &g)) return nullptr;
+  if (general) g = read_general(*general, n, sections);
   std::vector<int> lo(lo64.begin(), lo64.end()), hi(hi64.begin(), hi64.end());
   const size_t K = shares.size();
   std::vector<std::unique_ptr<Search>> searches;
@@ -949,7 +868,7 @@ PyObject* py_search(PyObject*, PyObject* args) {
   const auto start = std::chrono::steady_clock::now();
   auto next_report = start + std::chrono::milliseconds(500);
   std::deque<Worker> threads;  // a deque: a Worker's address is its thread's argument
-  bool failed = false;
+  std::exception_ptr failure;  // Ctrl-C or an exception of `progress`: raised once every search has stopped
   auto launch = [&](size_t k) {
     const double left =
         time_limit - std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -970,20 +889,25 @@ PyObject* py_search(PyObject*, PyObject* args) {
   const auto stagger = start + std::chrono::milliseconds(kStaggerMs);
   bool launched = K == 1;  // shares 1.. run on threads; share 0 on this one
   std::function<bool()> tick = [&]() {
-    if (PyErr_CheckSignals() < 0) return !(failed = true);  // Ctrl-C: KeyboardInterrupt, after stopping all
+    if (PyErr_CheckSignals() < 0) {  // Ctrl-C: KeyboardInterrupt, after stopping all
+      failure = std::make_exception_ptr(nb::python_error());
+      return false;
+    }
     const auto now = std::chrono::steady_clock::now();
     if (!launched && now >= stagger) {
       launched = true;
       for (size_t k = 1; k < K; ++k) launch(k);
     }
-    if (progress != Py_None && now >= next_report) {
+    if (progress && now >= next_report) {
       next_report = now + std::chrono::milliseconds(500);
-      long long nodes = 0;
+      i64 nodes = 0;
       for (const auto& sp : searches) nodes += sp->published_nodes_.load(std::memory_order_relaxed);
-      const double elapsed = std::chrono::duration<double>(now - start).count();
-      PyObject* r = PyObject_CallFunction(progress, "dL", elapsed, nodes);
-      if (r == nullptr) return !(failed = true);  // the exception propagates to the caller
-      Py_DECREF(r);
+      try {
+        progress(std::chrono::duration<double>(now - start).count(), nodes);
+      } catch (...) {  // the exception propagates to the caller
+        failure = std::current_exception();
+        return false;
+      }
     }
     return true;
   };
@@ -996,31 +920,28 @@ PyObject* py_search(PyObject*, PyObject* args) {
     stop = true;  // an answer, the time limit, or Ctrl-C: the other shares stop too
   }
   if (!threads.empty()) {
-    PyThreadState* ts = PyEval_SaveThread();
+    nb::gil_scoped_release release;
     for (auto& t : threads) t.join();
-    PyEval_RestoreThread(ts);
   }
-  if (failed) return nullptr;
-  long long nodes = 0;
+  if (failure) std::rethrow_exception(failure);
+  i64 nodes = 0;
   for (const auto& sp : searches) nodes += sp->nodes_;
-  if (winner >= 0 && results[winner] == FOUND) {
-    PyObject* offsets = PyTuple_New(Py_ssize_t(n));
-    for (size_t i = 0; i < n; ++i) PyTuple_SET_ITEM(offsets, i, PyLong_FromLongLong(searches[winner]->sol_[i]));
-    return Py_BuildValue("iNLs", 0, offsets, nodes, answered[winner].c_str());
-  }
-  if (winner >= 0) return Py_BuildValue("iOLs", 1, Py_None, nodes, answered[winner].c_str());
+  if (winner >= 0 && results[winner] == FOUND) return {0, searches[winner]->sol_, nodes, answered[winner]};
+  if (winner >= 0) return {1, std::nullopt, nodes, answered[winner]};
   // no answer: the time limit, or (code 3) a search's path scratch reached its memory ceiling
   const bool memory = std::any_of(results.begin(), results.end(), [](Status r) { return r == MEMORY; });
-  return Py_BuildValue("iOLO", memory ? 3 : 2, Py_None, nodes, Py_None);
+  return {memory ? 3 : 2, std::nullopt, nodes, std::nullopt};
 }
-
-PyMethodDef kMethods[] = {
-    {"search", py_search, METH_VARARGS, "Canonical search (see placer.placement.canonical)."},
-    {nullptr, nullptr, 0, nullptr},
-};
-
-PyModuleDef kModule = {PyModuleDef_HEAD_INIT, "_canonical", "Compiled canonical search.", -1, kMethods};
 
 }  // namespace
 
-PyMODINIT_FUNC PyInit__canonical(void) { return PyModule_Create(&kModule); }
+NB_MODULE(_canonical, m) {
+  m.doc() = "Compiled canonical search (see placer.placement.canonical).";
+  // the interface version placer/native.py expects (native.MODULES): bump both with any change to the call
+  m.attr("VERSION") = 1;
+  m.def("search", &search, nb::kw_only(), nb::arg("sizes"), nb::arg("lifetimes"), nb::arg("slo"), nb::arg("shi"),
+        nb::arg("aligns"), nb::arg("capacity"), nb::arg("sections"), nb::arg("shares"), nb::arg("time_limit"),
+        nb::arg("progress").none() = nb::none(), nb::arg("general").none() = nb::none(), nb::arg("seed") = 0,
+        "Canonical search: (status, offsets, nodes, heuristic); status 0 placed, 1 infeasible (a proof), "
+        "2 unknown (time limit), 3 unknown (memory ceiling). See placer.placement.canonical.");
+}

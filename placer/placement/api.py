@@ -306,4 +306,4 @@ def place_requests(problem: PlacementProblem, params: SolverParams | None = None
     requests), then the exact engines. ``result.addresses[i]`` is request ``i``'s address when ``result.placed``;
     ``result.status is Status.INFEASIBLE`` comes with ``result.reason``, a proof; UNKNOWN only at the time limit."""
     params = params or SolverParams(time_limit=10.0, workers=2)
-    return solve_placement(problem, params, mode="exact")
+    return solve_placement(problem, params, mode=PlacementMode.EXACT)

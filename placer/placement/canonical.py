@@ -24,8 +24,9 @@ exhausting the search is a proof of infeasibility. Pruning, all sound:
 Static preorders are tried round-robin with doubling node limits: T = largest section total, A = area, W = lifetime
 width, Z = size, L = earliest start, R = latest end, X = seeded random (see :data:`HEURISTICS`). The compiled search
 (``_canonical.cpp``, whose header lists every rule) adds blocked levels and forced placements, keys its failed-state
-table by incremental fingerprints, and runs portfolios of preorders on threads; this module's Python search is the
-fallback where the extension is not built, and a reference for the tests.
+table by incremental fingerprints, and runs portfolios of preorders on threads; it is the one placer runs. This
+module's Python search (:meth:`CanonicalSearch.solve_python`) is its test oracle on flat problems: the same status
+on random instances.
 """
 
 from __future__ import annotations
@@ -36,14 +37,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from placer import native
+from placer.placement import _canonical
 from placer.placement.model import PlacementProblem
 
-try:  # the compiled search (setup.py builds it; optional, so an install without a compiler still works)
-    from placer.placement import _canonical as _native
-except ImportError:  # pragma: no cover - depends on the install
-    _native = None
+native.require(_canonical)
 
-np: Any = None  # numpy: imported by the Python search only, so that `placer place` starts fast
+np: Any = None  # numpy: imported by the Python search (the test oracle) only, so that `placer place` starts fast
 _INF: Any = None
 
 
@@ -154,12 +154,29 @@ class CanonicalSearch:
 
     # ------------------------------------------------------------------------------------------------ driver
     def solve(self, time_limit: float, progress: CanonicalProgress | None = None,
-              heuristics: tuple[str, ...] = HEURISTICS, native: bool | None = None) -> CanonicalOutcome:
-        """``native``: None = the compiled search where it is built, else this module's; True/False force one."""
-        if native is None:
-            native = _native is not None
-        if native:
-            return self.solve_shares((heuristics,), time_limit, progress)
+              heuristics: tuple[str, ...] = HEURISTICS) -> CanonicalOutcome:
+        """The compiled search, one thread, round robin over ``heuristics``."""
+        return self.solve_shares((heuristics,), time_limit, progress)
+
+    def solve_shares(self, shares: tuple[tuple[str, ...], ...], time_limit: float,
+                     progress: CanonicalProgress | None = None, seed: int = 0) -> CanonicalOutcome:
+        """The compiled search, one thread per share of preorders; the first definite answer wins."""
+        start = time.perf_counter()
+        cpu0 = time.process_time()
+        code, offsets, nodes, heuristic = _canonical.search(
+            sizes=self.size, lifetimes=self.lifetimes, slo=self.slo, shi=self.shi, aligns=self.align,
+            capacity=self.capacity, sections=self.S, shares=[list(share) for share in shares],
+            time_limit=time_limit, progress=progress, seed=seed)
+        self.nodes = nodes
+        status = ("placed", "infeasible", "unknown", "unknown")[code]
+        return CanonicalOutcome(status, None if offsets is None else tuple(offsets), nodes,
+                                time.perf_counter() - start, heuristic, time.process_time() - cpu0,
+                                memory_full=code == 3)
+
+    def solve_python(self, time_limit: float, progress: CanonicalProgress | None = None,
+                     heuristics: tuple[str, ...] = HEURISTICS) -> CanonicalOutcome:
+        """The search in Python (numpy), without the compiled one's blocked levels, forced placements and
+        fingerprinted table: the test oracle of ``_canonical.cpp`` (the same status), never run by placer."""
         self._prepare()
         start = time.perf_counter()
         cpu0 = time.process_time()
@@ -190,21 +207,6 @@ class CanonicalSearch:
                                     time.process_time() - cpu0)
         finally:
             sys.setrecursionlimit(old_limit)
-
-    def solve_shares(self, shares: tuple[tuple[str, ...], ...], time_limit: float,
-                     progress: CanonicalProgress | None = None, seed: int = 0) -> CanonicalOutcome:
-        """The compiled search, one thread per share of preorders; the first definite answer wins."""
-        if _native is None:
-            raise RuntimeError("the compiled canonical search is not built (pip install -e . builds it)")
-        start = time.perf_counter()
-        cpu0 = time.process_time()
-        code, offsets, nodes, heuristic = _native.search(
-            self.size, self.lifetimes, self.slo, self.shi, self.align, self.capacity, self.S,
-            [list(share) for share in shares], time_limit, progress, None, seed)
-        self.nodes = nodes
-        status = ("placed", "infeasible", "unknown", "unknown")[code]
-        return CanonicalOutcome(status, offsets, nodes, time.perf_counter() - start, heuristic,
-                                time.process_time() - cpu0, memory_full=code == 3)
 
     def _reset(self, heuristic: str) -> None:
         n = self.n
@@ -371,15 +373,11 @@ def solve_flat(problem: PlacementProblem, time_limit: float, progress: Canonical
 
     With ``workers > 1`` the compiled search runs a portfolio: one thread per share of :data:`PORTFOLIO`, the
     first definite answer wins (which preorder solves an instance fast varies a lot, and two at once remove most of
-    the round robin's waste on a two-core machine). The Python fallback ignores ``workers``."""
+    the round robin's waste on a two-core machine)."""
     if not problem.is_flat:
         raise ValueError("the canonical search needs a flat problem (one interval, no regions or conflicts)")
     base = problem.ranges[0][0]
-    search = _build(problem)
-    if _native is None:
-        out = search.solve(time_limit, progress, native=False)
-    else:
-        out = search.solve_shares(_shares(workers, problem.n), time_limit, progress, seed=seed)
+    out = _build(problem).solve_shares(_shares(workers, problem.n), time_limit, progress, seed=seed)
     if out.offsets is not None:
         out = CanonicalOutcome(out.status, tuple(base + o for o in out.offsets), out.nodes, out.runtime,
                                out.heuristic, out.cpu)
@@ -387,7 +385,24 @@ def solve_flat(problem: PlacementProblem, time_limit: float, progress: Canonical
 
 
 # ------------------------------------------------------------------------------------------ tiles with regions
-def general_inputs(problem: PlacementProblem) -> tuple[list, ...] | None:
+@dataclass(frozen=True)
+class GeneralInputs:
+    """The compiled search's inputs for a tile with regions (absolute addresses; see :func:`general_inputs`)."""
+
+    sizes: list[int]
+    lifetimes: list[int]
+    slo: list[int]  # first section of each request
+    shi: list[int]  # one past its last section
+    aligns: list[int]
+    capacity: int  # the top of the highest range
+    sections: int
+    # per request its legal start windows [first0, last0, first1, last1, ...] and its conflict partners; the
+    # element geometry (region boundary or -1, region-0 element, region-1 element); per section its free memory
+    # [start0, end0, start1, end1, ...]
+    general: tuple[list[list[int]], list[list[int]], tuple[int, int, int], list[list[int]]]
+
+
+def general_inputs(problem: PlacementProblem) -> GeneralInputs | None:
     """The compiled search's inputs for a tile with regions, several free ranges, fixed allocations or conflicts
     (absolute addresses): per request its legal start windows (its domains minus the starts that would overlap a
     fixed allocation live with it, or share an element with a fixed allocation it conflicts with), the conflict
@@ -420,7 +435,7 @@ def general_inputs(problem: PlacementProblem) -> tuple[list, ...] | None:
         for i, j in problem.conflict_pairs:
             conflicts[i].append(j)
             conflicts[j].append(i)
-    geometry = [boundary if boundary is not None else -1, problem.region0_element, problem.region1_element]
+    geometry = (boundary if boundary is not None else -1, problem.region0_element, problem.region1_element)
     profiles = []
     for k in range(sections):
         lo_t, hi_t = times[k], times[k + 1]
@@ -436,9 +451,10 @@ def general_inputs(problem: PlacementProblem) -> tuple[list, ...] | None:
             if a < b:
                 free += [a, b]
         profiles.append(free)
-    return ([r.bytes for r in reqs], [r.last + 1 - r.first for r in reqs], [index[r.first] for r in reqs],
-            [index[r.last + 1] for r in reqs], [r.alignment for r in reqs],
-            max(b for _, b in problem.ranges), sections, (windows, conflicts, geometry, profiles))
+    return GeneralInputs([r.bytes for r in reqs], [r.last + 1 - r.first for r in reqs],
+                         [index[r.first] for r in reqs], [index[r.last + 1] for r in reqs],
+                         [r.alignment for r in reqs], max(b for _, b in problem.ranges), sections,
+                         (windows, conflicts, geometry, profiles))
 
 
 def _cut(first: int, last: int, lo: int, hi: int, alignment: int) -> list[tuple[int, int]]:
@@ -472,15 +488,16 @@ def _element_ranges(problem: PlacementProblem, f: Any) -> list[tuple[int, int]]:
 def solve_general(problem: PlacementProblem, time_limit: float, progress: CanonicalProgress | None = None,
                   workers: int = 1, seed: int = 0) -> CanonicalOutcome | None:
     """The compiled canonical search on a tile with regions, ranges, fixed allocations and conflicts: placed,
-    infeasible (exhaustive: a proof) or unknown. None where it does not apply (see :func:`general_inputs`) or the
-    extension is not built."""
-    inputs = general_inputs(problem) if _native is not None else None
-    if inputs is None:
+    infeasible (exhaustive: a proof) or unknown. None only where it does not apply (region-1 sequences, or no
+    request: see :func:`general_inputs`)."""
+    g = general_inputs(problem)
+    if g is None:
         return None
-    sizes, lifetimes, slo, shi, aligns, capacity, sections, general = inputs
     start, cpu0 = time.perf_counter(), time.process_time()
-    code, offsets, nodes, heuristic = _native.search(sizes, lifetimes, slo, shi, aligns, capacity, sections,
-                                                     [list(s) for s in _shares(workers, problem.n, True)], time_limit,
-                                                     progress, general, seed)
-    return CanonicalOutcome(("placed", "infeasible", "unknown")[code], offsets, nodes, time.perf_counter() - start,
-                            heuristic, time.process_time() - cpu0)
+    code, offsets, nodes, heuristic = _canonical.search(
+        sizes=g.sizes, lifetimes=g.lifetimes, slo=g.slo, shi=g.shi, aligns=g.aligns, capacity=g.capacity,
+        sections=g.sections, shares=[list(s) for s in _shares(workers, problem.n, True)], time_limit=time_limit,
+        progress=progress, general=g.general, seed=seed)
+    return CanonicalOutcome(("placed", "infeasible", "unknown", "unknown")[code],
+                            None if offsets is None else tuple(offsets), nodes, time.perf_counter() - start,
+                            heuristic, time.process_time() - cpu0, memory_full=code == 3)

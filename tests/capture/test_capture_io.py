@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import gzip
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -9,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from placer.capture import read_capture, scan, write_capture
+from placer.capture import read_capture, write_capture
 from placer.capture.io import capture_from_json, capture_to_json
 from placer.capture.model import Allocations, PanelHint, Phase, Repeat
 from placer.errors import InputError
@@ -37,23 +36,11 @@ MALFORMED = {
 }
 
 
-# the fast readers: the compiled scanner (when built) and the numpy reader; each declines a malformed file
-READERS = ["numpy", pytest.param("native", marks=pytest.mark.skipif(scan._scan is None, reason="_scan not built"))]
-
-
-@pytest.fixture(params=READERS)
-def fast_reader(request: pytest.FixtureRequest) -> Iterator[str]:
-    before = scan.set_native(request.param == "native")
-    yield request.param
-    scan.set_native(before)
-
-
 @pytest.mark.parametrize("gz", [False, True])
 @pytest.mark.parametrize("name", sorted(MALFORMED))
-def test_malformed_capture_names_file_field_and_value(name: str, gz: bool, fast_reader: str,
-                                                      tmp_path: Path) -> None:
+def test_malformed_capture_names_file_field_and_value(name: str, gz: bool, tmp_path: Path) -> None:
     path = FIXTURES / name
-    if gz:  # the compiled reader streams a .gz through its own inflating thread: same messages
+    if gz:  # the compiled scanner streams a .gz through its own inflating thread, then declines: same messages
         path = tmp_path / (name + ".gz")
         path.write_bytes(gzip.compress((FIXTURES / name).read_bytes()))
     with pytest.raises(InputError) as info:
@@ -69,7 +56,7 @@ def test_missing_file() -> None:
         read_capture(FIXTURES / "nope.json")
 
 
-def test_reads_reference_layout_and_round_trips_exactly(tmp_path: Path, fast_reader: str) -> None:
+def test_reads_reference_layout_and_round_trips_exactly(tmp_path: Path) -> None:
     cap = read_capture(FIXTURES / "tiny.json")
     assert cap.tile_count == 8 and cap.phase_ids() == [0]
     p = cap.phases[0]

@@ -1,15 +1,12 @@
-"""The compiled balancing heap (``placer/ordering/_balance.cpp``) against the Python heap it ports: the same picks on
-random items (few tiles, multicast sets, waves, ties in work and in stream ids), the same ``reference_order`` on
-synthetic and random phases; where it declines, the Python heap runs and what it does is what ``balanced_picks``
-does. Also the destination lists' ids of ``reference_order``, numbered with numpy, against the sorted tuples. The
-comparisons skip when the extension is not built."""
+"""The compiled balancing heap (``placer/ordering/_balance.cpp``) against the Python heap it ports (its test
+oracle, ``greedy._balanced_picks_python``): the same picks on random items (few tiles, multicast sets, waves, ties in
+work and in stream ids), the same ``reference_order`` on synthetic and random phases; items the heap cannot take
+are refused with ValueError. Also the destination lists' ids of ``reference_order``, numbered with numpy, against
+the sorted tuples."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,7 +16,7 @@ from hypothesis import strategies as st
 
 from placer.capture.model import Phase
 from placer.machine import load_machine
-from placer.ordering import greedy, reference
+from placer.ordering import _balance, greedy, reference
 from placer.ordering.greedy import balanced_order, balanced_picks
 from placer.ordering.reference import reference_order
 from placer.ordering.streams import build_chunks, transfer_dependencies, transfer_levels
@@ -28,16 +25,6 @@ from placer.ordering.synthetic import relay_phase, replica_phase
 from .helpers import TILES, small_phases
 
 CHIP = load_machine().tiles
-
-# the comparisons call both heaps directly, whatever set_native says
-compiled = pytest.mark.skipif(greedy._native is None, reason="the compiled balancing heap is not built")
-
-
-@pytest.fixture
-def enabled() -> Iterator[None]:
-    before = greedy.set_native(True)
-    yield
-    greedy.set_native(before)
 
 
 @dataclass
@@ -53,7 +40,7 @@ class Items:
     dset: np.ndarray
     set_tiles: list[np.ndarray]
 
-    def call(self, fn: Callable[..., np.ndarray | None]) -> np.ndarray | None:
+    def call(self, fn: Callable[..., np.ndarray]) -> np.ndarray:
         return fn(self.tiles, self.words, self.stream, self.wave, self.stream_total, self.source, self.dset,
                   self.set_tiles)
 
@@ -77,16 +64,14 @@ def items(draw: st.DrawFn, max_items: int = 40, max_tiles: int = 6) -> Items:
 
 
 def _both(it: Items) -> np.ndarray:
-    """Picks of both heaps; the compiled one must not decline (it did the work) and must agree."""
+    """Picks of both heaps, which must agree."""
     python = it.call(greedy._balanced_picks_python)
-    native = it.call(greedy._balanced_picks_native)
-    assert native is not None and python is not None
-    assert native.dtype == python.dtype == np.int64
-    assert np.array_equal(native, python)
+    compiled = it.call(balanced_picks)
+    assert compiled.dtype == python.dtype == np.int64
+    assert np.array_equal(compiled, python)
     return python
 
 
-@compiled
 @settings(max_examples=150, deadline=None)
 @given(items())
 def test_the_heaps_agree_on_random_items(it: Items) -> None:
@@ -94,7 +79,6 @@ def test_the_heaps_agree_on_random_items(it: Items) -> None:
     assert sorted(picks.tolist()) == list(range(len(picks)))
 
 
-@compiled
 @settings(max_examples=50, deadline=None)
 @given(items(max_items=120, max_tiles=3))
 def test_the_heaps_agree_on_crowded_endpoints(it: Items) -> None:
@@ -102,7 +86,6 @@ def test_the_heaps_agree_on_crowded_endpoints(it: Items) -> None:
     _both(it)
 
 
-@compiled
 def test_the_heaps_agree_on_one_item_and_on_none() -> None:
     one = Items(3, np.array([7]), np.array([0]), np.array([0]), np.array([7]), np.array([2]), np.array([0]),
                 [np.array([0, 1])])
@@ -112,7 +95,6 @@ def test_the_heaps_agree_on_one_item_and_on_none() -> None:
     assert _both(Items(0, z, z, z, z, z, z, [])).tolist() == []
 
 
-@compiled
 def test_larger_work_goes_first_then_the_smaller_stream() -> None:
     # items 0-2 send a word each from lanes 0-2 to tile 3; item 3 sends 10 from lane 1 to tile 2, so items 1 and 3
     # (on lane 1: 11 words left) outweigh items 0 and 2 (tile 3's port: 3). At 0, item 1 (stream 4) goes before
@@ -123,43 +105,40 @@ def test_larger_work_goes_first_then_the_smaller_stream() -> None:
     assert _both(it).tolist() == [3, 0, 2, 1]
 
 
-@compiled
 @settings(max_examples=40, deadline=None)
 @given(small_phases(max_transfers=12), st.sampled_from([64, 1024]))
-def test_reference_order_and_chunk_order_are_unchanged_by_the_switch(phase: Phase, wave: int) -> None:
+def test_reference_order_and_chunk_order_are_those_of_the_python_heap(phase: Phase, wave: int) -> None:
     levels = transfer_levels(phase.n, transfer_dependencies(phase))
     chunks = build_chunks(phase, load_machine(), wave_words=wave)
-    before = greedy.set_native(True)
-    try:
-        native = reference_order(phase, levels, wave_words=wave, tiles=TILES), balanced_order(chunks)
-        greedy.set_native(False)
+    compiled = reference_order(phase, levels, wave_words=wave, tiles=TILES), balanced_order(chunks)
+    with pytest.MonkeyPatch.context() as m:
+        _with_the_python_heap(m)
         python = reference_order(phase, levels, wave_words=wave, tiles=TILES), balanced_order(chunks)
-    finally:
-        greedy.set_native(before)
-    assert np.array_equal(native[0], python[0])
-    assert native[1] == python[1]
+    assert np.array_equal(compiled[0], python[0])
+    assert compiled[1] == python[1]
+
+
+def _with_the_python_heap(m: pytest.MonkeyPatch) -> None:
+    """``balanced_picks`` replaced by the Python heap, where ``greedy`` and ``reference`` call it."""
+    m.setattr(greedy, "balanced_picks", greedy._balanced_picks_python)
+    m.setattr(reference, "balanced_picks", greedy._balanced_picks_python)
 
 
 def _orders_agree(phase: Phase) -> None:
     levels = transfer_levels(phase.n, transfer_dependencies(phase))
-    before = greedy.set_native(True)
-    try:
-        native = reference_order(phase, levels, tiles=CHIP)
-        greedy.set_native(False)
+    compiled = reference_order(phase, levels, tiles=CHIP)
+    with pytest.MonkeyPatch.context() as m:
+        _with_the_python_heap(m)
         python = reference_order(phase, levels, tiles=CHIP)
-    finally:
-        greedy.set_native(before)
-    assert np.array_equal(native, python)
+    assert np.array_equal(compiled, python)
 
 
-@compiled
 @settings(max_examples=15, deadline=None)
 @given(st.integers(0, 10_000), st.integers(1, 3))
 def test_reference_order_is_unchanged_on_relayed_phases(seed: int, segments: int) -> None:
     _orders_agree(relay_phase(groups=3, replicas=5, fragments=60, segments=segments, seed=seed))
 
 
-@compiled
 @settings(max_examples=15, deadline=None)
 @given(st.integers(0, 10_000), st.sampled_from([0, 300, 5000]))
 def test_reference_order_is_unchanged_on_replica_phases(seed: int, weight_words: int) -> None:
@@ -168,34 +147,7 @@ def test_reference_order_is_unchanged_on_replica_phases(seed: int, weight_words:
                                 layers=4, seed=seed))
 
 
-@compiled
-def test_balanced_picks_takes_the_compiled_heap_unless_told_not_to(enabled: None,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    it = Items(4, np.array([3, 3, 9]), np.array([0, 1, 2]), np.zeros(3, np.int64), np.array([3, 3, 9]),
-               np.array([0, 1, 0]), np.array([0, 0, 1]), [np.array([2, 3]), np.array([1])])
-    assert greedy.native_available()
-    calls: list[int] = []
-    native = greedy._balanced_picks_native
-    monkeypatch.setattr(greedy, "_balanced_picks_native", lambda *a: calls.append(1) or native(*a))
-    compiled_picks = it.call(balanced_picks)
-    assert calls == [1]
-    assert greedy.set_native(False) is True
-    assert not greedy.native_available()
-    assert np.array_equal(it.call(balanced_picks), compiled_picks)
-    assert calls == [1]
-
-
-@compiled
-def test_the_environment_turns_the_compiled_heap_off() -> None:
-    probe = "from placer.ordering import greedy; print(greedy.native_available())"
-    for value, expect in (("python", "False"), ("native", "True")):
-        env = {**os.environ, "PLACER_BALANCE": value}
-        out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
-        assert out.stdout.strip() == expect
-
-
-@compiled
-def test_where_the_compiled_heap_declines_the_python_heap_runs(enabled: None) -> None:
+def test_items_the_heap_cannot_take_are_refused() -> None:
     def items_with(**change: object) -> Items:
         it = Items(4, np.array([3, 5]), np.array([0, 1]), np.zeros(2, np.int64), np.array([3, 5]),
                    np.array([0, 1]), np.array([0, 1]), [np.array([2]), np.array([2, 3])])
@@ -203,41 +155,43 @@ def test_where_the_compiled_heap_declines_the_python_heap_runs(enabled: None) ->
             setattr(it, k, v)
         return it
 
-    # a source or a destination set the Python heap reads from its lists' ends (-1), an endpoint past them
-    # (IndexError), a set that does not exist, float words, negative words, words whose times could leave int64
-    cases = [items_with(source=np.array([0, -1])), items_with(dset=np.array([0, -1])),
-             items_with(set_tiles=[np.array([2]), np.array([2, 4])]), items_with(dset=np.array([0, 2])),
-             items_with(words=np.array([3.0, 5.0])), items_with(words=np.array([3, -5])),
-             items_with(words=np.array([3, 1 << 62]))]
-    for it in cases:
-        assert it.call(greedy._balanced_picks_native) is None
-        try:
-            expect: object = it.call(greedy._balanced_picks_python)
-        except Exception as exc:
-            with pytest.raises(type(exc)):
-                it.call(balanced_picks)
-            continue
-        got = it.call(balanced_picks)
-        assert isinstance(expect, np.ndarray) and got is not None and np.array_equal(got, expect)
+    # a source or a destination tile out of range (the Python heap would read its lists from the end, or raise
+    # IndexError), a set that does not exist, float words, negative words (the Python heap may not end), words
+    # whose times could leave int64
+    cases = [(items_with(source=np.array([0, -1])), "tile out of range"),
+             (items_with(set_tiles=[np.array([2]), np.array([2, 4])]), "tile out of range"),
+             (items_with(dset=np.array([0, -1])), "set that does not exist"),
+             (items_with(dset=np.array([0, 2])), "set that does not exist"),
+             (items_with(words=np.array([3.0, 5.0])), "integer arrays"),
+             (items_with(set_tiles=[np.array([[2]]), np.array([2, 3])]), "integer arrays"),
+             (items_with(words=np.array([3, -5])), "negative words"),
+             (items_with(words=np.array([3, 1 << 62])), "2\\^61")]
+    for it, message in cases:
+        with pytest.raises(ValueError, match=message):
+            it.call(balanced_picks)
 
 
-@compiled
 def test_the_compiled_heap_checks_its_arguments() -> None:
     n = np.zeros(2, np.int64)
     one = np.ones(2, np.int64)
-    args = [np.array([0, 1]), n, one, n, n, n, np.array([0, 1]), np.array([1]), np.zeros(2, np.int64), n.copy()]
-    assert greedy._native.picks(*args) == 2
-    with pytest.raises(TypeError, match="rank must be a contiguous int64 array"):
-        greedy._native.picks(np.array([0, 1], np.int32), *args[1:])
-    for k, value, message in ((0, np.array([1, 1]), "rank is not a permutation"),
-                              (4, np.array([0, 2]), "source endpoint out of range"),
-                              (5, one, "destination set out of range"),
-                              (7, np.array([2]), "set endpoint out of range"),
-                              (2, np.array([1, -1]), "words out of range"),
-                              (2, np.array([1, 1 << 62]), "words out of range")):
-        bad = [*args[:k], value, *args[k + 1:]]
+    names = ("rank", "wave", "words", "stream", "source", "dset", "set_ptr", "set_res", "work", "picked")
+    args = dict(zip(names, [np.array([0, 1]), n, one, n, n, n, np.array([0, 1]), np.array([1]),
+                            np.zeros(2, np.int64), n.copy()], strict=True))
+    assert _balance.picks(**args) == 2
+    # the types, checked by nanobind: int64, one dimension, C order; nothing converted
+    for name, value in (("rank", np.array([0, 1], np.int32)), ("words", np.ones((2, 1), np.int64)),
+                        ("work", np.zeros(4, np.int64)[::2]), ("picked", [0, 0])):
+        with pytest.raises(TypeError, match="incompatible function arguments"):
+            _balance.picks(**{**args, name: value})
+    for name, value, message in (("rank", np.array([1, 1]), "rank is not a permutation"),
+                                 ("source", np.array([0, 2]), "source endpoint out of range"),
+                                 ("dset", one, "destination set out of range"),
+                                 ("set_res", np.array([2]), "set endpoint out of range"),
+                                 ("words", np.array([1, -1]), "words out of range"),
+                                 ("words", np.array([1, 1 << 62]), "words out of range"),
+                                 ("wave", np.array([0, 0, 0]), "array lengths do not match")):
         with pytest.raises(ValueError, match=message):
-            greedy._native.picks(*bad)
+            _balance.picks(**{**args, name: value})
 
 
 def _tuple_ids(ptr: np.ndarray, values: np.ndarray) -> np.ndarray:

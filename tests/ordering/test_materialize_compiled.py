@@ -1,15 +1,11 @@
-"""The compiled timing loop (``placer/ordering/_materialize.cpp``) against the Python loop it ports: the same
-schedule, array for array, on random phases (memory-element hazards, Repeat source addresses, relays, multicast
-replicas) in random orders; where it declines, the Python loop runs and what it does is what ``materialize`` does.
-The comparisons skip when the extension is not built."""
+"""The compiled timing loop (``placer/ordering/_materialize.cpp``) against the Python loop it ports (its test
+oracle, ``reference._materialize_python``): the same schedule, array for array, on random phases (memory-element
+hazards, Repeat source addresses, relays, multicast replicas) in random orders; inputs it cannot time are refused
+with ValueError."""
 
 from __future__ import annotations
 
 import heapq
-import os
-import subprocess
-import sys
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -18,7 +14,7 @@ from hypothesis import strategies as st
 
 from placer.capture.model import PAIRED64, WORD32, Phase
 from placer.machine import load_machine
-from placer.ordering import reference
+from placer.ordering import _materialize, reference
 from placer.ordering.reference import ReferenceSchedule, materialize, reference_order
 from placer.ordering.streams import Dependencies, transfer_dependencies, transfer_levels
 from placer.ordering.synthetic import relay_phase, replica_phase
@@ -34,17 +30,6 @@ FIELDS = ("order", "tx_start", "rx_start", "cutover", "carries", "tile_horizon")
 EDGES = (0x3F00, 0x4000, 0x7F00, 0x7FF00, 0x80000, 0x87F00, 0x88000)
 
 
-# the comparisons call both loops directly, whatever set_native says
-compiled = pytest.mark.skipif(reference._native is None, reason="the compiled timing loop is not built")
-
-
-@pytest.fixture
-def enabled() -> Iterator[None]:
-    before = reference.set_native(True)
-    yield
-    reference.set_native(before)
-
-
 def _same(a: ReferenceSchedule, b: ReferenceSchedule) -> None:
     for f in FIELDS:
         x, y = getattr(a, f), getattr(b, f)
@@ -55,11 +40,9 @@ def _same(a: ReferenceSchedule, b: ReferenceSchedule) -> None:
 
 
 def _both(phase: Phase, order: np.ndarray, deps: Dependencies, tiles: int = TILES) -> ReferenceSchedule:
-    """Time ``order`` with both loops; the compiled one must not decline (it did the work) and must agree."""
+    """Time ``order`` with both loops, which must agree."""
     python = reference._materialize_python(phase, order, deps, MACHINE, tiles)
-    native = reference._materialize_native(phase, order, deps, MACHINE, tiles)
-    assert native is not None
-    _same(native, python)
+    _same(materialize(phase, order, deps, MACHINE, tiles), python)
     return python
 
 
@@ -114,7 +97,6 @@ def hazard_phases(draw: st.DrawFn, max_transfers: int = 24, max_tiles: int = 16)
     return Phase.build(0, source, words, counts, dtile, daddr, saddr, src_counts=scount, width=width)
 
 
-@compiled
 @settings(max_examples=150, deadline=None)
 @given(hazard_phases(), st.integers(0, 2**32 - 1))
 def test_the_loops_agree_on_phases_with_memory_hazards(phase: Phase, seed: int) -> None:
@@ -124,7 +106,6 @@ def test_the_loops_agree_on_phases_with_memory_hazards(phase: Phase, seed: int) 
     _both(phase, _random_topological(phase.n, deps, seed), deps, CHIP)
 
 
-@compiled
 @settings(max_examples=100, deadline=None)
 @given(hazard_phases(max_transfers=48, max_tiles=4), st.integers(0, 2**32 - 1))
 def test_the_loops_agree_on_crowded_tiles(phase: Phase, seed: int) -> None:
@@ -133,7 +114,6 @@ def test_the_loops_agree_on_crowded_tiles(phase: Phase, seed: int) -> None:
     _both(phase, _random_topological(phase.n, deps, seed), deps, CHIP)
 
 
-@compiled
 @settings(max_examples=80, deadline=None)
 @given(small_phases(max_transfers=12), st.integers(0, 2**32 - 1))
 def test_the_loops_agree_on_small_random_phases(phase: Phase, seed: int) -> None:
@@ -141,7 +121,6 @@ def test_the_loops_agree_on_small_random_phases(phase: Phase, seed: int) -> None
     _both(phase, _random_topological(phase.n, deps, seed), deps)
 
 
-@compiled
 @settings(max_examples=60, deadline=None)
 @given(hazard_phases(max_transfers=12), st.data())
 def test_the_loops_agree_on_any_list_of_transfers(phase: Phase, data: st.DataObject) -> None:
@@ -150,7 +129,6 @@ def test_the_loops_agree_on_any_list_of_transfers(phase: Phase, data: st.DataObj
     _both(phase, np.asarray(order, np.int64), transfer_dependencies(phase), CHIP)
 
 
-@compiled
 @settings(max_examples=20, deadline=None)
 @given(st.integers(0, 10_000), st.integers(1, 3), st.integers(0, 2**32 - 1))
 def test_the_loops_agree_on_relayed_phases(seed: int, segments: int, order_seed: int) -> None:
@@ -161,7 +139,6 @@ def test_the_loops_agree_on_relayed_phases(seed: int, segments: int, order_seed:
     _both(phase, _random_topological(phase.n, deps, order_seed), deps, CHIP)
 
 
-@compiled
 @settings(max_examples=10, deadline=None)
 @given(st.integers(0, 10_000), st.sampled_from([0, 300, 5000]))
 def test_the_loops_agree_on_replica_phases_with_moving_weights(seed: int, weight_words: int) -> None:
@@ -172,7 +149,6 @@ def test_the_loops_agree_on_replica_phases_with_moving_weights(seed: int, weight
     _both(phase, reference_order(phase, transfer_levels(phase.n, deps), tiles=CHIP), deps, CHIP)
 
 
-@compiled
 @settings(max_examples=15, deadline=None)
 @given(st.lists(st.integers(4, 32), min_size=2, max_size=4), st.integers(0, 60), st.integers(0, 6),
        st.integers(0, 2**32 - 1))
@@ -186,7 +162,6 @@ def test_the_loops_agree_on_relay_hosts_whose_forwards_read_what_they_gather(siz
     _both(phase, _random_topological(phase.n, deps, seed), deps)
 
 
-@compiled
 def test_the_loops_agree_on_a_relayed_qkv_miniature() -> None:
     phase = homes_phase()
     deps = transfer_dependencies(phase)
@@ -194,72 +169,44 @@ def test_the_loops_agree_on_a_relayed_qkv_miniature() -> None:
         _both(phase, _random_topological(phase.n, deps, seed), deps)
 
 
-@compiled
-def test_materialize_takes_the_compiled_loop_unless_told_not_to(enabled: None) -> None:
+def test_the_prepared_arrays_of_the_last_phase_give_the_same_schedule() -> None:
     phase = host_phase(direct=3)
     deps = transfer_dependencies(phase)
     order = reference_order(phase, transfer_levels(phase.n, deps), tiles=TILES)
-    assert reference.native_available()
-    native = materialize(phase, order, deps, MACHINE, TILES)
-    assert reference.set_native(False) is True
-    assert not reference.native_available()
-    python = materialize(phase, order, deps, MACHINE, TILES)
-    _same(native, python)
+    python = reference._materialize_python(phase, order, deps, MACHINE, TILES)
+    _same(materialize(phase, order, deps, MACHINE, TILES), python)
     # the prepared arrays are kept for the last phase: a second call on it gives the same schedule
-    reference.set_native(True)
     _same(materialize(phase, order, deps, MACHINE, TILES), python)
     _same(materialize(phase, order, deps, MACHINE, 2 * TILES), reference._materialize_python(
         phase, order, deps, MACHINE, 2 * TILES))
 
 
-@compiled
-def test_the_environment_turns_the_compiled_loop_off() -> None:
-    probe = "from placer.ordering import reference; print(reference.native_available())"
-    for value, expect in (("python", "False"), ("native", "True")):
-        env = {**os.environ, "PLACER_MATERIALIZE": value}
-        out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
-        assert out.stdout.strip() == expect
+def test_a_transfer_naming_one_tile_twice_is_refused() -> None:
+    phase = Phase.build(0, source=[0, 1], words=[8, 8], dst_counts=[1, 3], dst_tile=[5, 6, 5, 5],
+                        dst_addr=[0x90000, 0x90000, 0x91000, 0x92000], src_addr=[0x4C000, 0x4C000])
+    deps = transfer_dependencies(phase)
+    with pytest.raises(ValueError,
+                       match=r"^phase 0, transfer 1: destination tile 5 appears twice in one transfer$"):
+        materialize(phase, np.arange(2), deps, MACHINE, TILES)
 
 
-@pytest.mark.parametrize("native", [False, True])
-def test_a_transfer_naming_one_tile_twice_is_refused_by_both_loops(native: bool) -> None:
-    if native and reference._native is None:
-        pytest.skip("the compiled timing loop is not built")
-    before = reference.set_native(native)
-    try:
-        phase = Phase.build(0, source=[0, 1], words=[8, 8], dst_counts=[1, 3], dst_tile=[5, 6, 5, 5],
-                            dst_addr=[0x90000, 0x90000, 0x91000, 0x92000], src_addr=[0x4C000, 0x4C000])
-        deps = transfer_dependencies(phase)
-        with pytest.raises(ValueError,
-                           match=r"^phase 0, transfer 1: destination tile 5 appears twice in one transfer$"):
-            materialize(phase, np.arange(2), deps, MACHINE, TILES)
-    finally:
-        reference.set_native(before)
-
-
-@compiled
-def test_where_the_compiled_loop_declines_the_python_loop_runs(enabled: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_inputs_the_loop_cannot_time_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     phase = Phase.build(0, source=[0, 1], words=[8, 8], dst_counts=[1, 1], dst_tile=[2, 3],
                         dst_addr=[0x90000, 0x90000], src_addr=[0x4C000, 0x4C000])
     deps = transfer_dependencies(phase)
-    # an order naming no transfer: the Python loop's own IndexError
-    with pytest.raises(IndexError):
+    with pytest.raises(ValueError, match="an order or a dependency names no transfer"):
         materialize(phase, np.array([0, 2]), deps, MACHINE, TILES)
-    # fewer tiles than the phase names
-    with pytest.raises(IndexError):
+    with pytest.raises(ValueError, match=r"names a tile outside \[0, 3\)"):
         materialize(phase, np.arange(2), deps, MACHINE, 3)
-
-    # negative words, an address whose continuation could leave int64: Python's integers give the answer
+    # negative words, an address whose continuation could leave int64
     for words, addr in (([-8, 8], 0x90000), ([8, 8], 1 << 62)):
         odd = Phase.build(0, source=[0, 1], words=words, dst_counts=[1, 1], dst_tile=[2, 3], dst_addr=[addr, 0x90000],
                           src_addr=[0x4C000, 0x4C000])
-        assert reference._materialize_native(odd, np.arange(2), deps, MACHINE, TILES) is None
-        _same(materialize(odd, np.arange(2), deps, MACHINE, TILES),
-              reference._materialize_python(odd, np.arange(2), deps, MACHINE, TILES))
+        with pytest.raises(ValueError, match="negative words or an address beyond"):
+            materialize(odd, np.arange(2), deps, MACHINE, TILES)
 
-    # a plan whose lead runs outside the Python loop's event rows (no bundled machine's routes give one): past
-    # the rows' end the Python loop raises; before their start it reads and writes the rows' end, and the
-    # compiled loop gives the same schedule by letting it
+    # a plan whose lead runs outside the event rows (no bundled machine's routes give one): past the rows' end the
+    # Python loop raises IndexError, before their start it reads and writes the rows' end
     def plan(lead: int) -> reference._Plan:
         one = np.ones(2, np.int64)
         return reference._Plan(lead * one, one, 60 * one, 5 * one)
@@ -268,10 +215,37 @@ def test_where_the_compiled_loop_declines_the_python_loop_runs(enabled: None, mo
         monkeypatch.setattr(reference, "_plan", lambda *_, lead=lead: plan(lead))
         fresh = Phase.build(0, source=[0, 1], words=[8, 8], dst_counts=[1, 1], dst_tile=[2, 3],
                             dst_addr=[0x90000, 0x90000], src_addr=[0x4C000, 0x4C000])
-        assert reference._materialize_native(fresh, np.arange(2), deps, MACHINE, TILES) is None
-        if lead > 0:
-            with pytest.raises(IndexError):
-                materialize(fresh, np.arange(2), deps, MACHINE, TILES)
-        else:
-            _same(materialize(fresh, np.arange(2), deps, MACHINE, TILES),
-                  reference._materialize_python(fresh, np.arange(2), deps, MACHINE, TILES))
+        with pytest.raises(ValueError, match="outside its event rows"):
+            materialize(fresh, np.arange(2), deps, MACHINE, TILES)
+
+
+def test_the_compiled_loop_checks_its_arguments() -> None:
+    phase = host_phase(direct=1)
+    deps = transfer_dependencies(phase)
+    order = reference_order(phase, transfer_levels(phase.n, deps), tiles=TILES)
+    materialize(phase, order, deps, MACHINE, TILES)  # prepares the phase
+    p = reference._PREPARED
+    assert p is not None
+    n, entries = phase.n, int(phase.dst_tile.shape[0])
+    pred_ptr = np.zeros(n + 1, np.int64)
+    args = dict(order=order.astype(np.int64), source=p.source, words=p.words, dst_ptr=p.dst_ptr,
+                dst_tile=p.dst_tile, dst_addr=p.dst_addr, select=p.plan.select, pointer=p.plan.pointer,
+                lead=p.plan.lead, guard=p.plan.guard, pred_ptr=pred_ptr, pred=np.zeros(0, np.int64),
+                src_key_ptr=p.src_key_ptr, src_key=p.src_key, dst_key_ptr=p.dst_key_ptr,
+                dst_key_entry=p.dst_key_entry, dst_key=p.dst_key, keys=p.keys, tx=np.zeros(n, np.int64),
+                rx=np.zeros(entries, np.int64), cutover=np.zeros(entries, bool), carries=np.zeros(entries, bool),
+                horizon=np.zeros(TILES, np.int64))
+    assert _materialize.materialize(**args)
+    # the types, checked by nanobind: int64 (bool for two outputs), one dimension, C order; nothing converted
+    for name, value in (("order", order.astype(np.int32)), ("cutover", np.zeros(entries, np.int64)),
+                        ("tx", np.zeros(2 * n, np.int64)[::2]), ("keys", 1.5)):
+        with pytest.raises(TypeError, match="incompatible function arguments"):
+            _materialize.materialize(**{**args, name: value})
+    bad_order = order.astype(np.int64).copy()
+    bad_order[0] = n
+    for name, value, message in (("order", bad_order, "order names no transfer"),
+                                 ("words", np.zeros(n + 1, np.int64), "array lengths do not match"),
+                                 ("keys", -1, "array lengths do not match"),
+                                 ("pred", np.zeros(1, np.int64), "length does not match its pointers")):
+        with pytest.raises(ValueError, match=message):
+            _materialize.materialize(**{**args, name: value})

@@ -1,11 +1,10 @@
 """The non-delay list order (``placer.ordering.nondelay``): its definition (against a plain lazily re-keyed heap),
-the compiled loop against the Python one, and a miniature of the phase it was built for."""
+the compiled loop against the Python one (its test oracle), and a miniature of the phase it was built for."""
 
 from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -14,7 +13,6 @@ from hypothesis import strategies as st
 
 from placer.capture.model import Phase
 from placer.machine import load_machine
-from placer.ordering import greedy
 from placer.ordering.check import check_reference_schedule
 from placer.ordering.improve import OrderSearch
 from placer.ordering.nondelay import _nondelay_python, _successors, nondelay_order
@@ -25,14 +23,6 @@ from placer.ordering.synthetic import relay_phase
 from .helpers import TILES, small_phases
 
 MACHINE = load_machine()
-compiled = pytest.mark.skipif(greedy._native is None, reason="the compiled heaps are not built")
-
-
-@pytest.fixture
-def python_loop() -> Iterator[None]:
-    before = greedy.set_native(False)
-    yield
-    greedy.set_native(before)
 
 
 def definition(phase: Phase, deps: Dependencies, rank: np.ndarray, lag: int, tiles: int) -> list[int]:
@@ -78,12 +68,7 @@ def _python(phase: Phase, deps: Dependencies, rank: np.ndarray, lag: int, tiles:
 
 
 def _compiled(phase: Phase, deps: Dependencies, rank: np.ndarray, lag: int, tiles: int) -> np.ndarray:
-    native = greedy._native
-    order = np.empty(phase.n, np.int64)
-    cols = [np.ascontiguousarray(a, np.int64) for a in (phase.source, phase.words, phase.dst_ptr, phase.dst_tile)]
-    assert native.nondelay(*cols, np.ascontiguousarray(rank, np.int64), *_successors(phase.n, deps), lag, tiles,
-                           order) == phase.n
-    return order
+    return nondelay_order(phase, deps, rank, tiles=tiles, lag=lag)
 
 
 # small random phases, a random rank per transfer, and a dependency lag of none, a little or the default
@@ -108,7 +93,6 @@ def test_the_loop_lists_by_least_start_then_rank(phase: Phase, seed: int, lag: i
     assert _topological(order, deps)
 
 
-@compiled
 @settings(max_examples=150, deadline=None)
 @RANDOM_PHASES
 def test_the_compiled_loop_lists_what_the_python_loop_lists(phase: Phase, seed: int, lag: int) -> None:
@@ -126,17 +110,7 @@ def test_the_loops_agree_on_relayed_phases(seed: int) -> None:
     tiles = MACHINE.tiles
     expected = definition(phase, deps, rank, 150, tiles)
     assert _python(phase, deps, rank, 150, tiles).tolist() == expected
-    if greedy._native is not None:
-        assert _compiled(phase, deps, rank, 150, tiles).tolist() == expected
-
-
-def test_the_python_loop_is_what_nondelay_order_runs_when_the_switch_is_off(python_loop: None) -> None:
-    phase = relay_phase(seed=3, segments=4)
-    deps = transfer_dependencies(phase)
-    rank = np.arange(phase.n)
-    assert greedy.native_nondelay() is None
-    assert nondelay_order(phase, deps, rank, tiles=MACHINE.tiles).tolist() == definition(
-        phase, deps, rank, 150, MACHINE.tiles)
+    assert _compiled(phase, deps, rank, 150, tiles).tolist() == expected
 
 
 def test_a_dependency_cycle_is_an_error() -> None:

@@ -7,19 +7,16 @@ from __future__ import annotations
 import math
 import os
 
-import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from placer.placement import MemoryClass, PlacementProblem, Request, check_placement, read_problem, tile_problem
-from placer.placement.canonical import _build, _native, solve_flat, solve_general
+from placer.placement.canonical import _build, solve_flat, solve_general
 from placer.placement.checker import _any_overlap, _overlaps, _span
 from placer.placement.formats import parse_minimalloc_csv
 from placer.placement.generate import minimalloc_csv, perfect_packing
 
 from .brute import brute_force, choices, exhaustive
-
-pytestmark = pytest.mark.skipif(_native is None, reason="the compiled canonical search is not built")
 
 EXAMPLES = int(os.environ.get("PLACER_HYPOTHESIS_EXAMPLES", "120"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,5 +1,5 @@
-"""The fast capture readers -- compiled (placer.capture.scan) and numpy (placer.capture.fastjson) -- must agree
-exactly with the orjson path, or decline (return None) so that the orjson path names the error."""
+"""The capture reader -- the compiled scanner (placer.capture.scan) -- must agree exactly with the orjson path, or
+decline (return None) so that the orjson path names the error."""
 
 from __future__ import annotations
 
@@ -7,12 +7,8 @@ import gzip
 import itertools
 import json
 import random
-import subprocess
-import sys
 import tempfile
 import zlib
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,28 +19,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from placer.capture import read_capture, scan
-from placer.capture.fastjson import fast_split
 from placer.capture.io import _SCAN_LIMITS, _read_fast, capture_from_json
 from placer.capture.model import Capture
 from placer.errors import InputError
 from placer.fileio import read_bytes, read_json
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "captures"
-NATIVE = scan._scan is not None  # the compiled scanner is built (setup.py, optional)
-PATHS_BUILT = ("numpy", "native") if NATIVE else ("numpy",)
-# every fast path of this install; each one is compared with the orjson path
-PATHS = ["numpy", pytest.param("native", marks=pytest.mark.skipif(not NATIVE, reason="_scan not built"))]
 COLUMNS = ("source", "words", "width", "src_ptr", "src_addr", "dst_ptr", "dst_tile", "dst_addr")
-
-
-@contextmanager
-def reader(path: str) -> Iterator[None]:
-    """Read captures through one fast path: ``native`` (the compiled scanner) or ``numpy`` (fastjson)."""
-    before = scan.set_native(path == "native")
-    try:
-        yield
-    finally:
-        scan.set_native(before)
 
 label_text = st.lists(st.sampled_from([*'ab{}[]",:\\ \n', "é", '"transfers":[1]', "\\u0022", "transfers"]),
                       max_size=8).map("".join)
@@ -109,18 +90,14 @@ def _same_columns(fast: Capture, slow: Capture) -> None:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(phases=st.lists(phase_st, max_size=4), labels=st.booleans(), seed=st.integers(0, 2**16),
        style=st.integers(0, 4))
-def test_fast_paths_match_orjson_path(phases: list, labels: bool, seed: int, style: int) -> None:
+def test_the_scanner_matches_the_orjson_path(phases: list, labels: bool, seed: int, style: int) -> None:
     doc = _doc(phases, labels, seed)
     raw = _dump(doc, style)
     slow = capture_from_json(orjson.loads(raw))
-    assert fast_split(raw) is not None  # every valid layout here is one the fast paths understand
-    if NATIVE:
-        assert scan.scan_bytes(raw, _SCAN_LIMITS) is not None
-    for path in PATHS_BUILT:
-        with reader(path):
-            fast = _read_fast(raw, "<capture>")
-        assert fast is not None
-        _same_columns(fast, slow)
+    assert scan.scan_bytes(raw, _SCAN_LIMITS) is not None  # every valid layout here is one the scanner reads
+    fast = _read_fast(raw, "<capture>")
+    assert fast is not None
+    _same_columns(fast, slow)
 
 
 def _outcome(path: Path, read: Any) -> Capture | str:
@@ -139,16 +116,14 @@ def _same(a: Capture | str, b: Capture | str) -> bool:
 
 
 def _reads_as_before(path: Path, *, accepted: bool = False) -> None:
-    """read_capture through every fast path gives what the orjson path gives: the same capture or message.
-    With ``accepted``, a valid capture must also be one every fast path reads itself (declining it would be
-    correct but slow, and invisible in the outcome)."""
+    """read_capture (the scanner, then orjson where it declines) gives what the orjson path alone gives: the same
+    capture or message. With ``accepted``, a valid capture must also be one the scanner reads itself (declining it
+    would be correct but slow, and invisible in the outcome)."""
     slow = _outcome(path, _slow_read)
-    for fast in PATHS_BUILT:
-        with reader(fast):
-            got = _outcome(path, read_capture)
-            if accepted and not isinstance(slow, str):
-                assert _read_fast(read_bytes(path), str(path)) is not None, fast
-        assert _same(got, slow), (fast, got if isinstance(got, str) else "a capture", slow)
+    got = _outcome(path, read_capture)
+    if accepted and not isinstance(slow, str):
+        assert _read_fast(read_bytes(path), str(path)) is not None
+    assert _same(got, slow), (got if isinstance(got, str) else "a capture", slow)
 
 
 @pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.json")), ids=lambda p: p.name)
@@ -163,7 +138,7 @@ def test_gzipped_fixtures_read_as_before(path: Path, tmp_path: Path) -> None:
     _reads_as_before(gz, accepted=True)
 
 
-# corruptions the fast path must never accept differently from the orjson path
+# corruptions the scanner must never accept differently from the orjson path
 MUTATIONS = [
     (b'"words":8', b'"words":8.0'), (b'"words":8', b'"words":8e0'), (b'"words":8', b'"words":-8'),
     (b'"words":8', b'"words":08'), (b'"words":8', b'"words":true'), (b'"words":8', b'"words":null'),
@@ -175,7 +150,7 @@ MUTATIONS = [
     (b'"source":0', b'"source":123456789012345678901'), (b'"source":0', b'"source":9'),
     (b'"transfers":[', b'"transfers":[,'), (b'"transfers":[', b'"transfers":{'), (b"[{", b"[[{"),
     (b'"phase":0', b'"phase":0.5'), (b'"phase":0', b'"phase":0,"transfers":[]'),
-    # whitespace inside a width: fastjson once stripped it and read Word32
+    # whitespace inside a width: an earlier reader once stripped it and read Word32
     (b'"Word32"', b'"Word32 "'), (b'"Paired64"', b'"Paired64\t"'), (b'"Word32"', b'"Word 32"'),
 ]
 
@@ -186,7 +161,7 @@ def test_corruptions_read_as_before(old: bytes, new: bytes, tmp_path: Path) -> N
     assert old in raw
     path = tmp_path / "capture.json"
     path.write_bytes(raw.replace(old, new, 1))
-    _reads_as_before(path)  # some are valid but outside the fast subset (an unknown key): the orjson path reads them
+    _reads_as_before(path)  # some are valid but outside the scanner's subset (an unknown key): orjson reads them
 
 
 @settings(max_examples=150, deadline=None)
@@ -213,15 +188,11 @@ def test_large_phase_spans_several_chunks() -> None:
     doc = {"schema_version": 1, "tile_count": 64, "phases": [{"phase": 0, "transfers": ts},
                                                             {"phase": 1, "transfers": ts[:3]}]}
     raw = orjson.dumps(doc)
-    for path in PATHS_BUILT:
-        with reader(path):
-            fast = _read_fast(raw, "<capture>")
-        assert fast is not None and fast.equals(capture_from_json(doc))
+    fast = _read_fast(raw, "<capture>")
+    assert fast is not None and fast.equals(capture_from_json(doc))
 
 
-# --- the compiled scanner: pieces, gzip streams, range checks, malformed captures --------------------------------
-
-needs_native = pytest.mark.skipif(not NATIVE, reason="_scan not built")
+# --- pieces, gzip streams, range checks, malformed captures --------------------------------------------------------
 
 
 def _same_split(a: scan.NativeSplit | None, b: scan.NativeSplit | None) -> None:
@@ -237,7 +208,6 @@ def _pieces(raw: bytes, cuts: list[int]) -> list[bytes]:
     return [raw[a:b] for a, b in itertools.pairwise([0, *at, len(raw)])]
 
 
-@needs_native
 @pytest.mark.parametrize("indent", [False, True])
 def test_every_piece_boundary_scans_alike(indent: bool) -> None:
     """A chunk may end anywhere: in a key, a number, whitespace, between two arrays or inside "transfers"."""
@@ -249,7 +219,6 @@ def test_every_piece_boundary_scans_alike(indent: bool) -> None:
     _same_split(scan._scan_pieces(iter([b"", raw, b""]), _SCAN_LIMITS), whole)
 
 
-@needs_native
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(phases=st.lists(phase_st, max_size=4), labels=st.booleans(), seed=st.integers(0, 2**16),
        style=st.integers(0, 4), cuts=st.lists(st.integers(0, 2**20), max_size=40))
@@ -291,7 +260,7 @@ def test_gzip_streams_read_as_before(variant: str, tmp_path: Path, monkeypatch: 
         path = tmp_path / name
         path.write_bytes(data)
         _reads_as_before(path, accepted=True)
-        if NATIVE and variant in VALID_GZ and data[:2] == b"\x1f\x8b":  # streamed, not declined
+        if variant in VALID_GZ and data[:2] == b"\x1f\x8b":  # streamed, not declined
             _same_split(scan.scan_file(path, _SCAN_LIMITS), scan.scan_bytes(raw, _SCAN_LIMITS))
 
 
@@ -318,7 +287,7 @@ edge_transfer = st.fixed_dictionaries({
 @given(phases=st.lists(st.lists(edge_transfer, max_size=4), min_size=1, max_size=3), indent=st.booleans())
 def test_range_limits_read_as_before(phases: list, indent: bool) -> None:
     """A value at or past any limit (tile count, words, 2^32, alignment, address + bytes, own source, a tile
-    twice): every fast path declines or agrees, and the message is the orjson path's."""
+    twice): the scanner declines or agrees, and the message is the orjson path's."""
     doc = {"schema_version": 1, "tile_count": 8,
            "phases": [{"phase": k, "transfers": ts} for k, ts in enumerate(phases)]}
     with tempfile.TemporaryDirectory() as tmp:
@@ -328,7 +297,7 @@ def test_range_limits_read_as_before(phases: list, indent: bool) -> None:
 
 
 def test_values_at_the_limits_are_read_fast(tmp_path: Path) -> None:
-    """The last valid value of every range: no fast path declines it."""
+    """The last valid value of every range: the scanner does not decline it."""
     top = 2**32
     ts = [{"source": 7, "source_addresses": [top - 4 * 4148, 0],
            "destinations": [{"tile": 0, "address": top - 4 * 4148}, {"tile": 6, "address": 0}],
@@ -348,7 +317,7 @@ def _malformed_capture_cases() -> list[Any]:
 
 @pytest.mark.parametrize("case", _malformed_capture_cases(), ids=lambda c: c.id)
 def test_malformed_cases_read_as_before(case: Any, tmp_path: Path) -> None:
-    """The malformed capture cases of tests/cli/malformed, in-process through every fast path."""
+    """The malformed capture cases of tests/cli/malformed, in-process through the scanner."""
     demo = Path(__file__).parents[2] / "examples" / "relay-demo.json"
     path = tmp_path / case.name
     if case.text is not None:
@@ -360,11 +329,3 @@ def test_malformed_cases_read_as_before(case: Any, tmp_path: Path) -> None:
     else:
         path.write_bytes(case.data(demo.read_bytes()))
     _reads_as_before(path)
-
-
-def test_environment_turns_the_compiled_scanner_off() -> None:
-    code = "from placer.capture import scan; print(scan.native_available())"
-    for value, expect in (("numpy", "False"), ("native", str(NATIVE))):
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                             env={"PLACER_CAPTURE_SCAN": value, "PATH": ""}).stdout.strip()
-        assert out == expect
