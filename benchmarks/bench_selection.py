@@ -27,9 +27,9 @@ import os
 import time
 
 from placer.allocator import keep_freed_arrays
-from placer.api import schedule_programs
 from placer.capture.headroom import headroom
 from placer.machine import load_machine
+from placer.selection.programs import schedule_programs
 from placer.selection.select import Outcome, prepare, select
 from placer.solver import Deadline, SolverParams
 from placer.units import format_size, parse_size_list

@@ -2,8 +2,10 @@
 
 The public API (:mod:`placer.api`) is re-exported here: ``placer.read_capture``, ``placer.load_machine``,
 ``placer.generate``, ``placer.inspect``, ``placer.solve``, ``placer.compare``, ``placer.validate``,
-``placer.place``, ``placer.schedule`` and their result types. ``help(placer.solve)`` shows how to call it.
-The names are loaded on first use, so ``import placer`` (and the command line's start-up) stays cheap.
+``placer.replay``, ``placer.place``, ``placer.place_many``, ``placer.schedule`` and their result types
+(:mod:`placer.results`); ``placer.api.report`` is not (``placer.report`` is the report package).
+``help(placer.solve)`` shows how to call it. The names are loaded on first use, so ``import placer`` (and the
+command line's start-up) stays cheap.
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ __version__ = "0.1.0"
 _EXPORTS = {
     **dict.fromkeys(
         ("read_capture", "write_capture", "load_machine", "generate", "inspect", "solve", "compare", "validate",
-         "place", "schedule", "objective_order", "OBJECTIVES", "InspectResult", "SelectionResult",
-         "ComparisonResult", "ValidationResult", "PlaceResult", "ScheduleResult"), "placer.api"),
+         "replay", "place", "place_many", "schedule", "objective_order", "OBJECTIVES"), "placer.api"),
+    **dict.fromkeys(
+        ("InspectResult", "SelectionResult", "ComparisonResult", "ValidationResult", "ReplayResult", "PlaceResult",
+         "PlaceManyResult", "ScheduleResult", "ReportResult"), "placer.results"),
     **dict.fromkeys(("SelectionMode", "PlacementMode", "ScheduleMode"), "placer.modes"),
     **dict.fromkeys(("ExitCode", "InputError"), "placer.errors"),
     **dict.fromkeys(("SolverParams", "RunConfig", "Status", "SolveResult", "Deadline"), "placer.solver"),
@@ -47,11 +51,14 @@ __all__ = [
     "Machine",
     "Objectives",
     "PhaseSchedule",
+    "PlaceManyResult",
     "PlaceResult",
     "PlacementMode",
     "PlacementProblem",
     "PlacementResult",
     "Plan",
+    "ReplayResult",
+    "ReportResult",
     "RunConfig",
     "ScheduleMode",
     "ScheduleResult",
@@ -69,7 +76,9 @@ __all__ = [
     "load_machine",
     "objective_order",
     "place",
+    "place_many",
     "read_capture",
+    "replay",
     "schedule",
     "solve",
     "validate",
@@ -79,19 +88,15 @@ __all__ = [
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ imports on first use
     from placer.api import (
         OBJECTIVES,
-        ComparisonResult,
-        InspectResult,
-        PlaceResult,
-        ScheduleResult,
-        SelectionResult,
-        ValidationResult,
         compare,
         generate,
         inspect,
         load_machine,
         objective_order,
         place,
+        place_many,
         read_capture,
+        replay,
         schedule,
         solve,
         validate,
@@ -104,6 +109,17 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ im
     from placer.ordering.schedule import PhaseSchedule
     from placer.placement.model import PlacementProblem
     from placer.placement.result import PlacementResult
+    from placer.results import (
+        ComparisonResult,
+        InspectResult,
+        PlaceManyResult,
+        PlaceResult,
+        ReplayResult,
+        ReportResult,
+        ScheduleResult,
+        SelectionResult,
+        ValidationResult,
+    )
     from placer.selection.plan import Plan
     from placer.selection.select import Objectives
     from placer.solver import Deadline, RunConfig, SolveResult, SolverParams, Status

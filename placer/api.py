@@ -1,7 +1,8 @@
 """placer's public Python API: the whole pipeline as functions with typed results.
 
 Every command of the ``placer`` command line is a thin layer over one function here, and every ``--json`` a
-command prints is the ``to_json()`` of the result that function returns::
+command prints is the ``to_json()`` of the result that function returns (the results are frozen records defined in
+:mod:`placer.results`; their JSON documents are typed where ``placer.report`` builds them)::
 
     import placer
 
@@ -12,8 +13,10 @@ command prints is the ``to_json()`` of the result that function returns::
     check = placer.validate(capture, result, machine, budget=700)   # the independent validator (placer validate)
     order = placer.schedule(result.rewritten(), machine)        # stream order of every phase (placer schedule)
 
-The names are re-exported from the package (``placer.solve`` is :func:`solve`). Heavy stages (CP-SAT, the
-validator, the stream scheduler) are imported when a function needs them, so ``import placer`` stays cheap.
+The names are re-exported from the package (``placer.solve`` is :func:`solve`). This module only composes the
+stages: each function checks its arguments, calls the stages in order and wraps what they found in a result.
+Heavy stages (CP-SAT, the validator, the stream scheduler) are imported when a function needs them, so
+``import placer`` stays cheap.
 Malformed input raises :class:`placer.errors.InputError` (one line naming the file, the field and the value);
 each result's ``exit_code`` is the code the matching command ends with.
 """
@@ -21,17 +24,27 @@ each result's ``exit_code`` is the code the matching command ends with.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 from placer import interrupt
 from placer.clock import command_start
-from placer.errors import ExitCode, InputError
-from placer.fileio import read_json, write_json
+from placer.errors import InputError
+from placer.fileio import read_json
 from placer.modes import OrderingRules, PlacementMode, ScheduleMode, SelectionMode
-from placer.solver import Deadline, RunConfig, SolveResult, SolverParams, Status
+from placer.results import (
+    ComparisonResult,
+    InspectResult,
+    PlaceManyResult,
+    PlaceResult,
+    ReplayResult,
+    ReportResult,
+    ScheduleResult,
+    SelectionResult,
+    ValidationResult,
+)
+from placer.solver import Deadline, RunConfig, SolverParams
 from placer.units import MAX_ADDRESS, MAX_SIZE, size_option
 
 # Every stage (and numpy with it) is imported by the function that needs it: ``placer place`` on a MiniMalloc-class
@@ -39,18 +52,9 @@ from placer.units import MAX_ADDRESS, MAX_SIZE, size_option
 if TYPE_CHECKING:
     from placer.capture.model import Capture
     from placer.machine import Machine
-    from placer.ordering.orders import Replayed
-    from placer.ordering.program import ProgramFigures
-    from placer.ordering.schedule import PhaseSchedule
     from placer.placement import PlacementProblem, PlacementResult
-    from placer.selection.greedy import Decision
-    from placer.selection.plan import Plan
-    from placer.selection.select import Objectives, Outcome
-    from placer.validation.plan import Plan as ParsedPlan
-    from placer.validation.validator import ValidationReport
 
 OBJECTIVES = ("cycles", "table", "scratch", "relays")  # the selection's default lexicographic order
-WRITE_SECONDS_PER_TRANSFER = 6e-6  # writing a capture (numpy writer, gzip level 1), measured on SigLIP b2
 
 CaptureLike: TypeAlias = "Capture | str | Path"  # a capture, or a capture file
 MachineLike: TypeAlias = "Machine | str | Path | None"  # a machine, its bundled name or its file (None: ipu21)
@@ -82,7 +86,7 @@ def read_capture(path: str | Path) -> Capture:
     return _read(path)
 
 
-def write_capture(capture: Capture, path: str | Path) -> None:
+def write_capture(capture: Capture, path: str | Path) -> int:
     """Write ``capture`` to ``path`` (gzipped when the name ends in ``.gz``); the file appears only complete.
 
     Parameters
@@ -91,10 +95,15 @@ def write_capture(capture: Capture, path: str | Path) -> None:
         The program to write (e.g. :meth:`SelectionResult.rewritten`).
     path
         Where to write it.
+
+    Returns
+    -------
+    int
+        The file's size in bytes.
     """
     from placer.capture.writer import write_capture as _write
 
-    _write(capture, path)
+    return _write(capture, path)
 
 
 def load_machine(spec: str | Path | None = None) -> Machine:
@@ -141,10 +150,20 @@ def generate(model: str | Path, *, batch: int = 2, layers: int | None = None, ma
     -------
     Capture
         One layer body in a Repeat, plus the bookends.
+
+    Raises
+    ------
+    InputError
+        A malformed model, or one too large to generate in this machine's free memory (refused before it is
+        built).
     """
+    from placer.progress import task
+    from placer.workloads.generate import check_memory
     from placer.workloads.generate import generate as _generate
 
-    return _generate(model, batch=batch, layers=layers, machine=machine, seed=seed)
+    check_memory(model, batch)
+    with task(f"lower {model} batch {batch}"):
+        return _generate(model, batch=batch, layers=layers, machine=machine, seed=seed)
 
 
 def _machine(machine: MachineLike) -> Machine:
@@ -180,34 +199,6 @@ def objective_order(objective: str | Sequence[str] | None) -> tuple[str, ...]:
 # --- inspect ----------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class InspectResult:
-    """What a capture costs, per phase and for the program (``placer inspect``).
-
-    Attributes
-    ----------
-    summary
-        The document ``placer inspect --json`` prints: ``phases`` (transfers, multicast groups, worst tile,
-        table bytes, fragments, cycles) and ``program`` (worst tile, row estimate, budgets, verdict).
-    """
-
-    summary: dict[str, Any]
-
-    @property
-    def fits(self) -> bool:
-        """Whether the program as captured fits the table budget and the fragment limit."""
-        return bool(self.summary["program"]["fits"])
-
-    @property
-    def exit_code(self) -> ExitCode:
-        """``placer inspect``'s exit code: 0 fits, 4 does not."""
-        return ExitCode.OK if self.fits else ExitCode.OVER_BUDGET
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``placer inspect --json`` document."""
-        return self.summary
-
-
 def inspect(capture: CaptureLike, machine: MachineLike = None, *, budget: int | str | None = None) -> InspectResult:
     """Cost a capture with the reference compiler's model (docs/reference.md §3), phase by phase (``placer inspect``).
 
@@ -232,151 +223,6 @@ def inspect(capture: CaptureLike, machine: MachineLike = None, *, budget: int | 
 
 
 # --- relay selection ----------------------------------------------------------------------------------------------
-
-
-@dataclass(eq=False)
-class SelectionResult:
-    """The outcome of one relay selection (``placer solve``): the plan, its exact figures, the search's bounds.
-
-    Attributes
-    ----------
-    capture, machine
-        What was solved.
-    mode
-        ``cpsat`` or ``greedy`` (the production rule alone).
-    outcome
-        The selection driver's full record (``placer.selection.select.Outcome``).
-    summary
-        Per phase before → after and the program against its budgets (``None`` if a signal stopped the run).
-    deadline
-        The clock the run was timed on; ``to_json()["time"]`` says how it was spent.
-    programs
-        With ``schedule=True``: the all-direct program, the production rule's and this plan's, every phase
-        scheduled (B1024, lower bound, placer's best order on the phases the plans change) and checked.
-    interrupted
-        A SIGINT/SIGTERM stopped the search (``placer solve`` then writes the best plan so far if it validates).
-    """
-
-    capture: Capture
-    machine: Machine
-    mode: SelectionMode
-    outcome: Outcome
-    summary: dict[str, Any] | None
-    deadline: Deadline
-    programs: dict[str, ProgramFigures] | None = None  # "direct", "production_rule", "plan"
-    interrupted: bool = False
-    write_reserve: float = 0.0  # seconds of the limit held back for writing the rewritten capture afterwards
-
-    @property
-    def status(self) -> Status:
-        """How the search ended: ``optimal``, ``feasible``, ``infeasible`` (proved) or ``unknown``."""
-        return self.outcome.status
-
-    @property
-    def plan(self) -> Plan:
-        """The relay plan kept (CP-SAT's, or the incumbent it could not beat)."""
-        return self.outcome.plan
-
-    @property
-    def plan_from(self) -> str:
-        """Where the plan came from: ``cp-sat``, ``production rule``, ``budget-greedy``, ..."""
-        from placer.report.selection import plan_source
-
-        return plan_source(self.outcome.source)
-
-    @property
-    def objectives(self) -> Objectives:
-        """The plan's exact figures (re-costed on the rewritten program): fits, cycles, worst table, ..."""
-        return self.outcome.objectives
-
-    @property
-    def production_rule(self) -> Objectives:
-        """The production rule's plan's figures (docs/reference.md §5), the baseline."""
-        return self.outcome.greedy_objectives
-
-    @property
-    def decisions(self) -> list[Decision]:
-        """The production rule's decision for every phase."""
-        return self.outcome.decisions
-
-    @property
-    def stages(self) -> list[tuple[str, SolveResult]]:
-        """Each lexicographic stage's solve (objective, bound, status, time); empty in greedy mode."""
-        return list(self.outcome.staged.stages) if self.outcome.staged is not None else []
-
-    @property
-    def bounds(self) -> dict[str, float | None]:
-        """Per stage (``cycles``, ``table``, ...), the proved lower bound."""
-        return {name: r.bound for name, r in self.stages}
-
-    @property
-    def fits(self) -> bool:
-        """Whether the plan fits the table budget and the fragment limit."""
-        return self.objectives.fits
-
-    @property
-    def schedule_ok(self) -> bool:
-        """Whether every schedule (``schedule=True``) passed its check (``True`` without schedules)."""
-        return all(p.valid for p in (self.programs or {}).values())
-
-    @property
-    def exit_code(self) -> ExitCode:
-        """``placer solve``'s exit code: 1 a schedule failed its check, 3 proved infeasible, 4 over budget."""
-        if not self.schedule_ok:
-            return ExitCode.INVALID
-        if self.outcome.status is Status.INFEASIBLE and self.mode == SelectionMode.CPSAT:
-            return ExitCode.INFEASIBLE
-        if not self.objectives.fits:
-            return ExitCode.OVER_BUDGET
-        return ExitCode.OK
-
-    def rewritten(self) -> Capture:
-        """The program with the plan's relays applied."""
-        return self.plan.rewritten(self.capture)
-
-    def plan_json(self, *, rendered: bool = False) -> dict[str, Any]:
-        """The plan file (docs/plan.md): the delta, the relays, the capture's and machine's digests. ``rendered``
-        gives the transfer lists as pre-rendered JSON (the same bytes once serialised, faster to write); without
-        it they are lists, as an in-memory reader (the validator) wants them."""
-        return self.plan.to_json(self.capture, self._summary(), rendered=rendered)
-
-    def write_plan(self, path: str | Path) -> None:
-        """Write the plan file to ``path`` (gzipped when the name ends in ``.gz``), atomically."""
-        write_json(path, self.plan_json(rendered=True))
-
-    def order_json(self) -> dict[str, Any]:
-        """The order file of the plan's program (``schedule=True``): placer's best order of every phase
-        (docs/plan.md, "The order file")."""
-        from placer.capture.io import capture_digest
-        from placer.ordering.orders import order_document
-
-        if self.programs is None:
-            raise ValueError("no schedule: solve with schedule=True")
-        rows = self.programs["plan"].rows
-        return order_document(capture_digest(self.rewritten()), self.machine, [r.phase_order() for r in rows])
-
-    def write_order(self, path: str | Path) -> None:
-        """Write the order file to ``path``, atomically."""
-        write_json(path, self.order_json())
-
-    def _summary(self) -> dict[str, Any]:
-        if self.summary is None:
-            from placer.report.selection import outcome_summary
-
-            self.summary = outcome_summary(self.capture, self.outcome)
-        return self.summary
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``placer solve --json`` document; ``time`` is the clock as of this call."""
-        from placer.report.selection import outcome_json, schedule_json, time_json
-
-        doc = outcome_json(self.capture, self.outcome, self._summary())
-        if self.programs is not None:
-            doc["schedule"] = schedule_json(self.programs)
-        doc["time"] = time_json(self.deadline, [self.outcome])
-        if self.write_reserve:
-            doc["time"]["write_capture_reserve_s"] = round(self.write_reserve, 1)
-        return doc
 
 
 def _params(params: SolverParams | None, stage: str) -> SolverParams:
@@ -467,6 +313,9 @@ def solve(capture: CaptureLike, machine: MachineLike = None, *, budget: int | st
     InputError
         A malformed capture, machine or parameter.
     """
+    from placer.capture.writer import write_seconds
+    from placer.report.selection import outcome_summary
+    from placer.selection.programs import schedule_programs
     from placer.selection.select import SEARCH_END, select
 
     mode = SelectionMode(mode)
@@ -478,89 +327,23 @@ def solve(capture: CaptureLike, machine: MachineLike = None, *, budget: int | st
     deadline = _deadline(params, deadline)
     cap = _load_timed(capture, deadline)
     end = SEARCH_END * deadline.seconds
-    reserve = WRITE_SECONDS_PER_TRANSFER * cap.transfer_count() if writes_capture else 0.0
-    if writes_capture:
-        # writing the rewritten program takes about 6 s per million transfers here: the search stops earlier
+    reserve = write_seconds(cap) if writes_capture else 0.0
+    if writes_capture:  # writing the rewritten program afterwards fits in the limit too: the search stops earlier
         end = min(end, deadline.seconds - reserve)
     with interrupt.graceful():  # a signal stops the search; the best plan so far is still returned
         outcome = select(cap, mach, table, frag, mode=mode, params=params, order=order, local_pack=local_pack,
                          deadline=deadline, search_end=end, cycle_slack=_slack(cycle_slack))
-    result = SelectionResult(cap, mach, mode, outcome, None, deadline, write_reserve=reserve)
     if interrupt.received() is not None:
-        result.interrupted = True
-        return result
+        return SelectionResult(cap, mach, mode, outcome, None, deadline, interrupted=True, write_reserve=reserve)
     t = time.perf_counter()
-    result._summary()
+    summary = outcome_summary(cap, outcome)
     t = deadline.mark("output", t)
+    programs = None
     if schedule:
         # its own time (--order-time per changed phase, the whole program scheduled three times): not the limit's
-        result.programs = schedule_programs(cap, outcome, mach, order_params)
+        programs = schedule_programs(cap, outcome, mach, order_params)
         deadline.mark("schedule", t)
-    return result
-
-
-def schedule_programs(capture: Capture, outcome: Outcome, machine: Machine,
-                      params: SolverParams | None = None) -> dict[str, ProgramFigures]:
-    """The all-direct program, the production rule's plan and the outcome's plan, every phase scheduled under the
-    reference's rules and checked (``placer solve --schedule``): B1024, the lower bound, and placer's best order
-    (``params.time_limit`` seconds per phase) on the phases either plan relays -- the other phases are the same
-    phase in all three programs."""
-    from placer.ordering.program import ProgramScheduler
-
-    scheduler = ProgramScheduler(machine, _params(params, "ordering"))
-    searched = {r.group.phase for r in [*outcome.greedy.relays, *outcome.plan.relays]}
-    out = {"direct": scheduler.program(capture, searched, "the all-direct program"),
-           "production_rule": scheduler.program(outcome.greedy.rewritten(capture), searched,
-                                                "the production rule's plan")}
-    out["plan"] = scheduler.program(outcome.plan.rewritten(capture), searched, "the plan")
-    return out
-
-
-@dataclass(eq=False)
-class ComparisonResult:
-    """The production rule against CP-SAT for one or more budgets (``placer compare``).
-
-    Attributes
-    ----------
-    capture
-        What was solved.
-    outcomes
-        Per budget (in the order asked), the selection driver's record.
-    entries
-        Per budget, the ``placer compare --json`` entry (without ``sweep_time``).
-    deadline
-        The whole sweep's clock.
-    """
-
-    capture: Capture
-    outcomes: list[tuple[int, Outcome]]
-    entries: list[dict[str, Any]]
-    deadline: Deadline
-
-    @property
-    def fits(self) -> bool:
-        """Whether CP-SAT's plan fits at every budget."""
-        return all(out.objectives.fits for _, out in self.outcomes)
-
-    @property
-    def exit_code(self) -> ExitCode:
-        """``placer compare``'s exit code: 4 when a budget's plan does not fit."""
-        return ExitCode.OK if self.fits else ExitCode.OVER_BUDGET
-
-    def time(self) -> dict[str, Any]:
-        """How the sweep's clock was spent (as of this call)."""
-        from placer.report.selection import time_json
-
-        return time_json(self.deadline, [out for _, out in self.outcomes])
-
-    def to_json(self) -> list[dict[str, Any]]:
-        """The ``placer compare --json`` document: one entry per budget, each with the sweep's ``sweep_time``."""
-        timing = self.time()
-        return [{**entry, "sweep_time": timing} for entry in self.entries]
-
-
-FIRST_SHARE = 0.7  # of a compare's search time, the first (smallest) budget's: it builds what the others reuse
-FRONT_SECONDS = 1.0  # CP-SAT work per point of a compare's trade-off front (a small multiple-choice model)
+    return SelectionResult(cap, mach, mode, outcome, summary, deadline, programs, write_reserve=reserve)
 
 
 def compare(capture: CaptureLike, machine: MachineLike = None, *, budgets: Sequence[int | str] | None = None,
@@ -588,11 +371,8 @@ def compare(capture: CaptureLike, machine: MachineLike = None, *, budgets: Seque
     -------
     ComparisonResult
     """
-    from placer.progress import task
     from placer.report.selection import comparison_json
-    from placer.selection.greedy import greedy_plan
-    from placer.selection.select import SEARCH_END, cycle_front, prepare, select, share_table_bounds
-    from placer.units import format_size
+    from placer.selection.budgets import largest_front, select_budgets
 
     mach = _machine(machine)
     sizes = [_size(b, "budgets") for b in budgets] if budgets else [mach.budget.table_bytes]
@@ -601,35 +381,11 @@ def compare(capture: CaptureLike, machine: MachineLike = None, *, budgets: Seque
     params = _params(params, "selection")
     deadline = _deadline(params, deadline)
     cap = _load_timed(capture, deadline)
+    outcomes = select_budgets(cap, mach, sizes, frag, params=params, order=order, local_pack=local_pack,
+                              deadline=deadline)
     t = time.perf_counter()
-    prepared = prepare(cap, mach, min(sizes), frag, local_pack=local_pack, workers=params.workers)
-    t = deadline.mark("options", t)
-    # the rule ignores the budget (docs/reference.md §5): computed before the budgets' shares of the search are set, so
-    # the first budget's share is not spent on it
-    prepared.rule = greedy_plan(cap, prepared.full, mach, min(sizes), frag, prepared.problem.direct, params.workers)
-    deadline.mark("production rule", t)
-    work = params.work_per_second * params.time_limit / len(sizes)
-    solved: dict[int, Outcome] = {}
-    search_from = deadline.elapsed()
-    ascending = sorted(set(sizes))
-    for i, b in enumerate(ascending):
-        # each budget's wall backstop: its share of what is left for the search when the sweep starts. The first
-        # budget builds and measures what every budget shares (the constructions, the phase configurations), so
-        # it gets FIRST_SHARE of it; the others, which mostly combine, split the rest
-        rest = (1 - FIRST_SHARE) / max(1, len(ascending) - 1)
-        share = FIRST_SHARE + i * rest if len(ascending) > 1 else 1.0
-        end = search_from + share * (SEARCH_END * deadline.seconds - search_from)
-        hints = [solved[s].plan for s in ascending[:i] if solved[s].objectives.fits]
-        with task(f"budget {format_size(b)}"):
-            solved[b] = select(cap, mach, b, frag, params=params, order=order, local_pack=local_pack,
-                               deadline=deadline, prepared=prepared, work=work, search_end=end, hints=hints)
-    outcomes = [(b, solved[b]) for b in sizes]
-    share_table_bounds(outcomes)
-    t = time.perf_counter()
-    # the front at the largest budget: the measured configurations are every budget's, and a larger budget only
-    # admits more plans
+    front = largest_front(outcomes, params)
     largest = max(sizes)
-    front = cycle_front(solved[largest], replace(params, time_limit=FRONT_SECONDS))
     entries = [comparison_json(cap, b, out, front if b == largest else None) for b, out in outcomes]
     deadline.mark("output", t)
     return ComparisonResult(cap, outcomes, entries, deadline)
@@ -638,91 +394,8 @@ def compare(capture: CaptureLike, machine: MachineLike = None, *, budgets: Seque
 # --- validation -------------------------------------------------------------------------------------------------
 
 
-@dataclass(eq=False)
-class ValidationResult:
-    """The independent validator's verdict on a plan (``placer validate``).
-
-    Attributes
-    ----------
-    report
-        Every check's findings (``errors``; ``valid`` when there are none).
-    notes
-        What the plan does not record (digests) and which budget it was checked against.
-    """
-
-    report: ValidationReport
-    notes: list[str] = field(default_factory=list)
-    order: ReplayResult | None = None  # with an order file: its phases replayed on the plan's program
-
-    @property
-    def valid(self) -> bool:
-        """No error: the plan is a correct rewrite of the capture and fits the budgets checked (and its order,
-        when one was given, keeps the dependencies and the rules)."""
-        return self.report.valid and (self.order is None or self.order.valid)
-
-    @property
-    def errors(self) -> list[str]:
-        return self.report.errors + [f"order: {p}" for p in (self.order.problems if self.order else [])]
-
-    @property
-    def over_budget_only(self) -> bool:
-        """Invalid only because it breaks the budget (a correct rewrite)."""
-        return not self.valid and all(e.startswith("budget:") for e in self.errors)
-
-    @property
-    def exit_code(self) -> ExitCode:
-        """``placer validate``'s exit code: 0 valid, 1 invalid, 4 valid but over the budget."""
-        if self.valid:
-            return ExitCode.OK
-        return ExitCode.OVER_BUDGET if self.over_budget_only else ExitCode.INVALID
-
-    def lines(self) -> list[str]:
-        """The report as ``placer validate`` prints it."""
-        out = [*self.report.lines(), *self.notes]
-        if self.order is not None:
-            total = sum(r.horizon for r in self.order.phases)
-            out.append(f"order {'valid' if self.order.valid else 'INVALID'}: {len(self.order.phases)} phases "
-                       f"replayed by the reference's rules, Σ horizon {total:,} cycles")
-            out += [f"  order: {p}" for p in self.order.problems[:20]]
-        return out
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``placer validate --json`` document."""
-        doc = {**self.report.to_json(), "notes": self.notes}
-        if self.order is not None:
-            doc["order"] = self.order.to_json()
-            doc["valid"] = self.valid
-        return doc
-
-
-def check_provenance(doc: Any, capture: Capture, capture_path: str | Path, machine: Machine,
-                     plan_path: str | Path) -> list[str]:
-    """Refuse a plan recorded for another capture or machine; return notes for what the plan does not record."""
-    notes = []
-    rec = doc.get("capture") if isinstance(doc, dict) else None
-    if isinstance(rec, dict) and "sha256" in rec:
-        from placer.capture.io import capture_digest
-
-        digest = capture_digest(capture)
-        if rec["sha256"] != digest:
-            raise InputError(f"the plan was made for another capture (sha256 {str(rec['sha256'])[:16]}…, "
-                             f"{rec.get('transfers', '?')} transfers); {capture_path} has sha256 {digest[:16]}… "
-                             f"({capture.transfer_count()} transfers)", path=str(plan_path), where="capture.sha256")
-    else:
-        notes.append("note: the plan records no capture digest; it is checked against this capture as given")
-    recorded = doc.get("machine_sha256") if isinstance(doc, dict) else None
-    if recorded is not None:
-        if recorded != machine.digest():
-            raise InputError(f"the plan was made for machine {doc.get('machine')!r} (sha256 {str(recorded)[:16]}…); "
-                             f"--machine {machine.name!r} has sha256 {machine.digest()[:16]}…: pass the machine "
-                             "the plan was made for", path=str(plan_path), where="machine_sha256")
-    else:
-        notes.append("note: the plan records no machine digest; it is checked against --machine as given")
-    return notes
-
-
-def validate(capture: CaptureLike, plan: str | Path | dict[str, Any] | SelectionResult, machine: MachineLike = None,
-             *, budget: int | str | None = None, fragments: int | None = None,
+def validate(capture: CaptureLike, plan: str | Path | Mapping[str, object] | SelectionResult,
+             machine: MachineLike = None, *, budget: int | str | None = None, fragments: int | None = None,
              order: str | Path | None = None) -> ValidationResult:
     """Check a plan against the original capture and the machine, independently of the code that produced it
     (``placer validate``).
@@ -754,66 +427,24 @@ def validate(capture: CaptureLike, plan: str | Path | dict[str, Any] | Selection
     InputError
         A malformed plan, or one made for another capture or machine.
     """
-    from placer.validation.plan import bind_plan, parse_plan
-    from placer.validation.validator import validate as _validate
+    from placer.validation.document import check_document, program_of
 
     mach = _machine(machine)
     table = _size(budget, "budget") if budget is not None else mach.budget.table_bytes
     frag = fragments if fragments is not None else mach.budget.fragments
     cap = _capture(capture)
     capture_name = str(capture) if isinstance(capture, str | Path) else "the capture"
+    doc: object
     if isinstance(plan, SelectionResult):
         doc, plan_name = plan.plan_json(), "<plan>"
-    elif isinstance(plan, dict):
+    elif isinstance(plan, Mapping):
         doc, plan_name = plan, "<plan>"
     else:
         doc, plan_name = read_json(plan), str(plan)
-    # parsed here rather than in the validator so that every InputError names the plan file
-    parsed = parse_plan(doc, plan_name)
-    notes = check_provenance(doc, cap, capture_name, mach, plan_name)  # before binding: a foreign plan fails here
-    bind_plan(parsed, cap, plan_name)
-    recorded = (parsed.table_bytes, parsed.fragments)
-    parsed.table_bytes, parsed.fragments = table, frag
-    report = _validate(cap, parsed, mach)
-    if recorded != (table, frag):
-        notes.append(f"note: the plan records budget {recorded[0]:,} bytes / {recorded[1]:,} fragments; checked "
-                     f"against {table:,} / {frag:,}")
-    replayed = None
-    if order is not None:
-        replayed = replay(program_of(cap, parsed), order, mach)
-    return ValidationResult(report, notes, replayed)
-
-
-def program_of(capture: Capture, plan: ParsedPlan) -> Capture:
-    """The program a bound plan (``placer.validation.plan``) produces: each phase of its delta with the removed
-    transfers dropped and the appended ones after the rest, each inserted phase after its phase."""
-    import numpy as np
-
-    from placer.capture.model import Phase, Repeat
-
-    delta = {d.phase: d for d in plan.delta}
-    inserted: dict[int, list[Phase]] = {}
-    for ins in plan.inserted:
-        assert ins.transfers is not None  # bound
-        inserted.setdefault(ins.after, []).append(ins.transfers)
-    phases: list[Phase] = []
-    body = set(capture.repeat.phases) if capture.repeat is not None else set()
-    for p in capture.phases:
-        d = delta.get(p.phase)
-        if d is None:
-            phases.append(p)
-        else:
-            assert d.append is not None  # bound
-            keep = np.setdiff1d(np.arange(p.n), d.remove)
-            phases.append(Phase.concat(p.phase, [p.take(keep), d.append], extra=p.extra))
-        for extra in inserted.get(p.phase, []):
-            phases.append(extra)
-            if p.phase in body:
-                body.add(extra.phase)
-    out = capture.with_phases(phases)
-    if capture.repeat is not None:
-        out.repeat = Repeat(tuple(ph.phase for ph in phases if ph.phase in body), capture.repeat.iterations)
-    return out
+    # parsed there rather than in the validator so that every InputError names the plan file
+    checked = check_document(doc, cap, mach, table, frag, capture_name=capture_name, plan_name=plan_name)
+    replayed = replay(program_of(cap, checked.plan), order, mach) if order is not None else None
+    return ValidationResult(checked.report, checked.notes, replayed)
 
 
 def replay(program: CaptureLike, order: str | Path, machine: MachineLike = None) -> ReplayResult:
@@ -827,98 +458,21 @@ def replay(program: CaptureLike, order: str | Path, machine: MachineLike = None)
     InputError
         A malformed order file, or one written for another program or machine.
     """
-    from placer.capture.io import capture_digest
-    from placer.ordering.orders import parse_orders, replay_all
+    from placer.ordering.orders import read_orders, replay_all
 
     mach = _machine(machine)
     prog = _capture(program)
     path = str(order)
-    digest, machine_digest, orders = parse_orders(read_json(order), path)
-    if digest != capture_digest(prog):
-        raise InputError(f"the order was written for another program (sha256 {digest[:16]}…): order files name "
-                         "the program they index -- the capture given to placer schedule, or the program a plan "
-                         "produces", path=path, where="program_sha256")
-    if machine_digest != mach.digest():
-        raise InputError(f"the order was written for another machine (sha256 {machine_digest[:16]}…), not "
-                         f"{mach.name!r}", path=path, where="machine_sha256")
+    orders = read_orders(read_json(order), path, prog, mach)
     return ReplayResult(path, replay_all(prog, orders, mach, path))
-
-
-@dataclass(frozen=True)
-class ReplayResult:
-    """An order file replayed (``placer schedule --replay``)."""
-
-    path: str
-    phases: list[Replayed]
-
-    @property
-    def valid(self) -> bool:
-        return all(r.valid for r in self.phases)
-
-    @property
-    def exit_code(self) -> ExitCode:
-        return ExitCode.OK if self.valid else ExitCode.INVALID
-
-    @property
-    def problems(self) -> list[str]:
-        return [p for r in self.phases for p in r.problems]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"order": self.path, "valid": self.valid,
-                "phases": [{"phase": r.phase, "horizon": r.horizon, "recorded": r.recorded, "valid": r.valid,
-                            "problems": r.problems[:5]} for r in self.phases]}
 
 
 # --- placement --------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class PlaceResult:
-    """One tile's buffers placed, or proved impossible to place (``placer place``).
-
-    Attributes
-    ----------
-    problem
-        The requests, free ranges and fixed allocations placed.
-    result
-        Status, addresses or the proof, the engine that answered, its time.
-    verified
-        The independent checker accepted the addresses (``None`` without a placement).
-    """
-
-    problem: PlacementProblem
-    result: PlacementResult
-    verified: bool | None
-
-    @property
-    def placed(self) -> bool:
-        return self.result.placed
-
-    @property
-    def status(self) -> Status:
-        return self.result.status
-
-    @property
-    def exit_code(self) -> ExitCode:
-        """``placer place``'s exit code: 0 placed, 3 proved infeasible, 4 unknown."""
-        if self.result.placed:
-            return ExitCode.OK
-        return ExitCode.INFEASIBLE if self.result.status is Status.INFEASIBLE else ExitCode.OVER_BUDGET
-
-    def to_json(self, *, placements: bool = True) -> dict[str, Any]:
-        """The ``placer place --json`` document; ``placements`` adds every request's address (what ``-o X.json``
-        writes), without it only the status."""
-        from placer.placement.formats import solution_json
-
-        doc = solution_json(self.problem, self.result) if placements else {"problem": self.problem.name,
-                                                                           **self.result.to_json()}
-        doc["verified"] = self.verified
-        return doc
-
-
 def place(problem: PlacementProblem | str | Path, *, capacity: int | str | None = None,
           mode: PlacementMode | str = PlacementMode.EXACT, params: SolverParams | None = None,
-          deadline: float | None = None) -> PlaceResult:
+          deadline: float | None = None, allocator: bool = False) -> PlaceResult:
     """Place one tile's buffers in SRAM, or prove that they cannot be placed (``placer place``).
 
     Parameters
@@ -935,13 +489,16 @@ def place(problem: PlacementProblem | str | Path, *, capacity: int | str | None 
     deadline
         A ``time.perf_counter`` value no engine runs past (``placer place``: its start + ``--time-limit``, so the
         limit bounds the whole command, reading included).
+    allocator
+        Also run the production allocator where the exact engines skipped it (large MiniMalloc-class problems),
+        for ``PlaceResult.allocator`` (what ``placer place`` prints about it).
 
     Returns
     -------
     PlaceResult
         Every placement returned has passed the independent checker.
     """
-    from placer.placement import PlacementProblem, check_placement, read_problem, solve_placement
+    from placer.placement import PlacementProblem, read_problem, solve_placement
     from placer.progress import task
 
     mode = PlacementMode(mode)
@@ -953,71 +510,60 @@ def place(problem: PlacementProblem | str | Path, *, capacity: int | str | None 
         result = solve_placement(problem, params, mode=mode,
                                  progress=lambda engine, elapsed, status: shown.advance(0, f"{engine}: {status}"),
                                  deadline=deadline)
-    verified = None
-    if result.addresses is not None:
-        errors = check_placement(problem, result.addresses)
-        if errors:  # never return a placement the independent checker rejects
-            raise RuntimeError(f"internal error: placement failed the checker: {errors[0]}")
-        verified = True
-    return PlaceResult(problem, result, verified)
+    verified = _checked(problem, result)
+    described = result.greedy
+    if allocator and described is None and mode == PlacementMode.EXACT and problem.n:
+        from placer.placement.greedy import greedy_place
+
+        described = greedy_place(problem, deadline=deadline).describe()
+    return PlaceResult(problem, result, verified, described)
+
+
+def _checked(problem: PlacementProblem, result: PlacementResult, name: str = "") -> bool | None:
+    """``True`` when the independent checker accepts the placement, ``None`` without one; a placement it rejects
+    is a bug in placer, never returned."""
+    from placer.placement import check_placement
+
+    if result.addresses is None:
+        return None
+    errors = check_placement(problem, result.addresses)
+    if errors:
+        raise RuntimeError(f"internal error: {name}placement failed the checker: {errors[0]}")
+    return True
+
+
+def place_many(files: Sequence[str | Path], *, capacity: int | str | None = None,
+               mode: PlacementMode | str = PlacementMode.EXACT, params: SolverParams | None = None,
+               ray: str | None = None) -> PlaceManyResult:
+    """Place several files independently, each one tile's buffers (``placer place A B ...``).
+
+    Parameters
+    ----------
+    files
+        Placement dumps or MiniMalloc CSVs; every file is read first (a bad one is an ``InputError`` naming it).
+    capacity, mode, params
+        As for :func:`place`, for every file.
+    ray
+        Place the files as Ray tasks: ``"auto"`` or a cluster address (same results); ``None``: in turn, here.
+
+    Returns
+    -------
+    PlaceManyResult
+        Per file, in order; every placement has passed the independent checker.
+    """
+    from placer.sweep.fanout import place_files
+
+    mode = PlacementMode(mode)
+    params = _params(params, "placement")
+    cap = _size(capacity, "capacity", MAX_ADDRESS) if capacity is not None else None
+    paths = [Path(f) for f in files]
+    pairs = place_files(paths, cap, params, mode, ray, use_ray=ray is not None)
+    for path, (problem, result) in zip(paths, pairs, strict=True):
+        _checked(problem, result, f"{path}: ")
+    return PlaceManyResult([str(f) for f in files], pairs)
 
 
 # --- ordering ---------------------------------------------------------------------------------------------------
-
-
-@dataclass(eq=False)
-class ScheduleResult:
-    """Every phase's exchange streams ordered (``placer schedule``).
-
-    Attributes
-    ----------
-    capture_name
-        The capture file's name as given (``capture`` in the JSON).
-    machine
-        The machine the schedules are for.
-    mode
-        ``greedy`` (the production B1024 rule) or ``cpsat``.
-    phases
-        Per phase: horizon, lower bound and gap, chunks, timed table rows, time.
-    invalid
-        Phases whose schedule the independent checker rejected, with its findings.
-    checked
-        Whether the checker ran.
-    """
-
-    capture_name: str
-    machine: Machine
-    mode: ScheduleMode
-    phases: list[PhaseSchedule]
-    invalid: dict[int, list[str]] = field(default_factory=dict)
-    checked: bool = True
-    capture: Capture | None = field(default=None, repr=False)  # what was scheduled (the order file names it)
-
-    @property
-    def valid(self) -> bool:
-        return not self.invalid
-
-    @property
-    def exit_code(self) -> ExitCode:
-        """``placer schedule``'s exit code: 1 when a schedule failed its check."""
-        return ExitCode.OK if self.valid else ExitCode.INVALID
-
-    def order_json(self) -> dict[str, Any]:
-        """The order file of the scheduled phases (docs/plan.md, "The order file"); reference rules only."""
-        from placer.capture.io import capture_digest
-        from placer.ordering.orders import PhaseOrder, order_document
-
-        if self.capture is None or any(ps.rules != "reference" for ps in self.phases):
-            raise InputError("an order file is written for the reference's rules only (--rules reference)",
-                             where="--output")
-        return order_document(capture_digest(self.capture), self.machine,
-                              [PhaseOrder(ps.phase, ps.order, ps.horizon, ps.lower, ps.method) for ps in self.phases])
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``placer schedule --json`` document."""
-        return {"capture": self.capture_name, "machine": self.machine.name, "mode": self.mode.value,
-                "phases": [dict(ps.to_json(), valid=(ps.phase not in self.invalid) if self.checked else None)
-                           for ps in self.phases]}
 
 
 def schedule(capture: CaptureLike, machine: MachineLike = None, *, phases: Sequence[int] | None = None,
@@ -1091,27 +637,94 @@ def schedule(capture: CaptureLike, machine: MachineLike = None, *, phases: Seque
     return ScheduleResult(name, mach, mode, results, invalid, check, cap)
 
 
+# --- report -----------------------------------------------------------------------------------------------------
+
+
+def report(capture: CaptureLike, plans: Sequence[str | Path] = (), *, output: str | Path,
+           compare: str | Path | None = None, phase: int | None = None, tile: int | None = None,
+           png: str | Path | None = None, budget: int | str | None = None,
+           machine: MachineLike = None) -> ReportResult:
+    """Write the interactive, self-contained HTML report of a capture and its plans (``placer report``).
+
+    Needs the ``[report]`` extra (plotly, matplotlib).
+
+    Parameters
+    ----------
+    capture
+        A :class:`Capture` or a capture file.
+    plans
+        Up to two plan files (``placer solve -o``): the production rule's and placer's are drawn side by side.
+    output
+        The HTML page to write (atomically).
+    compare
+        A ``placer compare --json`` file: adds the budget figure (and the trade-off front).
+    phase
+        The schedule figure's phase (default: the relayed phase with the largest worst-tile table).
+    tile
+        The SRAM map's tile (default: the busiest relay host).
+    png
+        Also write every figure as a PNG into this directory.
+    budget
+        The budget to mark (default: the first plan's, else the machine's).
+    machine
+        As for :func:`solve`.
+
+    Returns
+    -------
+    ReportResult
+        The page's path, size and figure count, the time it took, and the PNG files.
+    """
+    from placer.progress import task
+    from placer.report.data import gather
+    from placer.report.html import write_page
+    from placer.report.page import build_page, need_extra
+
+    need_extra()
+    started = time.perf_counter()
+    mach = _machine(machine)
+    table = _size(budget, "budget") if budget is not None else None
+    cap = _capture(capture)
+    name = str(capture) if isinstance(capture, str | Path) else "<capture>"
+    data = gather(cap, mach, [Path(p) for p in plans], table, Path(compare) if compare is not None else None)
+    page = build_page(data, name, phase, tile)
+    out = Path(output)
+    size = write_page(out, page.text)
+    seconds = time.perf_counter() - started
+    pngs: list[Path] = []
+    if png is not None:
+        from placer.report.png import write_pngs
+
+        with task(f"PNG figures into {png}"):
+            pngs = write_pngs(data, page.plan, page.phase, page.tile, page.schedule, Path(png))
+    return ReportResult(out, size, page.figures, seconds, page.phase, page.tile,
+                        Path(png) if png is not None else None, tuple(pngs))
+
+
 __all__ = [
     "OBJECTIVES",
     "ComparisonResult",
     "InspectResult",
+    "PlaceManyResult",
     "PlaceResult",
     "PlacementMode",
+    "ReplayResult",
+    "ReportResult",
     "ScheduleMode",
     "ScheduleResult",
     "SelectionMode",
     "SelectionResult",
     "ValidationResult",
-    "check_provenance",
     "compare",
     "generate",
     "inspect",
     "load_machine",
     "objective_order",
     "place",
+    "place_many",
     "read_capture",
+    "replay",
+    "report",
     "schedule",
-    "schedule_programs",
     "solve",
     "validate",
     "write_capture",

@@ -1,4 +1,5 @@
-"""``placer generate``: write the synthetic capture of a model description."""
+"""``placer generate``: write the synthetic capture of a model description (:func:`placer.api.generate`, then
+:func:`placer.api.write_capture`)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,11 @@ from pathlib import Path
 import typer
 
 from placer import api
-from placer.capture.writer import write_capture_fast
 from placer.cli import options
 from placer.fileio import check_output
-from placer.progress import install, task
+from placer.progress import install
 from placer.units import MAX_COUNT, count_option, format_size
-from placer.workloads.generate import DEFAULT_BATCH, check_memory
+from placer.workloads.generate import DEFAULT_BATCH
 
 MAX_BATCH = 4096
 
@@ -37,12 +37,10 @@ def generate(
         count_option(layers, "--layers", maximum=MAX_COUNT)
     count_option(seed, "--seed", minimum=0, maximum=2**32 - 1)
     output = check_output(output, "-o", inputs=(model,))
-    check_memory(model, batch)
     t0 = time.perf_counter()
-    with task(f"lower {model} batch {batch}"):
-        capture = api.generate(model, batch=batch, layers=layers, machine=machine, seed=seed)
+    capture = api.generate(model, batch=batch, layers=layers, machine=machine, seed=seed)  # memory checked first
     t1 = time.perf_counter()
-    size = write_capture_fast(capture, output)
+    size = api.write_capture(capture, output)
     t2 = time.perf_counter()
     work = capture.extra.get("workload", {})
     largest = max(capture.phases, key=lambda p: p.n)

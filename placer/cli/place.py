@@ -14,13 +14,11 @@ import typer
 from placer import api
 from placer.cli import options
 from placer.clock import command_start
-from placer.errors import ExitCode, InputError
+from placer.errors import InputError
 from placer.fileio import check_output, print_json
 from placer.modes import PlacementMode
-from placer.placement.checker import check_placement
-from placer.placement.formats import write_solution
 from placer.progress import install
-from placer.solver import SolverParams, Status
+from placer.solver import SolverParams
 from placer.units import MAX_ADDRESS, size_option
 
 OUTPUT_SHARE = 0.97  # of --time-limit, when the engines stop: the rest is the checker and the output
@@ -56,10 +54,11 @@ def place(
         raise typer.Exit(place_many([file, *(more or [])], cap, solver_params, mode, json, ray))
     # the limit bounds the whole command: reading, the engines, the production allocator's report line
     deadline = command_start() + solver_params.time_limit * OUTPUT_SHARE
-    placed = api.place(file, capacity=cap, mode=mode, params=solver_params, deadline=deadline)
+    # the production allocator's line is printed, not part of --json: run it (if the engines skipped it) for text
+    placed = api.place(file, capacity=cap, mode=mode, params=solver_params, deadline=deadline, allocator=not json)
     problem, result = placed.problem, placed.result
     if output is not None and result.placed:  # no placement, no file (exit 3 or 4 says why)
-        write_solution(output, problem, result)
+        placed.write(output)
     if json:
         print_json(placed.to_json(placements=output is None))
     else:
@@ -71,13 +70,8 @@ def place(
             typer.echo(f"peak address: {result.objective:#x} ({result.objective:,}); verified by the checker")
         if result.reason:
             typer.echo(f"reason: {result.reason}")
-        greedy = result.greedy
-        if greedy is None and mode == PlacementMode.EXACT and problem.n:  # large flat problems skip the mirror
-            from placer.placement.greedy import greedy_place
-
-            greedy = greedy_place(problem, deadline=deadline).describe()
-        if greedy:
-            typer.echo(f"production allocator: {greedy}")
+        if placed.allocator:
+            typer.echo(f"production allocator: {placed.allocator}")
         if output is not None and result.placed:
             typer.echo(f"wrote {output}")
         elif output is not None:
@@ -85,27 +79,15 @@ def place(
     raise typer.Exit(placed.exit_code)
 
 
-def place_many(files: Sequence[Path], capacity: int | None, params: SolverParams, mode: str, json: bool,
+def place_many(files: Sequence[Path], capacity: int | None, params: SolverParams, mode: PlacementMode, json: bool,
                ray: str | None) -> int:
-    """`placer place` over several files (each one tile's buffers), in turn or (``ray`` given) as Ray tasks: one
-    line (or one JSON object) per file, every placement re-checked here by the independent checker. Returns the
-    command's exit code: 0 when every file was placed, else 4 if any is unknown, else 3."""
-    from placer.sweep.fanout import place_files
-
-    pairs = place_files(files, capacity, params, PlacementMode(mode), ray, use_ray=ray is not None)
-    docs, codes = [], []
-    for path, (problem, result) in zip(files, pairs, strict=True):
-        if result.addresses is not None:
-            errors = check_placement(problem, result.addresses)
-            if errors:  # never report a placement the independent checker rejects
-                raise RuntimeError(f"internal error: {path}: placement failed the checker: {errors[0]}")
-        codes.append(ExitCode.OK if result.placed else
-                     ExitCode.INFEASIBLE if result.status is Status.INFEASIBLE else ExitCode.OVER_BUDGET)
-        docs.append({"file": str(path), "problem": problem.name, "requests": problem.n, **result.to_json(),
-                     "addresses": list(result.addresses) if result.addresses is not None else None,
-                     "verified": True if result.addresses is not None else None})
-        if not json:
-            typer.echo(f"{path}: {problem.n} requests: {result.describe()}")
+    """`placer place` over several files (each one tile's buffers), in turn or (``ray`` given) as Ray tasks
+    (:func:`placer.api.place_many`): one line (or one JSON object) per file. Returns the command's exit code: 0
+    when every file was placed, else 4 if any is unknown, else 3."""
+    placed = api.place_many(files, capacity=capacity, mode=mode, params=params, ray=ray)
     if json:
-        print_json(docs)
-    return max(codes, default=ExitCode.OK)
+        print_json(placed.to_json())
+    else:
+        for line in placed.lines():
+            typer.echo(line)
+    return placed.exit_code

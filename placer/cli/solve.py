@@ -19,7 +19,7 @@ from placer.machine import Machine, load_machine
 from placer.modes import SelectionMode
 from placer.progress import install
 from placer.report.changes import render_changes
-from placer.report.selection import render_comparisons, render_schedule, render_time, status_line
+from placer.report.selection import SolveDoc, render_comparisons, render_schedule, render_time, status_line
 from placer.report.summary import plan_summary, render_decisions, render_summary
 from placer.selection.select import Outcome
 from placer.solver import Deadline
@@ -153,7 +153,7 @@ def _rule_unbuilt(result: api.SelectionResult) -> bool:
     return True
 
 
-def _print_solve(result: api.SelectionResult, report: dict, output: Path | None) -> None:
+def _print_solve(result: api.SelectionResult, report: SolveDoc, output: Path | None) -> None:
     cap, outcome = result.capture, result.outcome
     if result.mode == SelectionMode.GREEDY:
         typer.echo(render_decisions(report["production_rule"]["decisions"], cap.phase_labels or {}) + "\n")

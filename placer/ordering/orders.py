@@ -16,10 +16,11 @@ independent checker (``placer.ordering.check``), and its horizon is compared wit
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
+from placer.capture.io import capture_digest
 from placer.capture.model import Capture, Phase
 from placer.errors import InputError
 from placer.machine import Machine
@@ -32,6 +33,29 @@ ORDER_VERSION = 1
 MAX_PHASES = 1 << 20  # more phase entries than any program has: a file claiming more is refused before reading on
 
 
+class PhaseOrderDoc(TypedDict):
+    """One phase of an order file."""
+
+    phase: int
+    transfers: int
+    horizon: int
+    lower_bound: int
+    method: str
+    order: list[int]
+
+
+class OrderDoc(TypedDict):
+    """An order file (docs/plan.md, "The order file"), keys in the documented order."""
+
+    kind: str
+    order_version: int
+    rules: str
+    program_sha256: str
+    machine: str
+    machine_sha256: str
+    phases: list[PhaseOrderDoc]
+
+
 @dataclass(frozen=True, eq=False)
 class PhaseOrder:
     """One phase's order and the figures it was written with."""
@@ -42,12 +66,12 @@ class PhaseOrder:
     lower_bound: int
     method: str  # which step of the ordering found it ("greedy": the reference's own B1024 order)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> PhaseOrderDoc:
         return {"phase": self.phase, "transfers": len(self.order), "horizon": self.horizon,
                 "lower_bound": self.lower_bound, "method": self.method, "order": self.order.tolist()}
 
 
-def order_document(program_digest: str, machine: Machine, phases: list[PhaseOrder]) -> dict[str, Any]:
+def order_document(program_digest: str, machine: Machine, phases: list[PhaseOrder]) -> OrderDoc:
     """The order file's document (keys in the documented order)."""
     return {"kind": ORDER_KIND, "order_version": ORDER_VERSION, "rules": "reference",
             "program_sha256": program_digest, "machine": machine.name, "machine_sha256": machine.digest(),
@@ -147,6 +171,20 @@ def replay(phase: Phase, order: PhaseOrder, machine: Machine, tiles: int) -> Rep
     return Replayed(phase.phase, int(timed.horizon), order.horizon, problems)
 
 
+def read_orders(doc: Any, path: str, program: Capture, machine: Machine) -> list[PhaseOrder]:
+    """The phase orders of order document ``doc`` (read from ``path``), refused unless it names ``program`` (by
+    digest) and ``machine``."""
+    digest, machine_digest, orders = parse_orders(doc, path)
+    if digest != capture_digest(program):
+        raise InputError(f"the order was written for another program (sha256 {digest[:16]}…): order files name "
+                         "the program they index -- the capture given to placer schedule, or the program a plan "
+                         "produces", path=path, where="program_sha256")
+    if machine_digest != machine.digest():
+        raise InputError(f"the order was written for another machine (sha256 {machine_digest[:16]}…), not "
+                         f"{machine.name!r}", path=path, where="machine_sha256")
+    return orders
+
+
 def replay_all(program: Capture, orders: list[PhaseOrder], machine: Machine, path: str) -> list[Replayed]:
     """Every listed phase's order replayed on ``program`` (a phase the program lacks is an input error)."""
     known = set(program.phase_ids())
@@ -157,5 +195,5 @@ def replay_all(program: Capture, orders: list[PhaseOrder], machine: Machine, pat
     return [replay(program.phase_by_id(o.phase), o, machine, tiles) for o in orders]
 
 
-__all__ = ["ORDER_KIND", "ORDER_VERSION", "PhaseOrder", "Replayed", "order_document", "parse_orders", "replay",
-           "replay_all"]
+__all__ = ["ORDER_KIND", "ORDER_VERSION", "OrderDoc", "PhaseOrder", "PhaseOrderDoc", "Replayed", "order_document",
+           "parse_orders", "read_orders", "replay", "replay_all"]

@@ -14,7 +14,7 @@ import io
 import itertools
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from placer.errors import InputError
 from placer.fileio import atomic_write_text, read_bytes, read_json, write_json
@@ -29,6 +29,7 @@ from placer.placement.model import (
     PlacementProblem,
     Request,
 )
+from placer.placement.result import PlacementResult, PlacementResultDoc
 from placer.units import MAX_ADDRESS, size_option
 
 _CLASSES = {c.value: c for c in MemoryClass} | {
@@ -266,23 +267,46 @@ def parse_minimalloc_csv(text: str, path: str, *, capacity: int | None = None) -
 
 
 # ---------------------------------------------------------------------------------------------------- writers
-def solution_json(problem: PlacementProblem, result: Any) -> dict[str, Any]:
-    """The JSON written by ``placer place -o X.json``: status, proof or placement, per request and alias."""
-    out: dict[str, Any] = {"problem": problem.name, **result.to_json()}
-    if result.addresses is not None:
+class PlacedDoc(TypedDict):
+    """One request placed: its address and end; a MiniMalloc buffer's ``id``, or a dump's region and aliases."""
+
+    request: int
+    address: int
+    end: int
+    id: NotRequired[str]
+    region: NotRequired[int]
+    assignments: NotRequired[list[list[int]]]
+
+
+class SolutionDoc(PlacementResultDoc):
+    """``placer place -o X.json``: the problem's name, the outcome and (placed) every request's address."""
+
+    problem: str
+    placements: NotRequired[list[PlacedDoc]]
+
+
+class _Placements(TypedDict, total=False):
+    placements: list[PlacedDoc]
+
+
+def solution_json(problem: PlacementProblem, result: PlacementResult, *, placements: bool = True) -> SolutionDoc:
+    """The JSON written by ``placer place -o X.json``: status, proof or placement, per request and alias
+    (``placements=False``: the status alone)."""
+    placed: _Placements = {}
+    if result.addresses is not None and placements:
         ids = problem.extra.get("ids")
-        placements = []
+        rows = []
         for i, address in enumerate(result.addresses):
             span = problem.span_bytes(i, address)
-            entry: dict[str, Any] = {"request": i, "address": address, "end": address + span}
+            entry: PlacedDoc = {"request": i, "address": address, "end": address + span}
             if ids is not None:
                 entry["id"] = ids[i]
             else:
                 entry["region"] = problem.region_of(address)
                 entry["assignments"] = [[root, a] for root, a in problem.alias_addresses(i, address)]
-            placements.append(entry)
-        out["placements"] = placements
-    return out
+            rows.append(entry)
+        placed["placements"] = rows
+    return {"problem": problem.name, **result.to_json(), **placed}
 
 
 def minimalloc_csv(problem: PlacementProblem, addresses: list[int] | tuple[int, ...]) -> str:

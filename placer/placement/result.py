@@ -3,9 +3,24 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from placer.solver import Status
+
+
+class PlacementResultDoc(TypedDict):
+    """A placement's outcome as JSON (without the addresses)."""
+
+    status: str
+    placed: bool
+    engine: str
+    runtime_s: float
+    reason: str | None
+    peak_address: int | None
+    bound: int | None
+    nodes: int
+    greedy: str | None
+    search_cpu_s: float | None
 
 
 @dataclass(frozen=True)
@@ -38,7 +53,7 @@ class PlacementResult:
             return f"infeasible (proved by {self.engine}: {self.reason}) ({self.runtime:.3f} s)"
         return f"unknown: no placement and no proof within {self.runtime:.2f} s ({self.reason or 'time limit'})"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> PlacementResultDoc:
         return {
             "status": self.status.value,
             "placed": self.placed,

@@ -3,10 +3,10 @@ compare``, and the API results' ``to_json``) and the text the commands print."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from placer.capture.model import Capture
-from placer.report.summary import plan_summary
+from placer.report.summary import PlanSummaryDoc, plan_summary
 from placer.report.table import render
 from placer.selection.select import FrontPoint, Objectives, Outcome
 from placer.solver import Deadline, Status
@@ -15,8 +15,86 @@ from placer.units import format_size
 if TYPE_CHECKING:
     from placer.ordering.program import ProgramFigures
 
+# The JSON objects a lower stage builds (``Objectives.to_json``, ``SolveResult.to_json``, ``Decision.to_json``,
+# ``Scheduled.to_json``, ...) are typed where they are built; here they are plain JSON objects.
+JsonObject = dict[str, Any]
 
-def time_json(deadline: Deadline, outcomes: list[Outcome]) -> dict[str, Any]:
+
+class TimeDoc(TypedDict):
+    """How a command's wall-clock limit was spent (``time`` of ``placer solve --json``, ``sweep_time`` of
+    ``placer compare --json``)."""
+
+    limit_s: float
+    wall_s: float
+    spent_s: dict[str, float]  # per step: load, options, production rule, search, output, schedule, ...
+    work: float  # CP-SAT deterministic seconds spent
+    work_budget: float
+    backstop: bool  # the wall clock cut a search: the run is not reproducible
+    write_capture_reserve_s: NotRequired[float]  # ``solve --write-capture``: held back for the write
+
+
+class SolverDoc(TypedDict):
+    """How a selection's search ended."""
+
+    status: str
+    plan_from: str
+    stages: list[JsonObject]  # per lexicographic stage: ``{"stage": name, **SolveResult.to_json()}``
+    runtime_s: float
+    rounds: int
+    note: str
+
+
+class ScheduledDoc(TypedDict):
+    """The scheduled figures the selection measured: the plan's, the production rule plan's, the cycle caps."""
+
+    plan: JsonObject | None
+    production_rule: JsonObject | None
+    caps: JsonObject | None
+
+
+class RuleDoc(TypedDict):
+    """The production rule's plan: its figures and its decision per phase."""
+
+    objectives: JsonObject
+    decisions: list[JsonObject]
+
+
+class IrreducibleDoc(TypedDict):
+    tile: int
+    bytes_over: int
+
+
+class OutcomeDoc(TypedDict):
+    """One selection's report (``placer solve --json`` without ``schedule`` and ``time``; a sweep job's)."""
+
+    summary: PlanSummaryDoc
+    solver: SolverDoc
+    objectives: JsonObject  # ``Objectives.to_json``
+    scheduled: ScheduledDoc
+    production_rule: RuleDoc
+    irreducible_tiles: list[IrreducibleDoc]
+
+
+class ProgramsDoc(TypedDict):
+    """``placer solve --schedule --json``'s ``schedule``: each program's totals and the plan's phases."""
+
+    totals: dict[str, JsonObject]  # "direct", "production_rule", "plan" -> totals, ``b1024_vs_rule``, ``valid``
+    phases: list[JsonObject]  # the plan's program, per phase (``PhaseRow.to_json``)
+    changed_phases: list[JsonObject]  # per phase a plan changes: each program's B1024, best order, lower bound
+
+
+class _Scheduling(TypedDict, total=False):
+    schedule: ProgramsDoc
+
+
+class SolveDoc(OutcomeDoc):
+    """``placer solve --json``."""
+
+    schedule: NotRequired[ProgramsDoc]  # with ``--schedule``
+    time: TimeDoc
+
+
+def time_json(deadline: Deadline, outcomes: list[Outcome]) -> TimeDoc:
     """How the command's wall-clock limit was spent, and whether the run is reproducible."""
     return {
         "limit_s": deadline.seconds,
@@ -28,7 +106,7 @@ def time_json(deadline: Deadline, outcomes: list[Outcome]) -> dict[str, Any]:
     }
 
 
-def render_time(doc: dict[str, Any]) -> str:
+def render_time(doc: TimeDoc) -> str:
     """The ``time:`` line of a solve or compare (from :func:`time_json`), with the backstop's warning."""
     spent = dict(doc["spent_s"])
     scheduling = spent.pop("schedule", None)
@@ -51,13 +129,13 @@ def render_time(doc: dict[str, Any]) -> str:
     return line
 
 
-def outcome_summary(capture: Capture, outcome: Outcome) -> dict[str, Any]:
+def outcome_summary(capture: Capture, outcome: Outcome) -> PlanSummaryDoc:
     """The per-phase summary of the outcome's plan (``plan_summary``, against the direct program it costed)."""
     direct = outcome.problem.direct if outcome.problem is not None else None
     return plan_summary(capture, outcome.scans, outcome.plan, direct, outcome.scheduled)
 
 
-def outcome_json(capture: Capture, outcome: Outcome, summary: dict[str, Any] | None = None) -> dict[str, Any]:
+def outcome_json(capture: Capture, outcome: Outcome, summary: PlanSummaryDoc | None = None) -> OutcomeDoc:
     """The report of one selection (``placer solve --json`` without its ``schedule`` and ``time``); ``summary``
     when the caller has it already (``outcome_summary``)."""
     summary = outcome_summary(capture, outcome) if summary is None else summary
@@ -84,10 +162,21 @@ def outcome_json(capture: Capture, outcome: Outcome, summary: dict[str, Any] | N
     }
 
 
+def solve_json(capture: Capture, outcome: Outcome, summary: PlanSummaryDoc | None, deadline: Deadline, *,
+               programs: dict[str, ProgramFigures] | None = None, write_reserve: float = 0.0) -> SolveDoc:
+    """``placer solve --json``: the outcome's report, ``schedule`` (``programs``, with ``--schedule``) and
+    ``time`` (the clock as of this call; ``write_reserve`` seconds held back for ``--write-capture``)."""
+    timing = time_json(deadline, [outcome])
+    if write_reserve:
+        timing["write_capture_reserve_s"] = round(write_reserve, 1)
+    scheduling: _Scheduling = {"schedule": schedule_json(programs)} if programs is not None else {}
+    return {**outcome_json(capture, outcome, summary), **scheduling, "time": timing}
+
+
 PROGRAMS = (("direct", "all direct"), ("production_rule", "production rule"), ("plan", "this plan"))
 
 
-def schedule_json(programs: dict[str, ProgramFigures]) -> dict[str, Any]:
+def schedule_json(programs: dict[str, ProgramFigures]) -> ProgramsDoc:
     """``placer solve --schedule --json``'s ``schedule``: each program's totals and the plan's phases."""
     rule = programs["production_rule"]
     return {
@@ -105,7 +194,7 @@ def schedule_json(programs: dict[str, ProgramFigures]) -> dict[str, Any]:
     }
 
 
-def render_schedule(doc: dict[str, Any]) -> str:
+def render_schedule(doc: ProgramsDoc) -> str:
     """``placer solve --schedule``'s tables: each program's scheduled totals, then the phases the plans change."""
     totals = doc["totals"]
     rows = [[label, f"{totals[n]['b1024']:,}", f"{totals[n]['b1024_vs_rule']:+.2%}", f"{totals[n]['best']:,}",
@@ -142,8 +231,77 @@ def status_line(outcome: Outcome) -> str:
     return f"cp-sat {outcome.status.value} [{stages}]; plan from {plan_source(outcome.source)}{extra}"
 
 
+class BriefDoc(TypedDict):
+    """A plan's figures in a compare summary row."""
+
+    fits: bool
+    table: int
+    relays: int
+    cycles: int
+    b1024_change: int
+    estimate: int
+
+
+class PlacerBriefDoc(BriefDoc):
+    table_bound: int | None  # the table stage's proved bound
+    table_gap: float | None
+
+
+class CompareSummaryDoc(TypedDict):
+    production_rule: BriefDoc
+    cpsat: PlacerBriefDoc
+
+
+class DirectDoc(TypedDict):
+    """The all-direct program in a compare entry."""
+
+    fits: bool
+    estimate: int
+    cycles: int | None  # Σ scheduled lower bound, when measured
+    table: int
+    row_estimate: int
+    fragments: int
+
+
+class CompareGroupDoc(TypedDict):
+    """One replica group in a compare entry: each plan's choice for it."""
+
+    phase: int
+    group: int
+    replicas: int
+    fragments: int
+    production_rule: str  # "direct", or "DR×n" / "LP×n" (variant × segments)
+    cpsat: str
+    production_rule_scratch: int
+    cpsat_scratch: int
+
+
+class CompareEntryDoc(TypedDict):
+    """One budget of ``placer compare --json``: the production rule against placer."""
+
+    budget: int
+    summary: CompareSummaryDoc
+    front: list[JsonObject]  # ``FrontPoint.to_json``; at the largest budget only
+    status: str
+    plan_from: str
+    stages: list[JsonObject]
+    runtime_s: float
+    production_rule: JsonObject  # ``Objectives.to_json`` and ``row_estimate``
+    cpsat: JsonObject
+    direct: DirectDoc
+    phases: list[JsonObject]  # per phase with groups: each plan's figures and the rule's reason
+    groups: list[CompareGroupDoc]
+    production_rule_decisions: list[JsonObject]
+    sweep_time: NotRequired[TimeDoc]  # the whole sweep's clock (``compare_json``)
+
+
+def compare_json(entries: list[CompareEntryDoc], timing: TimeDoc) -> list[CompareEntryDoc]:
+    """The ``placer compare --json`` document: one entry per budget, each with the sweep's ``sweep_time``."""
+    return [{**entry, "sweep_time": timing} for entry in entries]
+
+
 def comparison_json(capture: Capture, budget: int, out: Outcome, front: list[FrontPoint] | None = None
-                    ) -> dict[str, Any]:
+                    ) -> CompareEntryDoc:
     """One budget of ``placer compare --json``: the production rule against CP-SAT -- the summary, the trade-off
     front between the worst tile and the scheduled cycles, then per phase and group."""
     g_by = {(r.group.phase, r.group.index): r for r in out.greedy.relays}
@@ -161,7 +319,7 @@ def comparison_json(capture: Capture, budget: int, out: Outcome, front: list[Fro
                        "production_rule": {**{k: gp.get(k) for k in keys}, "reason": verdict.get(gp["phase"], "")},
                        "cpsat": {k: cp.get(k) for k in keys},
                        **{k: gp.get(k) for k in ("table_before", "estimate_before", "bound_before", "b1024_before")}})
-    group_rows = []
+    group_rows: list[CompareGroupDoc] = []
     scanned = {g.key() for scan in out.scans for g in scan.groups}
     # the production rule also relays groups the optimiser's scan prunes: list those too
     extra = [r.group for r in out.greedy.relays if r.group.key() not in scanned]
@@ -204,12 +362,12 @@ def comparison_json(capture: Capture, budget: int, out: Outcome, front: list[Fro
     }
 
 
-def _brief(o: Objectives) -> dict[str, Any]:
+def _brief(o: Objectives) -> BriefDoc:
     return {"fits": o.fits, "table": o.table, "relays": o.relays, "cycles": o.cycles, "b1024_change": o.b1024,
             "estimate": o.estimate}
 
 
-def render_comparisons(entries: list[dict[str, Any]], *, detail: bool = False, all_groups: bool = False) -> str:
+def render_comparisons(entries: list[CompareEntryDoc], *, detail: bool = False, all_groups: bool = False) -> str:
     """``placer compare`` as text: one summary row per budget, the trade-off front, then (``detail``) each budget's
     phases and groups."""
     rows = []
@@ -247,7 +405,7 @@ def _choice(r: Any) -> str:
     return f"{'DR' if r.variant == 'direct-receive' else 'LP'}×{r.segmentation.count}"
 
 
-def render_comparison(entry: dict[str, Any], *, all_groups: bool = False) -> str:
+def render_comparison(entry: CompareEntryDoc, *, all_groups: bool = False) -> str:
     """One budget of ``placer compare`` as text (from :func:`comparison_json`)."""
     g, c = entry["production_rule"], entry["cpsat"]
     lines = [f"budget {format_size(entry['budget'])}: cp-sat {entry['status']} (plan from {entry['plan_from']}, "

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from placer.alternatives.groups import GroupScan
-from placer.capture.headroom import headroom
+from placer.capture.headroom import Headroom, headroom
 from placer.capture.model import Capture
 from placer.cost.model import ProgramCost, program_cost
 from placer.report.table import render
@@ -15,8 +15,68 @@ from placer.selection.plan import Plan
 from placer.units import format_size
 
 
+class PlanPhaseDoc(TypedDict):
+    """One phase of a plan summary, all direct → the plan."""
+
+    phase: int
+    label: str
+    groups: int
+    ineligible: int
+    ineligible_reasons: dict[str, int]
+    relayed: int
+    kept: int
+    relays: int
+    segments: list[int]
+    variants: list[str]
+    largest_buffer: int
+    table_before: int
+    table_after: int
+    estimate_before: int
+    estimate_after: int
+    # the phases the selection measured: scheduled cycles, sync excluded
+    bound_before: NotRequired[int]
+    bound_after: NotRequired[int]
+    b1024_before: NotRequired[int]
+    b1024_after: NotRequired[int]
+
+
+class PlanProgramDoc(TypedDict):
+    """The program of a plan summary, against its budgets."""
+
+    table_budget: int
+    fragment_limit: int
+    worst_tile_before: int
+    worst_table_before: int
+    worst_tile_after: int
+    worst_table_after: int
+    row_estimate_before: int
+    row_estimate_after: int
+    worst_fragments_before: int
+    worst_fragments_after: int
+    estimate_before: int
+    estimate_after: int
+    cycles_after: NotRequired[int]  # with scheduled figures: the Σ lower bound
+    b1024_change: NotRequired[int]
+    relayed_groups: int
+    relays: int
+    scratch_bytes: int
+    fits_before: bool
+    fits: bool
+    memory: NotRequired[dict[str, int | None]]  # when the capture has allocations (``Headroom.to_json``)
+    memory_line: NotRequired[str]
+
+
+class PlanSummaryDoc(TypedDict):
+    """A plan's summary (``placer solve --json``'s ``summary``, the plan file's ``summary``)."""
+
+    mode: str
+    machine: str
+    phases: list[PlanPhaseDoc]
+    program: PlanProgramDoc
+
+
 def plan_summary(capture: Capture, scans: list[GroupScan], plan: Plan,
-                 before: ProgramCost | None = None, scheduled: Scheduled | None = None) -> dict[str, Any]:
+                 before: ProgramCost | None = None, scheduled: Scheduled | None = None) -> PlanSummaryDoc:
     """Per phase, before → after: groups, relays, tables, the estimate's cycles and (``scheduled``, for the
     phases the selection measured) the scheduled lower bound and B1024 horizon; the program against its budgets."""
     machine = plan.machine
@@ -25,7 +85,7 @@ def plan_summary(capture: Capture, scans: list[GroupScan], plan: Plan,
     after = program_cost(rewritten, machine)
     after_by_id = {pc.phase: pc for pc in after.phases}
     extra_of = {r.group.phase: r.extra_phase for r in plan.relays if r.extra_phase is not None}
-    phases = []
+    phases: list[PlanPhaseDoc] = []
     for p, scan, pb in zip(capture.phases, scans, before.phases, strict=True):
         chosen = [r for r in plan.relays if r.group.phase == p.phase]
         # the production rule also relays groups the optimiser's scan prunes (nothing to gain): count them too
@@ -34,7 +94,7 @@ def plan_summary(capture: Capture, scans: list[GroupScan], plan: Plan,
         cycles_after = pa.cycles
         if p.phase in extra_of:
             cycles_after += after_by_id[extra_of[p.phase]].cycles
-        phases.append({
+        row: PlanPhaseDoc = {
             "phase": p.phase,
             "label": capture.label(p.phase),
             "groups": groups,
@@ -51,45 +111,61 @@ def plan_summary(capture: Capture, scans: list[GroupScan], plan: Plan,
                                if p.phase in extra_of else 0),
             "estimate_before": pb.cycles,
             "estimate_after": cycles_after,
-            **_scheduled(scheduled, p.phase),
-        })
+        }
+        if scheduled is not None and p.phase in scheduled.phases:
+            # a measured phase's scheduled figures, direct → plan (cycles, sync excluded)
+            d, a = scheduled.direct[p.phase], scheduled.phases[p.phase]
+            row["bound_before"], row["bound_after"] = d.bound, a.bound
+            row["b1024_before"], row["b1024_after"] = d.b1024, a.b1024
+        phases.append(row)
     scratch = sum(int(r.scratch_bytes.sum()) for r in plan.relays)
     room = headroom(capture, machine, plan.buffers())
-    return {
-        "mode": plan.mode,
-        "machine": machine.name,
-        "phases": phases,
-        "program": {
-            "table_budget": plan.table_budget,
-            "fragment_limit": plan.fragment_limit,
-            "worst_tile_before": before.worst_tile(),
-            "worst_table_before": before.worst_table(),
-            "worst_tile_after": after.worst_tile(),
-            "worst_table_after": after.worst_table(),
-            "row_estimate_before": before.row_estimate,
-            "row_estimate_after": after.row_estimate,
-            "worst_fragments_before": before.worst_fragments(),
-            "worst_fragments_after": after.worst_fragments(),
-            "estimate_before": before.cycles,
-            "estimate_after": after.cycles,
-            **({"cycles_after": scheduled.bound, "b1024_change": scheduled.b1024_change}
-               if scheduled is not None else {}),
-            "relayed_groups": len(plan.relays),
-            "relays": sum(r.segmentation.count for r in plan.relays),
-            "scratch_bytes": scratch,
-            "fits_before": before.fits(plan.table_budget, plan.fragment_limit),
-            "fits": after.fits(plan.table_budget, plan.fragment_limit),
-            **({"memory": room.to_json(), "memory_line": room.describe()} if room is not None else {}),
-        },
+    program: PlanProgramDoc = {
+        "table_budget": plan.table_budget,
+        "fragment_limit": plan.fragment_limit,
+        "worst_tile_before": before.worst_tile(),
+        "worst_table_before": before.worst_table(),
+        "worst_tile_after": after.worst_tile(),
+        "worst_table_after": after.worst_table(),
+        "row_estimate_before": before.row_estimate,
+        "row_estimate_after": after.row_estimate,
+        "worst_fragments_before": before.worst_fragments(),
+        "worst_fragments_after": after.worst_fragments(),
+        "estimate_before": before.cycles,
+        "estimate_after": after.cycles,
+        **_scheduled_totals(scheduled),
+        "relayed_groups": len(plan.relays),
+        "relays": sum(r.segmentation.count for r in plan.relays),
+        "scratch_bytes": scratch,
+        "fits_before": before.fits(plan.table_budget, plan.fragment_limit),
+        "fits": after.fits(plan.table_budget, plan.fragment_limit),
+        **memory_json(room),
     }
+    return {"mode": plan.mode, "machine": machine.name, "phases": phases, "program": program}
 
 
-def _scheduled(scheduled: Scheduled | None, phase: int) -> dict[str, Any]:
-    """A measured phase's scheduled figures, direct → plan (cycles, sync excluded); nothing for the others."""
-    if scheduled is None or phase not in scheduled.phases:
+class MemoryDoc(TypedDict, total=False):
+    """Memory headroom, when the capture has allocations: ``Headroom.to_json`` and its line."""
+
+    memory: dict[str, int | None]
+    memory_line: str
+
+
+def memory_json(room: Headroom | None) -> MemoryDoc:
+    """``memory`` and ``memory_line`` of a headroom (nothing without one)."""
+    return {} if room is None else {"memory": room.to_json(), "memory_line": room.describe()}
+
+
+class _ScheduledTotals(TypedDict, total=False):
+    cycles_after: int
+    b1024_change: int
+
+
+def _scheduled_totals(scheduled: Scheduled | None) -> _ScheduledTotals:
+    """The program's scheduled figures, when the selection measured them."""
+    if scheduled is None:
         return {}
-    d, a = scheduled.direct[phase], scheduled.phases[phase]
-    return {"bound_before": d.bound, "bound_after": a.bound, "b1024_before": d.b1024, "b1024_after": a.b1024}
+    return {"cycles_after": scheduled.bound, "b1024_change": scheduled.b1024_change}
 
 
 def render_decisions(decisions: list[dict[str, Any]], labels: dict[int, str]) -> str:
@@ -111,7 +187,7 @@ def render_decisions(decisions: list[dict[str, Any]], labels: dict[int, str]) ->
     return text + ("\n" + "\n".join(notes) if notes else "")
 
 
-def render_summary(summary: dict[str, Any], *, all_phases: bool = False, phase_table: bool = True) -> str:
+def render_summary(summary: PlanSummaryDoc, *, all_phases: bool = False, phase_table: bool = True) -> str:
     rows = []
     for p in summary["phases"]:
         if not all_phases and not p["groups"]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,7 +100,7 @@ class Plan:
             out.repeat = Repeat(tuple(ph.phase for ph in phases if ph.phase in body), capture.repeat.iterations)
         return out
 
-    def to_json(self, capture: Capture, summary: dict[str, Any] | None = None, *,
+    def to_json(self, capture: Capture, summary: Mapping[str, object] | None = None, *,
                 rendered: bool = False) -> dict[str, Any]:
         """The plan file's document. ``rendered`` gives the transfer lists as pre-rendered JSON (``orjson.Fragment``,
         the numpy writer's text): the same bytes once serialised, a few times faster for a writer; in-memory

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -26,11 +26,26 @@ from placer.validation.table import program_table
 MAX_LINES = 20
 
 
+class ValidationStats(TypedDict, total=False):
+    """The figures of the program a plan produces, against the budget checked (all present after a validation)."""
+
+    phases: int
+    transfers: int
+    worst_tile: int
+    worst_table_bytes: int
+    budget_table_bytes: int
+    worst_fragments_tile: int
+    worst_fragments: int
+    budget_fragments: int
+    machine_budget_table_bytes: int
+    machine_budget_fragments: int
+
+
 @dataclass
 class ValidationReport:
     valid: bool
     errors: list[str]
-    stats: dict[str, Any] = field(default_factory=dict)
+    stats: ValidationStats = field(default_factory=ValidationStats)
 
     def lines(self, limit: int = MAX_LINES) -> list[str]:
         if self.valid:
@@ -596,12 +611,12 @@ def _check_scratch(
 
 def _check_budget(
     capture: Capture, program: list[Phase], plan: Plan, machine: Machine
-) -> tuple[dict[str, Any], list[str]]:
+) -> tuple[ValidationStats, list[str]]:
     tiles = capture.tile_count
     table, frags = program_table(program, tiles, machine, capture.allocations)
     wt = int(np.argmax(table))
     wf = int(np.argmax(frags))
-    stats = {
+    stats: ValidationStats = {
         "phases": len(program),
         "transfers": sum(ph.n for ph in program),
         "worst_tile": wt,
