@@ -18,6 +18,7 @@ from placer.capture.model import Capture, Phase, interval_runs, tile_order
 from placer.machine import Machine
 from placer.placement.api import place_requests, tile_problem
 from placer.placement.greedy import greedy_place
+from placer.placement.model import PlacementProblem
 from placer.solver import SolverParams
 from placer.units import round_up
 
@@ -152,15 +153,18 @@ class PhaseMemory:
                 return start
         return None
 
-    def place(self, tile: int, nbytes: int, align: int = BUFFER_ALIGNMENT) -> int | None:
-        """Place one buffer on ``tile`` with the placement engine; None when it proves there is no room."""
+    def _one_buffer(self, tile: int, nbytes: int, align: int) -> PlacementProblem:
+        """One buffer to place on ``tile`` around its busy bytes in the phase and this user's reservations."""
         a, b = self.ptr[tile], self.ptr[tile + 1]
         busy = [(int(s), int(e), 0, 0) for s, e in zip(self.start[a:b], self.end[a:b], strict=True) if e > s]
         busy += [(s, e, 0, 0) for s, e in self.extra.get(tile, [])]
         mem = self.machine.memory
-        problem = tile_problem([(mem.base, min(mem.end, mem.loader_limit))], busy, [(nbytes, align, 0, 0)],
-                               name=f"tile {tile}")
-        result = place_requests(problem, _PLACEMENT_PARAMS)
+        return tile_problem([(mem.base, min(mem.end, mem.loader_limit))], busy, [(nbytes, align, 0, 0)],
+                            name=f"tile {tile}")
+
+    def place(self, tile: int, nbytes: int, align: int = BUFFER_ALIGNMENT) -> int | None:
+        """Place one buffer on ``tile`` with the placement engine; None when it proves there is no room."""
+        result = place_requests(self._one_buffer(tile, nbytes, align), _PLACEMENT_PARAMS)
         return int(result.addresses[0]) if result.placed and result.addresses is not None else None
 
     def allocate(self, tile: int, nbytes: int, align: int = BUFFER_ALIGNMENT) -> int | None:
@@ -169,13 +173,7 @@ class PhaseMemory:
         reservations, as the reference places its relay staging buffers after selection; None when it does not
         fit. For one request among fixed ranges this is the lowest aligned address of a gap that holds it
         (``first_fit``), and a failure is a proof that no gap does."""
-        a, b = self.ptr[tile], self.ptr[tile + 1]
-        busy = [(int(s), int(e), 0, 0) for s, e in zip(self.start[a:b], self.end[a:b], strict=True) if e > s]
-        busy += [(s, e, 0, 0) for s, e in self.extra.get(tile, [])]
-        mem = self.machine.memory
-        problem = tile_problem([(mem.base, min(mem.end, mem.loader_limit))], busy, [(nbytes, align, 0, 0)],
-                               name=f"tile {tile}")
-        out = greedy_place(problem)
+        out = greedy_place(self._one_buffer(tile, nbytes, align))
         return int(out.addresses[0]) if out.addresses is not None else None
 
     def busy_bytes(self, tile: int) -> int:
