@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from placer.errors import InputError
 from placer.fileio import parse_toml, read_text
@@ -103,7 +104,9 @@ class PackKernel:
         inside = np.interp(b, x, y)
         below = b * y[0] / x[0]
         above = b * y[-1] / x[-1]
-        return np.ceil(np.where(b < x[0], below, np.where(b > x[-1], above, inside))).astype(np.int64)
+        cycles: npt.NDArray[np.int64] = np.ceil(
+            np.where(b < x[0], below, np.where(b > x[-1], above, inside))).astype(np.int64)
+        return cycles
 
 
 @dataclass(frozen=True)
@@ -130,7 +133,9 @@ class Machine:
         t = np.asarray(tiles, dtype=np.int64)
         g = self.geometry
         block = (t // 2) // g.rows
-        return g.row_stride * self.row(t) + g.block_stride * (block // 2) + (block & 1) + g.lane_stride * (t & 1)
+        address: np.ndarray = (g.row_stride * self.row(t) + g.block_stride * (block // 2) + (block & 1)
+                               + g.lane_stride * (t & 1))
+        return address
 
     def latency(self, destination_tiles: np.ndarray | int) -> np.ndarray:
         """Cycles from a receiver selecting its source to the payload arriving."""
@@ -157,7 +162,8 @@ class Machine:
         crossing = (((s >> 2) & 8) | ((s >> 3) & 3)) - d_col + ((s_low >> 1) ^ 3)
         turn = np.where(((s ^ d) & 0x20) == 0, s_low + 1, 16 - s_low)
         rows = (((s >> 6) & 31) - ((d >> 6) & 31)) * 2
-        return (crossing + s_edge + turn - d_edge + rows + np.abs(across) - 34).astype(np.int64)
+        hops: npt.NDArray[np.int64] = (crossing + s_edge + turn - d_edge + rows + np.abs(across) - 34).astype(np.int64)
+        return hops
 
     def cycles_to_ms(self, cycles: float) -> float:
         return cycles / self.clock_hz * 1e3

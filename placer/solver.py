@@ -11,11 +11,12 @@ import importlib.util
 import math
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from importlib import resources
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from placer import interrupt
 from placer.errors import InputError
@@ -277,6 +278,11 @@ def _progress_callback(progress: SolverCallback, start: float) -> cp_model.CpSol
             progress(time.perf_counter() - start, self.objective_value, self.best_objective_bound)
 
     return _ProgressCallback()
+
+
+def clear_hints(model: cp_model.CpModel) -> None:
+    """``model.clear_hints()`` (ortools leaves that method unannotated)."""
+    cast(Callable[[], None], model.clear_hints)()
 
 
 def run(

@@ -49,7 +49,7 @@ def parse_size(text: str | int) -> int:
         value, rest = divmod(scaled, 10 ** len(frac))
         if rest:
             raise ValueError(f"size {text!r} is not a whole number of bytes")
-        return value
+        return int(value)
     return int(number) * _BINARY[key]
 
 

@@ -150,7 +150,7 @@ class PhaseMemory:
         for x, y in self.gaps(tile):
             start = round_up(x, align)
             if start + nbytes <= y:
-                return start
+                return int(start)
         return None
 
     def _one_buffer(self, tile: int, nbytes: int, align: int) -> PlacementProblem:

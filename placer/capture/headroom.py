@@ -60,7 +60,8 @@ class Headroom:
 
 
 def _in_region(start: IntArray, end: IntArray, lo: int, hi: int) -> IntArray:
-    return np.maximum(np.minimum(end, hi) - np.maximum(start, lo), 0)
+    overlap: IntArray = np.maximum(np.minimum(end, hi) - np.maximum(start, lo), 0)
+    return overlap
 
 
 def headroom(capture: Capture, machine: Machine, buffers: Buffers | None = None) -> Headroom | None:

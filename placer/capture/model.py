@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 SCHEMA_VERSION = 1
 WORD32 = 0
@@ -118,7 +119,8 @@ class Phase:
         return _cached(_SOURCE_ORDER, self, lambda: tile_order(self.source))
 
     def first_src_addr(self) -> np.ndarray:
-        return self.src_addr[self.src_ptr[:-1]]
+        first: np.ndarray = self.src_addr[self.src_ptr[:-1]]
+        return first
 
     def payload_bytes(self) -> int:
         """Receiver payload summed over every receiver (a multicast counts once per destination)."""
@@ -129,7 +131,8 @@ class Phase:
         return list(zip(self.dst_tile[a:b].tolist(), self.dst_addr[a:b].tolist(), strict=True))
 
     def source_addresses(self, i: int) -> list[int]:
-        return self.src_addr[self.src_ptr[i] : self.src_ptr[i + 1]].tolist()
+        addresses: list[int] = self.src_addr[self.src_ptr[i] : self.src_ptr[i + 1]].tolist()
+        return addresses
 
     def take(self, index: np.ndarray) -> Phase:
         """A phase holding only the transfers ``index`` (in that order)."""
@@ -260,7 +263,8 @@ def csr_gather(ptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
     if total == 0:
         return np.zeros(0, np.int64)
     offsets = np.repeat(starts - _ptr(counts)[:-1], counts)
-    return np.arange(total, dtype=np.int64) + offsets
+    flat: npt.NDArray[np.int64] = np.arange(total, dtype=np.int64) + offsets
+    return flat
 
 
 @dataclass(frozen=True)

@@ -110,7 +110,8 @@ def render_phase(p: Phase) -> bytes:
     dig[~has_int] = 0
     slots = np.concatenate([_TABLE[kind], dig], axis=1)
     out = slots[slots != 0]
-    return head + out.tobytes() + tail
+    line: bytes = head + out.tobytes() + tail
+    return line
 
 
 def write_capture_fast(capture: Capture, path: str | Path) -> int:

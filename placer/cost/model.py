@@ -26,6 +26,7 @@ import weakref
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from placer.capture.model import WORD_BYTES, Allocations, Capture, Phase, tile_order
 from placer.cost.sharing import Sharing, share_tables
@@ -50,7 +51,8 @@ class PhaseCost:
 
     @property
     def fragments(self) -> np.ndarray:
-        return self.sends + self.receives
+        fragments: np.ndarray = self.sends + self.receives
+        return fragments
 
     def worst_tile(self) -> int:
         return int(np.argmax(self.table_bytes))
@@ -140,7 +142,9 @@ def _split_at_bounds(reset: np.ndarray, t: np.ndarray, a: np.ndarray, bounds: np
 def _ranges(start: np.ndarray, stop: np.ndarray) -> np.ndarray:
     """The concatenation of ``arange(start[i], stop[i])`` over i."""
     counts = stop - start
-    return np.arange(int(counts.sum()), dtype=np.int64) + np.repeat(start - (np.cumsum(counts) - counts), counts)
+    ranges: npt.NDArray[np.int64] = (np.arange(int(counts.sum()), dtype=np.int64)
+                                     + np.repeat(start - (np.cumsum(counts) - counts), counts))
+    return ranges
 
 
 def tile_resets(a: np.ndarray, e: np.ndarray, tile: int, bounds: np.ndarray | None) -> int:

@@ -66,25 +66,30 @@ class PhaseState:
         """Table bytes before rounding (the rounding is applied to a tile's phase total)."""
         src = self if c is None else c
         active = (src.sends + src.receives) > 0
-        return self.machine.cost.raw_table(src.sends, src.long_sends, src.receives, src.resets, active)
+        table: np.ndarray = self.machine.cost.raw_table(src.sends, src.long_sends, src.receives, src.resets, active)
+        return table
 
     def table(self, c: TileCounters | None = None) -> np.ndarray:
-        return self.machine.cost.rounded(self.raw_table(c))
+        rounded: np.ndarray = self.machine.cost.rounded(self.raw_table(c))
+        return rounded
 
     def controls(self, c: TileCounters | None = None) -> np.ndarray:
         src = self if c is None else c
-        return self.machine.cost.controls(src.sends, src.receives, src.resets)
+        controls: np.ndarray = self.machine.cost.controls(src.sends, src.receives, src.resets)
+        return controls
 
     def tile_cycles(self, c: TileCounters | None = None) -> np.ndarray:
         src = self if c is None else c
-        return self.machine.exchange.tile_cycles(src.tx, src.rx, self.controls(c))
+        cycles: np.ndarray = self.machine.exchange.tile_cycles(src.tx, src.rx, self.controls(c))
+        return cycles
 
     def cycles(self) -> int:
         return int(self.tile_cycles()[: self.tiles].max(initial=0)) + self.machine.exchange.sync_cycles
 
     def used(self) -> np.ndarray:
         """Tiles that send or receive anything in the phase as it stands."""
-        return (self.sends + self.receives) > 0
+        used: np.ndarray = (self.sends + self.receives) > 0
+        return used
 
     # -- what-if ---------------------------------------------------------------------------------------------
     def evaluate(self, remove: np.ndarray, append: Phase) -> TileCounters:

@@ -109,7 +109,7 @@ def _one_machine(res: np.ndarray, r: np.ndarray, p: np.ndarray, q: np.ndarray) -
 def _reach_to_end(chunks: Chunks) -> np.ndarray:
     """Longest path from each chunk's start to the horizon (landing, dependency and stream edges)."""
     count = chunks.count
-    reach = (chunks.words + chunks.tail).astype(np.int64)
+    reach: np.ndarray = (chunks.words + chunks.tail).astype(np.int64)
     sa, sb = chunks.stream_edges()
     pred = np.concatenate([chunks.dep_pred, sa])
     succ = np.concatenate([chunks.dep_succ, sb])

@@ -194,7 +194,8 @@ def solve_exact(
     return hint.copy(), result
 
 
-def _add_precedences(model: cp_model.CpModel, s: list, pred: np.ndarray, succ: np.ndarray, lag: np.ndarray) -> None:
+def _add_precedences(model: cp_model.CpModel, s: list[cp_model.IntVar], pred: np.ndarray, succ: np.ndarray,
+                     lag: np.ndarray) -> None:
     for a, b, g in zip(pred.tolist(), succ.tolist(), lag.tolist(), strict=True):
         model.add(s[b] >= s[a] + g)
 

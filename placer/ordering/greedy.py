@@ -52,7 +52,8 @@ def balanced_order(chunks: Chunks, rule: str = "b1024") -> list[int]:
     wave = chunks.wave if rule == "b1024" else np.zeros(chunks.count, np.int64)
     picked = balanced_picks(chunks.tiles, chunks.words, chunks.stream, wave, chunks.stream_total, chunks.source,
                             chunks.dset, chunks.set_tiles)
-    return np.lexsort((picked, wave, chunks.level)).tolist()
+    order: list[int] = np.lexsort((picked, wave, chunks.level)).tolist()
+    return order
 
 
 def balanced_picks(tiles: int, words: np.ndarray, stream: np.ndarray, wave: np.ndarray, stream_total: np.ndarray,
@@ -299,7 +300,8 @@ def balanced_order_heap(chunks: Chunks, rule: str = "b1024") -> list[int]:
             picked[c] = n_picked
             n_picked += 1
             entry = heapq.heappop(heap) if heap else None
-    return np.lexsort((np.asarray(picked), np.asarray(wave), chunks.level)).tolist()
+    order: list[int] = np.lexsort((np.asarray(picked), np.asarray(wave), chunks.level)).tolist()
+    return order
 
 
 def row_builder(chunks: Chunks, order: list[int]) -> np.ndarray:

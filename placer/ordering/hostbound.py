@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -128,7 +128,7 @@ def relay_host_bound(phase: Phase, deps: Dependencies, *, ready: np.ndarray, poi
     ceiling = {h: max([head[h] + sum(classes[h].values())] + [earliest[f] for f in fs])
                + sum(send[f] for f in fs) + max(tail[f] for f in fs) for h, fs in planned.items()}
     best = 0
-    solved: dict[tuple, int] = {}
+    solved: dict[tuple[Any, ...], int] = {}
     for h in sorted(ceiling, key=lambda h: (-ceiling[h], h)):
         fs = planned[h]
         if ceiling[h] <= best:
@@ -145,7 +145,7 @@ def relay_host_bound(phase: Phase, deps: Dependencies, *, ready: np.ndarray, poi
 
 
 def _signature(fs: list[int], classes: dict[_Class, int], send: dict[int, int], tail: dict[int, int],
-               reads: dict[int, frozenset[int]], earliest: dict[int, int], head: int) -> tuple:
+               reads: dict[int, frozenset[int]], earliest: dict[int, int], head: int) -> tuple[Any, ...]:
     """The host's program with its forwards and elements numbered by rank: hosts laid out alike solve once."""
     f_id = {f: j for j, f in enumerate(sorted(fs))}
     keys = sorted(set().union(*reads.values(), *(k for _, k in classes)))
@@ -200,7 +200,8 @@ def _host_program(order: tuple[int, ...], classes: dict[_Class, int], send: dict
     if solver.Solve() != pywraplp.Solver.OPTIMAL:  # cannot happen (every class fits before its forward); claim nothing
         return 0
     # the program's data are integers; allow for the solver's tolerance before rounding up
-    return math.ceil(solver.Objective().Value() - 1e-3)
+    bound: int = math.ceil(solver.Objective().Value() - 1e-3)
+    return bound
 
 
 __all__ = ["PERMUTED", "relay_host_bound"]

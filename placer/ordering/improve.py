@@ -195,7 +195,8 @@ def relay_windows(phase: Phase, deps: Dependencies, levels: np.ndarray, schedule
     no_deps = Dependencies(np.zeros(0, np.int64), np.zeros(0, np.int64))
 
     def listed(members: np.ndarray, priority: np.ndarray) -> np.ndarray:
-        return members[nondelay_order(phase.take(members), no_deps, priority[members], tiles=tiles)]
+        ordered: np.ndarray = members[nondelay_order(phase.take(members), no_deps, priority[members], tiles=tiles)]
+        return ordered
 
     if forwards_last:
         is_host, _, into_replica = relay_tiles(phase, deps)
@@ -213,7 +214,8 @@ def hosts_landing_last(phase: Phase, deps: Dependencies, schedule: ReferenceSche
     end = _last_arrival(phase, schedule)
     hosts = phase.source[forwards[np.lexsort((forwards, -end[forwards]))]].astype(np.int64)
     _, first = np.unique(hosts, return_index=True)
-    return hosts[np.sort(first)][:count].tolist()
+    landing: list[int] = hosts[np.sort(first)][:count].tolist()
+    return landing
 
 
 def _last_arrival(phase: Phase, schedule: ReferenceSchedule) -> np.ndarray:
@@ -407,8 +409,9 @@ class OrderSearch:
             self._polish_from(*second)
 
     def _polish_from(self, base: ReferenceSchedule, found: str) -> None:
-        steps = ((lambda base: host_order(self.phase, self.deps, self.levels, base, interleave=False), "host plans"),
-                 (lambda base: gathers_by_forward(self.phase, self.deps, self.levels, base), "gathers by forward"))
+        steps: tuple[tuple[Callable[[ReferenceSchedule], np.ndarray | None], str], ...] = (
+            (lambda base: host_order(self.phase, self.deps, self.levels, base, interleave=False), "host plans"),
+            (lambda base: gathers_by_forward(self.phase, self.deps, self.levels, base), "gathers by forward"))
         for build, label in steps:
             if not self.fits():
                 return

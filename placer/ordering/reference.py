@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from placer import native
 from placer.capture.model import WORD32, Phase
@@ -834,7 +835,8 @@ def reference_table_bytes(phase: Phase, schedule: ReferenceSchedule, machine: Ma
     active = np.bincount(tile, minlength=tiles) > 0
     tail = -(-np.maximum(0, schedule.tile_horizon[:tiles] - last_end) // delay_max)
     total += np.where(active, tail + 1, 0)  # delay to the tile's horizon, RETURN
-    return machine.cost.rounded(4 * total).astype(np.int64)
+    table: npt.NDArray[np.int64] = machine.cost.rounded(4 * total).astype(np.int64)
+    return table
 
 
 def _tiles(phase: Phase, machine: Machine) -> int:

@@ -184,7 +184,8 @@ class Chunks:
     def lane_words(self) -> np.ndarray:
         """Cycles each chunk holds its transmit lane: the base write, then its sends (the lane does not wait for
         the short-receive hold that ends the chunk's port window)."""
-        return self.words + self.lead - self.hold_end
+        lane: np.ndarray = self.words + self.lead - self.hold_end
+        return lane
 
     def stream_edges(self) -> tuple[np.ndarray, np.ndarray]:
         """Consecutive chunks of a stream: order edges (start(b) >= start(a) + words(a))."""

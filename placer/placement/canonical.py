@@ -117,7 +117,7 @@ class CanonicalSearch:
         self.area = [sizes[i] * (ends[i] - starts[i]) for i in range(n)]
         self.width = [ends[i] - starts[i] for i in range(n)]
         self.nodes = 0
-        self.memos: dict[str, dict] = {}
+        self.memos: dict[str, dict[Any, Any]] = {}
         self._pmask: dict[int, tuple[list[int], int]] = {}
 
     def _prepare(self) -> None:

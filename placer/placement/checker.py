@@ -26,7 +26,7 @@ def memory_elements(problem: PlacementProblem, start: int, end: int) -> set[tupl
     """Physical elements touched, named (element size, index), so region-0 and region-1 elements never collide."""
     if problem.region_boundary is None:
         return set()
-    out = set()
+    out: set[tuple[int, int]] = set()
     b = problem.region_boundary
     if start < b:
         size = problem.region0_element

@@ -15,9 +15,9 @@ from __future__ import annotations
 import itertools
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
-from placer.placement.model import PlacementProblem
+from placer.placement.model import Domain, PlacementProblem
 from placer.progress import SolverCallback
 from placer.solver import SolveResult, SolverParams, lazy_module, run
 
@@ -46,7 +46,7 @@ def _variables(model: cp_model.CpModel, problem: PlacementProblem) -> _Vars:
     starts, options = [], []
     for i in range(problem.n):
         doms = problem.all_domains[i]
-        groups: dict[tuple[int, int, int], list] = defaultdict(list)
+        groups: dict[tuple[int, int, int], list[Domain]] = defaultdict(list)
         for d in doms:
             groups[(d.bytes, d.alignment, d.region)].append(d)
         lo = min(d.first for d in doms)
@@ -54,7 +54,7 @@ def _variables(model: cp_model.CpModel, problem: PlacementProblem) -> _Vars:
         x = model.new_int_var_from_domain(
             cp_model.Domain.from_intervals([[d.first, d.last] for d in doms]), f"x{i}"
         )
-        opts = []
+        opts: list[tuple[cp_model.IntVar | None, cp_model.IntervalVar, int, int]] = []
         if len(groups) == 1:
             ((size, alignment, region), ds), = groups.items()
             if alignment > 1:
@@ -130,7 +130,7 @@ def _elements_used(model: cp_model.CpModel, problem: PlacementProblem, v: _Vars,
     """Element start address -> literal that is true whenever request ``i`` touches that memory element."""
     used: dict[int, cp_model.IntVar] = {}
     for lit, iv, size, _region in v.options[i]:
-        x = iv.start_expr()
+        x = cast("cp_model.LinearExpr", iv.start_expr())  # the stub says ``object``
         doms = [d for d in problem.all_domains[i] if d.bytes == size]
         lo = min(d.first for d in doms)
         hi = max(d.last for d in doms) + size
@@ -173,7 +173,7 @@ def _conflicts(model: cp_model.CpModel, problem: PlacementProblem, v: _Vars) -> 
 def _symmetry(model: cp_model.CpModel, problem: PlacementProblem, v: _Vars) -> None:
     """Interchangeable requests (same everything, no conflicts, one option) are placed in index order."""
     conflicted = {i for pair in problem.conflict_pairs for i in pair} | {i for i, _ in problem.fixed_conflicts}
-    classes: dict[tuple, list[int]] = defaultdict(list)
+    classes: dict[tuple[Any, ...], list[int]] = defaultdict(list)
     for i, r in enumerate(problem.requests):
         if i in conflicted or len(v.options[i]) != 1:
             continue

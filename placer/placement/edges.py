@@ -93,7 +93,7 @@ class _Search:
                 boundary += element
         return sorted(out)
 
-    def visit(self, doms: list[list[Interval] | None], placed: list[int | None]) -> bool:
+    def visit(self, doms: list[list[Interval]], placed: list[int | None]) -> bool:
         if self.nodes >= self.node_limit:
             return False
         self.nodes += 1

@@ -101,7 +101,7 @@ def parse_dump(data: Any, path: str) -> PlacementProblem:
     host = data.get("host_scratch_range", HOST_SCRATCH)
     host_range = None if host is None else _pair(host, path, "host_scratch_range")
     tile = data.get("tile")
-    problem_args = dict(
+    problem_args: dict[str, Any] = dict(
         ranges=ranges,
         requests=requests,
         fixed=fixed,
@@ -215,7 +215,7 @@ def parse_minimalloc_csv(text: str, path: str, *, capacity: int | None = None) -
     if len(rows) == 1:
         raise InputError("no buffers: the file has a header and no rows", path=path, where="line 2")
     col = {name: header.index(name) for name in header}
-    requests = []
+    requests: list[Request] = []
     ids = []
     seen: dict[str, int] = {}
     for lineno, row in enumerate(rows[1:], start=2):

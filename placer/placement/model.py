@@ -12,6 +12,7 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from placer.errors import InputError
 
@@ -110,7 +111,7 @@ class PlacementProblem:
     name: str = ""
     tile: int | None = None
     source_format: str = "ipu"  # "ipu" or "minimalloc": how to write the solution back
-    extra: dict = field(default_factory=dict, compare=False, hash=False)  # e.g. the CSV ids and columns
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)  # e.g. the CSV ids and columns
 
     def __post_init__(self) -> None:
         where = self.name or None

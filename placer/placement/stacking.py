@@ -34,7 +34,7 @@ from __future__ import annotations
 import bisect
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -69,7 +69,7 @@ def zero_slack(problem: PlacementProblem) -> bool:
     return all(live == capacity for _first, _last, live in live_runs(problem))
 
 
-def _sections(ids: list[int], first: Sequence[int], last: Sequence[int]) -> list[list[int]]:
+def _sections(ids: Iterable[int], first: Sequence[int], last: Sequence[int]) -> list[list[int]]:
     """``ids`` split where no buffer lives across a step, in time order."""
     out: list[list[int]] = []
     reach = -1
@@ -276,7 +276,7 @@ class _Stacker:
             atoms.append(rest)
         return atoms
 
-    def _leaf(self, ids: list[int], base: int, width: int) -> dict[int, int] | None:
+    def _leaf(self, ids: Collection[int], base: int, width: int) -> dict[int, int] | None:
         """An indivisible strip of several buffers: the compiled canonical search, briefly (tiles with conflicts
         are left alone: their conflicts name requests of the whole problem)."""
         from placer.placement.canonical import solve_flat, solve_general

@@ -53,7 +53,8 @@ class PlanView:
 
     @property
     def program_table(self) -> np.ndarray:
-        return self.table.sum(axis=0)
+        table: np.ndarray = self.table.sum(axis=0)
+        return table
 
     def relayed_groups(self, phase: int) -> int:
         return sum(1 for r in self.parsed.relays if r.phase == phase)

@@ -162,7 +162,8 @@ def _json_script(obj: Any) -> str:
 def _plotly_js() -> str:
     from plotly.offline import get_plotlyjs
 
-    return get_plotlyjs()
+    js: str = get_plotlyjs()
+    return js
 
 
 def render_page(title: str, header: list[str], figures: list[Figure], heatmap: dict[str, Any],

@@ -496,20 +496,24 @@ class _Hosting:
     @property
     def rx(self) -> np.ndarray:
         """Receive bytes left under the cap (a view: writing to it updates ``limits``)."""
-        return self.limits[0]
+        row: np.ndarray = self.limits[0]
+        return row
 
     @property
     def tx(self) -> np.ndarray:
-        return self.limits[1]
+        row: np.ndarray = self.limits[1]
+        return row
 
     @property
     def ctrl(self) -> np.ndarray:
-        return self.limits[2]
+        row: np.ndarray = self.limits[2]
+        return row
 
     @property
     def gap(self) -> np.ndarray:
         """Largest free gap (0: may not host at all)."""
-        return self.limits[3]
+        row: np.ndarray = self.limits[3]
+        return row
 
 
 @dataclass(frozen=True, eq=False)
@@ -609,7 +613,8 @@ def _sums(values: np.ndarray, fx: _Effects) -> np.ndarray:
     """Per effect: the sum of ``values`` over its stretch (integers: exact whatever the order)."""
     c = np.zeros(len(values) + 1, values.dtype)
     np.cumsum(values, out=c[1:])
-    return c[fx.ends] - c[fx.starts]
+    sums: np.ndarray = c[fx.ends] - c[fx.starts]
+    return sums
 
 
 def _excesses(table: np.ndarray, fx: _Effects, level: int, sign: int) -> np.ndarray:
@@ -1010,4 +1015,5 @@ def _improve(st: _State, member: list[dict[int, int]], order: list[int], rounds:
 
 def _replicas(op: Any, tiles: int) -> np.ndarray:
     r = op.group.replicas.astype(np.int64)
-    return r[r < tiles]
+    replicas: np.ndarray = r[r < tiles]
+    return replicas

@@ -42,7 +42,7 @@ from placer.selection.timing import (
     other_bounds,
     phase_figures,
 )
-from placer.solver import SolveResult, SolverParams, Status, run
+from placer.solver import SolveResult, SolverParams, Status, clear_hints, run
 from placer.threads import ordered_map
 
 
@@ -56,7 +56,7 @@ class Column:
     source: str  # the search that first found it
 
 
-def relay_key(relays: list[RelayChoice]) -> tuple:
+def relay_key(relays: list[RelayChoice]) -> tuple[Any, ...]:
     """What identifies a configuration: its relays' groups, variants, segment counts, hosts and buffers."""
     return tuple(sorted((r.group.index, r.variant, r.segmentation.count, tuple(r.hosts.tolist()),
                          tuple(r.buffers.tolist())) for r in relays))
@@ -91,7 +91,7 @@ class Pool:
     workers: int = 1
     until: float | None = None  # perf_counter time after which no measurement starts (OutOfTime)
     columns: list[list[Column]] = field(default_factory=list)
-    _index: list[dict[tuple, int]] = field(default_factory=list)
+    _index: list[dict[tuple[Any, ...], int]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         problem = self.problem
@@ -114,8 +114,8 @@ class Pool:
                 raise ValueError(f"the plan relays phase {r.group.phase}, which the pool does not measure")
             by_phase.setdefault(position[r.group.phase], []).append(r)
         # what was measured for another budget of a sweep (a configuration's figures do not depend on it)
-        known: dict[tuple[int, tuple], Column] = problem.shared.setdefault("columns", {})
-        todo: dict[tuple[int, tuple], list[RelayChoice]] = {}
+        known: dict[tuple[int, tuple[Any, ...]], Column] = problem.shared.setdefault("columns", {})
+        todo: dict[tuple[int, tuple[Any, ...]], list[RelayChoice]] = {}
         for k, relays in sorted(by_phase.items()):
             key = relay_key(relays)
             if key in self._index[k]:
@@ -128,7 +128,7 @@ class Pool:
                 todo[(k, key)] = relays
         machine = problem.machine
 
-        def measure(item: tuple[tuple[int, tuple], list[RelayChoice]]) -> Column:
+        def measure(item: tuple[tuple[int, tuple[Any, ...]], list[RelayChoice]]) -> Column:
             (k, _key), relays = item
             phase = problem.capture.phase_by_id(self.ids[k])
             part = Plan(plan.mode, machine, problem.table_budget, problem.fragment_limit, relays)
@@ -342,7 +342,7 @@ def combine(pool: Pool, caps: Caps, params: SolverParams, order: tuple[str, ...]
     first: SolveResult | None = res if stages[0] == "table" else None
     m.add(objective[stages[0]] <= round(res.objective or 0))
     for name in stages[1:]:
-        m.clear_hints()
+        clear_hints(m)
         for lits in x:
             for v in lits:
                 m.add_hint(v, bool(solver.value(v)))

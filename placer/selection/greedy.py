@@ -45,7 +45,7 @@ from placer.alternatives.groups import GroupScan, ReplicaGroup, panel_index, sca
 from placer.alternatives.memory import PhaseMemory
 from placer.alternatives.relay import RelayRewrite, direct_receive, direct_receive_all
 from placer.alternatives.segments import Segmentation, native, panel_coverage, split_at
-from placer.capture.model import Allocations, Capture, Phase
+from placer.capture.model import Allocations, Capture, PanelHint, Phase
 from placer.cost.model import BAND_SHIFT, PhaseCost, ProgramCost, program_cost, program_tiles, tile_counters
 from placer.cost.state import PhaseState, TileCounters
 from placer.machine import Machine
@@ -186,7 +186,8 @@ class Candidate:
     dropped_count: int = 0
 
 
-def candidate_groups(phase: Phase, hints: dict, allocations: Allocations | None = None) -> Candidate:
+def candidate_groups(phase: Phase, hints: dict[tuple[int, tuple[int, ...]], PanelHint],
+                     allocations: Allocations | None = None) -> Candidate:
     """The phase's groups and native panels (docs/reference.md §5's eligibility and grouping): transfers judged one
     by one and grouped by their destination buffers (``groups.scan_buffers``), groups without native panels left
     direct, every fragment cut at its group's panel bounds."""
@@ -280,7 +281,8 @@ def place_buffers(relays: list[tuple[ReplicaGroup, Segmentation, np.ndarray, np.
 
 
 def decide_phase(phase: Phase, before: PhaseCost, capture: Capture, machine: Machine, tiles: int,
-                 hints: dict, scan: GroupScan | None = None) -> tuple[list[RelayChoice], Decision]:
+                 hints: dict[tuple[int, tuple[int, ...]], PanelHint],
+                 scan: GroupScan | None = None) -> tuple[list[RelayChoice], Decision]:
     """Apply the rule to one phase: the relays it takes (all of the candidate's or none) and why. ``scan`` is not
     used (the rule groups by destination buffers, ``groups.scan_buffers``); it is accepted for the callers that
     pass the optimiser's scan."""

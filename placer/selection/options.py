@@ -329,7 +329,9 @@ def _crosses(tiles: np.ndarray, before: np.ndarray, addr: np.ndarray, bounds: np
     if bounds is None or not bounds.size:
         return np.zeros(tiles.shape, bool)
     band = tiles.astype(np.int64) << BAND_SHIFT
-    return np.searchsorted(bounds, band + before, side="right") != np.searchsorted(bounds, band + addr, side="right")
+    crosses: np.ndarray = (np.searchsorted(bounds, band + before, side="right")
+                           != np.searchsorted(bounds, band + addr, side="right"))
+    return crosses
 
 
 def _zero(n: int) -> Load:

@@ -91,7 +91,7 @@ class Plan:
 def load_plan(path: str | Path, capture: Capture | None = None) -> dict[str, Any]:
     """Read a plan file (``.json`` or ``.json.gz``) and check its structure; with ``capture``, also its
     references."""
-    doc = read_json(path)
+    doc: dict[str, Any] = read_json(path)
     plan = parse_plan(doc, str(path))
     if capture is not None:
         bind_plan(plan, capture, str(path))

@@ -138,7 +138,8 @@ class Patterns:
                 pos += len(ts)
 
     def addresses(self, first: int, pat: int) -> list[int]:
-        return (first + self.rows[pat]).tolist()
+        addresses: list[int] = (first + self.rows[pat]).tolist()
+        return addresses
 
 
 @dataclass

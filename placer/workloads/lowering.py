@@ -169,7 +169,8 @@ class Rows:
         self.owners = np.flatnonzero(self.per_owner)
 
     def row(self, b: np.ndarray, t: np.ndarray) -> np.ndarray:
-        return b * self.tokens + t
+        rows: np.ndarray = b * self.tokens + t
+        return rows
 
 
 @dataclass(frozen=True, eq=False)

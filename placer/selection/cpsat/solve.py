@@ -12,7 +12,7 @@ from placer.selection.cpsat.objective import lexicographic_stages
 from placer.selection.cpsat.solution import Selection, hint, read_selection
 from placer.selection.cpsat.variables import PhaseFixed
 from placer.selection.problem import SelectionProblem
-from placer.solver import SolveResult, SolverParams, Status, run
+from placer.solver import SolveResult, SolverParams, Status, clear_hints, run
 
 
 @dataclass(eq=False)
@@ -96,7 +96,7 @@ def solve_staged(problem: SelectionProblem, params: SolverParams, order: Sequenc
         value = round(res.objective or 0)
         handle.model.add(exprs[name] <= value)
         # carry the solution into the next stage
-        handle.model.clear_hints()
+        clear_hints(handle.model)
         hint(handle, selection)
     return StagedResult(selection, stages, values)
 
