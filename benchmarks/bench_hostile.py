@@ -40,7 +40,7 @@ PLACER = [sys.executable, "-m", "placer.cli"]
 class Case:
     id: str
     command: str  # shell command (placer is $P); files are made in the case's directory
-    setup: Callable[[Path], None] = lambda d: None
+    setup: Callable[[Path], None] = lambda _d: None
     env: dict[str, str] = field(default_factory=dict)
     signal_after: float | None = None  # send SIGINT this many seconds after the start
 
@@ -199,7 +199,7 @@ def run(case: Case, timeout: float, memory: int) -> dict[str, object]:
 
         began = time.perf_counter()
         proc = subprocess.Popen(["/usr/bin/time", "-f", "%M", "bash", "-c", cmd], cwd=d, env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=limit)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=limit)  # noqa: PLW1509 - rlimit
         hung = False
         if case.signal_after is not None:
             time.sleep(case.signal_after)

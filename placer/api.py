@@ -508,7 +508,7 @@ def place(problem: PlacementProblem | str | Path, *, capacity: int | str | None 
         problem = read_problem(problem, capacity=cap)
     with task(f"place {problem.n:,} buffers ({mode})") as shown:
         result = solve_placement(problem, params, mode=mode,
-                                 progress=lambda engine, elapsed, status: shown.advance(0, f"{engine}: {status}"),
+                                 progress=lambda engine, _elapsed, status: shown.advance(0, f"{engine}: {status}"),
                                  deadline=deadline)
     verified = _checked(problem, result)
     described = result.greedy

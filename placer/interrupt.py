@@ -13,7 +13,9 @@ main thread waits in short joins, where Python delivers signals to the handlers 
 
 from __future__ import annotations
 
+import _thread
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -60,10 +62,22 @@ def _handler(signum: int, _frame: Any) -> None:
         raise Interrupted(signum)
 
 
+def _unraisable(args: Any, previous: Callable[[Any], None] = sys.unraisablehook) -> None:
+    # the handler runs between any two bytecodes, also inside a finaliser or a callback whose exceptions Python
+    # can only print ("Exception ignored in: ..."): there the signal is raised again, to be handled at the next
+    # point where it can end the command. Raised from another thread: raised here, the handler would run again
+    # inside this hook (at the next call's check for pending signals); a bare thread does not wait to start
+    if isinstance(args.exc_value, Interrupted):
+        _thread.start_new_thread(_thread.interrupt_main, (args.exc_value.signum,))
+        return
+    previous(args)
+
+
 def install() -> None:
     """Route SIGINT and SIGTERM to :func:`_handler` (the CLI calls this once, before parsing arguments)."""
     for sig in EXIT_CODES:
         signal.signal(sig, _handler)
+    sys.unraisablehook = _unraisable
 
 
 def received() -> Interrupted | None:

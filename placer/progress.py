@@ -114,7 +114,7 @@ class _Step:
             self.detail = detail
         self.sink.changed(self, news=False)
 
-    def solver(self, elapsed: float, objective: float | None, bound: float | None) -> None:
+    def solver(self, elapsed: float, objective: float | None, bound: float | None) -> None:  # noqa: ARG002 - protocol
         with self.lock:
             old_obj, old_bound = _parse_solver(self.detail)
             obj = objective if objective is not None else old_obj
@@ -245,7 +245,7 @@ class _Live(_Sink):
             self.ids[id(step)] = self.rich.add_task(escape(step.name), total=step.total, detail="",
                                                      count=step.counted())
 
-    def changed(self, step: _Step, news: bool = True) -> None:
+    def changed(self, step: _Step, news: bool = True) -> None:  # noqa: ARG002 - the sink protocol's signature
         from rich.markup import escape
 
         task_id = self.ids.get(id(step))

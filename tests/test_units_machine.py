@@ -24,7 +24,7 @@ def test_ambiguous_units_refused_with_reason(text: str) -> None:
 
 @pytest.mark.parametrize("text", ["", "KiB", "1.5B", "80 parsecs", "-3"])
 def test_bad_sizes(text: str) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"^size "):
         parse_size(text)
 
 
@@ -35,8 +35,11 @@ def test_size_list_and_format() -> None:
 
 def test_bundled_machines() -> None:
     ipu = load_machine()
-    assert ipu.tiles == 1472 and ipu.budget.table_bytes == 81920 and ipu.budget.fragments == 16384
-    assert ipu.memory.base == 0x4C000 and ipu.memory.end == 0xE8000
+    assert ipu.tiles == 1472
+    assert ipu.budget.table_bytes == 81920
+    assert ipu.budget.fragments == 16384
+    assert ipu.memory.base == 0x4C000
+    assert ipu.memory.end == 0xE8000
     assert load_machine("mk1").tiles == 1216
     assert ipu.latency(0) == 52
     assert ipu.physical(1).item() == 2  # lane bit of the logical id -> physical bit 1 (pair partner = XOR 2)
@@ -48,7 +51,8 @@ def test_user_machine_file(tmp_path: Path) -> None:
     f = tmp_path / "m.toml"
     f.write_text(text)
     m = load_machine(f)
-    assert m.tiles == 64 and m.budget.table_bytes == 4096
+    assert m.tiles == 64
+    assert m.budget.table_bytes == 4096
     f.write_text(text.replace("sync_cycles = 600", "sync_cycles = -1"))
     with pytest.raises(InputError, match=r"exchange\.sync_cycles"):
         load_machine(f)
@@ -58,7 +62,8 @@ def test_user_machine_file(tmp_path: Path) -> None:
 
 def test_solver_params(tmp_path: Path) -> None:
     p = SolverParams.from_toml()
-    assert p.workers == 2 and p.time_limit > 0
+    assert p.workers == 2
+    assert p.time_limit > 0
     f = tmp_path / "p.toml"
     f.write_text("time_limit = 3\nworkers = 1\n")
     assert SolverParams.from_toml(f).workers == 1

@@ -378,12 +378,12 @@ def _allocations(raw: Any, tiles: int, path: str) -> Allocations:
     for i, a in enumerate(raw):
         if not isinstance(a, dict):
             raise InputError("must be an object", path=path, where=f"{where}[{i}]")
-        for key in cols:
+        for key, col in cols.items():
             v = a.get(key)
             if not _is_int(v) or not 0 <= v <= _ALLOCATION_MAX[key]:
                 raise InputError(f"field '{key}' must be an integer in 0..{_ALLOCATION_MAX[key]:,}, got {v!r}",
                                  path=path, where=f"{where}[{i}]")
-            cols[key].append(v)
+            col.append(v)
         if a["tile"] >= tiles:
             raise InputError(f"field 'tile' = {a['tile']} is outside 0..{tiles - 1}", path=path, where=f"{where}[{i}]")
         if a["end"] <= a["start"] or a["last"] < a["first"]:

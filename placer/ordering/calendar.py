@@ -201,7 +201,7 @@ def calendar_order(phase: Phase, deps: Dependencies, levels: np.ndarray, schedul
         if rest[t]:
             # the rest waits, on each receiver, for the tied traffic: in the model it fills their gaps, but the
             # timed list has none to spare there (phase 60: 12,570 without this)
-            x = max(x, max(tied_end[d] for d in receivers))
+            x = max(x, max(tied_end[d] for d in receivers))  # noqa: PLW3301 - an empty `receivers` stays an error
         resources = [lanes[src[t]]] + [ports[d] for d in receivers]
         while True:  # each resource's earliest free start from x on, until all agree
             y = x

@@ -457,7 +457,7 @@ def _csr_pointers(owner: np.ndarray, n: int) -> np.ndarray:
     return ptr
 
 
-def _materialize_python(phase: Phase, order: np.ndarray, deps: Dependencies, machine: Machine,
+def _materialize_python(phase: Phase, order: np.ndarray, deps: Dependencies, machine: Machine,  # noqa: PLR0912, PLR0915
                         tiles: int) -> ReferenceSchedule:
     """The timing loop in plain Python over lists and one byte row of event flags per tile: the per-transfer work
     is a few dozen operations per receiver, where numpy calls on a handful of receivers would cost more than they

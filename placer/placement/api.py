@@ -163,7 +163,7 @@ def _stacked(problem: PlacementProblem, params: SolverParams, t0: float, progres
     return _placed(problem, out.addresses, "stacking", t0, out.atoms, greedy)
 
 
-def solve_placement(
+def solve_placement(  # noqa: PLR0911, PLR0912
     problem: PlacementProblem,
     params: SolverParams | None = None,
     *,
@@ -254,7 +254,7 @@ def solve_placement(
     remaining = max(deadline - time.perf_counter(), 0.05)
     cp_progress = None
     if progress is not None:
-        def cp_progress(elapsed: float, objective: float | None, bound: float | None) -> None:
+        def cp_progress(elapsed: float, objective: float | None, _bound: float | None) -> None:
             progress("cp-sat", elapsed, "solution" if objective is not None else "searching")
 
     from placer.placement.cpsat import solve_cpsat  # ortools takes a third of a second to import: only when needed

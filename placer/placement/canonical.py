@@ -441,7 +441,8 @@ def general_inputs(problem: PlacementProblem) -> GeneralInputs | None:
         lo_t, hi_t = times[k], times[k + 1]
         taken = sorted((f.start, f.end) for f in problem.fixed if f.first < hi_t and lo_t <= f.last)
         free: list[int] = []
-        for a, b in problem.ranges:
+        for start, b in problem.ranges:
+            a = start
             for fa, fb in taken:
                 if fb <= a or b <= fa:
                     continue

@@ -39,7 +39,7 @@ else:  # loaded when the first model is built (``placer.solver.lazy_module``)
     pywraplp = lazy_module("ortools.linear_solver.pywraplp")
 
 
-def table_lp_bound(problem: SelectionProblem, slack: dict[int, int], time_limit: float = 20.0,
+def table_lp_bound(problem: SelectionProblem, slack: dict[int, int], time_limit: float = 20.0,  # noqa: PLR0912
                    caps: dict[int, tuple[np.ndarray, np.ndarray]] | None = None) -> int | None:
     """The relaxation's optimum rounded down to the table rounding, or None if GLOP did not finish in time.
     ``caps`` (selection phase index -> per tile, the bytes it may receive and transmit) restricts it to plans that keep

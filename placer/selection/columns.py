@@ -243,7 +243,7 @@ class Combination:
     capped: bool  # within the cycle caps (a plan that fits the budget comes first)
 
 
-def combine(pool: Pool, caps: Caps, params: SolverParams, order: tuple[str, ...],
+def combine(pool: Pool, caps: Caps, params: SolverParams, order: tuple[str, ...],  # noqa: PLR0912
             start: list[int] | None = None) -> Combination | None:
     """The best choice of one measured configuration per phase (see the module docstring); None when no choice
     meets the caps. ``start`` hints the first stage."""

@@ -282,7 +282,7 @@ def place_buffers(relays: list[tuple[ReplicaGroup, Segmentation, np.ndarray, np.
 
 def decide_phase(phase: Phase, before: PhaseCost, capture: Capture, machine: Machine, tiles: int,
                  hints: dict[tuple[int, tuple[int, ...]], PanelHint],
-                 scan: GroupScan | None = None) -> tuple[list[RelayChoice], Decision]:
+                 scan: GroupScan | None = None) -> tuple[list[RelayChoice], Decision]:  # noqa: ARG001
     """Apply the rule to one phase: the relays it takes (all of the candidate's or none) and why. ``scan`` is not
     used (the rule groups by destination buffers, ``groups.scan_buffers``); it is accepted for the callers that
     pass the optimiser's scan."""

@@ -202,7 +202,7 @@ class SearchClock:
         self.backstop |= staged.backstop
 
 
-def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit: int, *,
+def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit: int, *,  # noqa: PLR0912, PLR0915
            mode: SelectionMode | str = SelectionMode.CPSAT,
            params: SolverParams | None = None, order: tuple[str, ...] = OBJECTIVES, local_pack: bool = True,
            progress: SolverCallback | None = None, max_rounds: int = 3, deadline: Deadline | None = None,
@@ -358,7 +358,7 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
                                         best_plan, best_obj, source, greedy, g_obj, decisions, progress, start,
                                         scans, clock)
             if searched is None:
-                searched = _lns(capture, problem, params, est, best_plan, best_obj, source, greedy, g_obj,
+                searched = _lns(problem, params, est, best_plan, best_obj, source, greedy, g_obj,
                                 decisions, progress, start, scans, clock)
         else:
             searched = _monolithic(capture, problem, params, est, best_plan, best_obj, source, greedy, g_obj,
@@ -1010,7 +1010,7 @@ def capacity_lp_bound(problem: SelectionProblem, slack: dict[int, int], caps: li
                           caps={pi: (pc.rx_cap, pc.tx_cap) for pi, pc in enumerate(caps)})
 
 
-def _lns(capture: Capture, problem: SelectionProblem, params: SolverParams, order: tuple[str, ...],
+def _lns(problem: SelectionProblem, params: SolverParams, order: tuple[str, ...],
          best_plan: Plan, best_obj: Objectives, source: str, greedy: Plan, g_obj: Objectives,
          decisions: list[Decision], progress: SolverCallback | None, start: float, scans: list[GroupScan],
          clock: SearchClock) -> Outcome:

@@ -106,7 +106,7 @@ def reachable(address: str, seconds: float = CONNECT_SECONDS) -> None:
                          "`ray start --head`, or run without Ray", where="--address / RAY_ADDRESS") from None
 
 
-def _terminate(signum: int, frame: Any) -> None:
+def _terminate(_signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt
 
 

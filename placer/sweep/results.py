@@ -51,7 +51,8 @@ def record(out: Path, job: Job, workload: Workload, result: JobOutput) -> None:
         atomic_write_bytes(d / "error.json", _dump({"job": job.to_json(), "id": job.id, "error": result.error,
                                                     "detail": result.detail, "seconds": round(result.seconds, 3)}))
         return
-    assert result.plan is not None and result.summary is not None
+    assert result.plan is not None
+    assert result.summary is not None
     atomic_write_bytes(d / PLAN_FILE, result.plan)  # gzipped by the name
     atomic_write_bytes(d / "validation.json", _dump(result.validation))
     atomic_write_bytes(d / "summary.json", _dump({**result.summary, "workload": workload.to_json()}))

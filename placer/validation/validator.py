@@ -198,7 +198,7 @@ def validate(capture: Capture, plan: dict[str, Any] | Plan, machine: Machine) ->
                 f"phase {p} {win.describe(j)}: {int(win.seq.nbytes[j]) // 4} words exceeds the "
                 f"machine's {max_words}-word transfer limit"
             )
-        errors.extend(_check_window(win, plan, kernels.get(p, [])))
+        errors.extend(_check_window(win, kernels.get(p, [])))
 
     with task("validate relays and budget"):
         errors.extend(_check_relays(capture, plan, machine, kernels))
@@ -293,7 +293,7 @@ def _scratch(win: _Window, kernels: list[Kernel]) -> tuple[np.ndarray, np.ndarra
     return iv.union(iv.key(tt, np.array(s, np.int64)), iv.key(tt, np.array(e, np.int64)))
 
 
-def _check_window(win: _Window, plan: Plan, kernels: list[Kernel]) -> list[str]:
+def _check_window(win: _Window, kernels: list[Kernel]) -> list[str]:
     p = win.p
     out: list[str] = []
     scratch = _scratch(win, kernels)

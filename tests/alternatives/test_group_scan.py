@@ -52,4 +52,5 @@ def test_vectorised_scan_matches_the_reference(case: tuple[Phase, dict]) -> None
         assert (a.extent, a.runs, a.hint) == (b.extent, b.runs, b.hint)
         for name in ("transfers", "replicas", "bases", "offsets", "nbytes", "sources"):
             x, y = getattr(a, name), getattr(b, name)
-            assert np.array_equal(x, y) and x.dtype == y.dtype, name
+            assert np.array_equal(x, y), name
+            assert x.dtype == y.dtype, name

@@ -62,7 +62,8 @@ def check_conserved(phase: Phase, groups: list[ReplicaGroup], rewrite: RelayRewr
     assert got == want
     replicas = {int(t) for g in groups for t in g.replicas}
     hosts = {t for t, _ in staged}
-    assert hosts.isdisjoint(replicas) and {t for t, _ in got} <= replicas
+    assert hosts.isdisjoint(replicas)
+    assert {t for t, _ in got} <= replicas
     assert set(rewrite.forwards.source.tolist()) <= hosts  # the relays forward what they gathered
 
 
@@ -88,8 +89,10 @@ def test_direct_receive_delivers_every_byte_to_every_replica(count: int, max_byt
     seg = with_count(group, native(group), count)
     hosts, buffers = relay_tiles(seg)
     rw = direct_receive(group, seg, hosts, buffers, phase, max_bytes)
-    assert rw.remove.tolist() == group.transfers.tolist() and 0 not in rw.remove  # the unicast stays
-    assert rw.gathers.n == group.fragments and (rw.gathers.fanout == 1).all()  # one receive per fragment
+    assert rw.remove.tolist() == group.transfers.tolist()
+    assert 0 not in rw.remove  # the unicast stays
+    assert rw.gathers.n == group.fragments
+    assert (rw.gathers.fanout == 1).all()  # one receive per fragment
     assert (rw.forwards.nbytes <= max_bytes).all()
     check_conserved(phase, [group], rw)
     # the gathers fill each segment's buffer at the fragments' offsets from the segment start, holes left open
@@ -123,7 +126,9 @@ def test_local_pack_delivers_every_byte_through_its_kernel() -> None:
     for k, runs in ((1, 2), (11, 11)):  # one segment: the runs of slots 0-4 and 6-11; else one per fragment
         hosts, buffers = relay_tiles(segs[k])
         rw = local_pack(group, segs[k], hosts, buffers, phase, 1 << 20, extra_phase=7)
-        assert rw.forwards.phase == 7 and rw.gathers.n == runs and len(rw.copies) == group.fragments
+        assert rw.forwards.phase == 7
+        assert rw.gathers.n == runs
+        assert len(rw.copies) == group.fragments
         check_conserved(phase, [group], rw)
     # runs are cut where they would exceed one transfer: 64 bytes, two slots
     rw = local_pack(group, segs[1], *relay_tiles(segs[1]), phase, 64, extra_phase=7)
@@ -195,7 +200,8 @@ def test_any_rewrite_conserves_bytes_and_destinations(case: tuple[Phase, list], 
     groups = [g for g, _, _, _ in relays]
     assert sum(g.fragments for g in groups) == int((phase.fanout >= 2).sum())  # every multicast is in a group
     together = direct_receive_all(relays, phase, max_bytes)
-    assert (together.forwards.nbytes <= max_bytes).all() and (together.forwards.words > 0).all()
+    assert (together.forwards.nbytes <= max_bytes).all()
+    assert (together.forwards.words > 0).all()
     check_conserved(phase, groups, together)
     for g, seg, hosts, buffers in relays:
         check_conserved(phase, [g], local_pack(g, seg, hosts, buffers, phase, max_bytes, extra_phase=1))

@@ -30,11 +30,16 @@ def hinted(phase: Phase, boundaries: tuple[int, ...], splits: bool = True) -> Re
 def check_partition(group: ReplicaGroup, seg: Segmentation) -> None:
     """Segments cover [0, E) back to back, each holds at least one fragment, no fragment straddles a cut."""
     b = seg.bounds
-    assert b[0] == 0 and b[-1] == group.extent and (np.diff(b) > 0).all()
+    assert b[0] == 0
+    assert b[-1] == group.extent
+    assert (np.diff(b) > 0).all()
     assert seg.segment_bytes().sum() == group.extent
-    assert seg.frag_start[0] == 0 and seg.frag_start[-1] == group.fragments and (np.diff(seg.frag_start) > 0).all()
+    assert seg.frag_start[0] == 0
+    assert seg.frag_start[-1] == group.fragments
+    assert (np.diff(seg.frag_start) > 0).all()
     seg_of = np.repeat(np.arange(seg.count), np.diff(seg.frag_start))
-    assert (group.offsets >= b[seg_of]).all() and (group.offsets + group.nbytes <= b[seg_of + 1]).all()
+    assert (group.offsets >= b[seg_of]).all()
+    assert (group.offsets + group.nbytes <= b[seg_of + 1]).all()
 
 
 def test_a_repeated_sender_starts_the_next_panel() -> None:
@@ -52,7 +57,9 @@ def test_a_repeated_sender_starts_the_next_panel() -> None:
 def test_distinct_senders_are_one_segment() -> None:
     group = group_of(group_phase(0, REPLICAS, [4, 5, 6, 7, 8, 9], 6))
     seg = native(group)
-    assert seg.bounds.tolist() == [0, 192] and seg.frag_start.tolist() == [0, 6] and seg.count == 1
+    assert seg.bounds.tolist() == [0, 192]
+    assert seg.frag_start.tolist() == [0, 6]
+    assert seg.count == 1
 
 
 def test_the_listing_order_does_not_change_the_panels() -> None:
@@ -85,7 +92,8 @@ def test_a_cut_inside_a_hole_falls_on_the_next_fragment() -> None:
     # slots 3 and 4 are holes: the hint's cut at 100 (inside the hole) moves to slot 5's start, 160
     group = hinted(group_phase(0, REPLICAS, [4], 8, holes=(3, 4)), (0, 100, 256))
     seg = native(group)
-    assert seg.bounds.tolist() == [0, 160, 256] and seg.frag_start.tolist() == [0, 3, 6]
+    assert seg.bounds.tolist() == [0, 160, 256]
+    assert seg.frag_start.tolist() == [0, 3, 6]
     check_partition(group, seg)
 
 
@@ -112,7 +120,8 @@ def test_candidate_counts_are_the_divisors_and_the_double() -> None:
     group = group_of(group_phase(0, REPLICAS, [4, 5, 6, 7], 24))  # six panels, 24 fragments
     assert candidate_counts(group, native(group)) == [1, 2, 3, 6, 12]
     segs = candidates(group)
-    assert sorted(segs) == [1, 2, 3, 6, 12] and all(s.count == k for k, s in segs.items())
+    assert sorted(segs) == [1, 2, 3, 6, 12]
+    assert all(s.count == k for k, s in segs.items())
     few = group_of(group_phase(0, REPLICAS, [4, 5], 3))  # two panels of three fragments: no room to halve
     assert candidate_counts(few, native(few)) == [1, 2]
 
@@ -122,8 +131,10 @@ def test_candidates_are_capped_keeping_one_the_native_count_and_its_double() -> 
     base = native(group)
     assert base.count == 60
     counts = candidate_counts(group, base)
-    assert len(counts) == MAX_CANDIDATES and {1, 60, 120} <= set(counts)
-    assert all(60 % c == 0 or c == 120 for c in counts) and counts == sorted(counts)
+    assert len(counts) == MAX_CANDIDATES
+    assert {1, 60, 120} <= set(counts)
+    assert all(60 % c == 0 or c == 120 for c in counts)
+    assert counts == sorted(counts)
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -22,7 +22,8 @@ ENTRY_POINTS = ("read_capture", "write_capture", "load_machine", "generate", "in
 def test_entry_points_are_documented_with_numpydoc_sections() -> None:
     for name in ENTRY_POINTS:
         doc = pyinspect.getdoc(getattr(placer, name)) or ""
-        assert doc and ("Parameters\n" in doc or "Returns\n" in doc), name
+        assert doc, name
+        assert "Parameters\n" in doc or "Returns\n" in doc, name
     assert "Returns" in (pyinspect.getdoc(placer.solve) or "")
 
 
@@ -30,7 +31,8 @@ def test_help_shows_the_documented_solve() -> None:
     code = "import placer; help(placer.solve)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"PAGER": "cat", "PATH": "/usr/bin:/bin"})
-    assert "Choose relays so every tile fits" in out.stdout and "SelectionResult" in out.stdout
+    assert "Choose relays so every tile fits" in out.stdout
+    assert "SelectionResult" in out.stdout
 
 
 def test_import_placer_loads_no_solver() -> None:
@@ -63,12 +65,16 @@ def test_greedy_solve_then_validate_in_process() -> None:
     capture = placer.read_capture(DEMO)
     result = placer.solve(capture, machine, budget="700", mode="greedy")
     assert result.mode is placer.SelectionMode.GREEDY
-    assert result.plan_from == "production rule" and not result.stages and result.bounds == {}
+    assert result.plan_from == "production rule"
+    assert not result.stages
+    assert result.bounds == {}
     doc = result.to_json()
-    assert doc["solver"]["status"] == "not-run" and doc["summary"]["program"]["table_budget"] == 700
+    assert doc["solver"]["status"] == "not-run"
+    assert doc["summary"]["program"]["table_budget"] == 700
     assert result.exit_code is (ExitCode.OK if result.fits else ExitCode.OVER_BUDGET)
     check = placer.validate(capture, result, machine, budget=700)
-    assert check.valid == result.fits and check.exit_code in (ExitCode.OK, ExitCode.OVER_BUDGET)
+    assert check.valid == result.fits
+    assert check.exit_code in (ExitCode.OK, ExitCode.OVER_BUDGET)
 
 
 def test_malformed_input_is_an_input_error() -> None:
@@ -85,7 +91,8 @@ def test_run_configuration_sections(tmp_path: Path) -> None:
     f.write_text("workers = 1\n[ordering]\ntime_limit = 3\n")
     cfg = RunConfig.load(f)
     assert cfg.selection.workers == cfg.placement.workers == cfg.ordering.workers == 1
-    assert cfg.ordering.time_limit == 3 and cfg.selection.time_limit == 30.0
+    assert cfg.ordering.time_limit == 3
+    assert cfg.selection.time_limit == 30.0
     f.write_text("[placement]\nworkerz = 1\n")
     with pytest.raises(InputError, match=r"placement\.workerz: unknown solver parameter"):
         RunConfig.load(f)

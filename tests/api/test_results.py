@@ -27,11 +27,14 @@ def test_api_holds_no_untyped_documents() -> None:
 
 def test_a_selection_result_is_complete_when_returned() -> None:
     result = placer.solve(DEMO, budget="700", mode="greedy")
-    assert result.summary is not None and result.programs is None and not result.interrupted
+    assert result.summary is not None
+    assert result.programs is None
+    assert not result.interrupted
     with pytest.raises(dataclasses.FrozenInstanceError):
         result.summary = None  # type: ignore[misc]
     doc = result.to_json()
-    assert doc["summary"] is result.summary and list(doc)[-1] == "time"
+    assert doc["summary"] is result.summary
+    assert list(doc)[-1] == "time"
     assert result.plan_json()["summary"] is result.summary
 
 
@@ -40,10 +43,13 @@ def test_place_many_goes_through_the_api() -> None:
     result = placer.place_many(files)
     assert result.exit_code is ExitCode.OK
     docs = result.to_json()
-    assert [d["file"] for d in docs] == [str(f) for f in files] and all(d["verified"] for d in docs)
+    assert [d["file"] for d in docs] == [str(f) for f in files]
+    assert all(d["verified"] for d in docs)
     assert [line.split(":")[0] for line in result.lines()] == [str(f) for f in files]
     one = placer.place(files[1], allocator=True)
-    assert one.verified and one.allocator and one.to_json(placements=False).keys() < one.to_json().keys()
+    assert one.verified
+    assert one.allocator
+    assert one.to_json(placements=False).keys() < one.to_json().keys()
 
 
 def test_write_capture_returns_the_size(tmp_path: Path) -> None:
@@ -55,6 +61,9 @@ def test_write_capture_returns_the_size(tmp_path: Path) -> None:
                     reason="needs the [report] extra")
 def test_report_goes_through_the_api(tmp_path: Path) -> None:
     result = api.report(DEMO, output=tmp_path / "r.html", png=tmp_path / "png", budget=640)
-    assert result.size == (tmp_path / "r.html").stat().st_size and result.figures >= 4
-    assert {p.name for p in result.pngs} >= {"heatmap.png", "sram.png"} and all(p.exists() for p in result.pngs)
-    assert result.lines()[0].startswith(f"{tmp_path / 'r.html'}: ") and result.to_json()["figures"] == result.figures
+    assert result.size == (tmp_path / "r.html").stat().st_size
+    assert result.figures >= 4
+    assert {p.name for p in result.pngs} >= {"heatmap.png", "sram.png"}
+    assert all(p.exists() for p in result.pngs)
+    assert result.lines()[0].startswith(f"{tmp_path / 'r.html'}: ")
+    assert result.to_json()["figures"] == result.figures

@@ -58,7 +58,8 @@ def test_missing_file() -> None:
 
 def test_reads_reference_layout_and_round_trips_exactly(tmp_path: Path) -> None:
     cap = read_capture(FIXTURES / "tiny.json")
-    assert cap.tile_count == 8 and cap.phase_ids() == [0]
+    assert cap.tile_count == 8
+    assert cap.phase_ids() == [0]
     p = cap.phases[0]
     assert p.destinations(0) == [(1, 393216), (2, 393216)]
     assert p.source_addresses(1) == [327680, 327712]
@@ -146,7 +147,7 @@ def test_allocations_column_wise_as_the_loop(raw: list) -> None:
     def outcome(fast: bool) -> Allocations | str:
         saved = io._allocations_fast
         if not fast:
-            io._allocations_fast = lambda raw, tiles: None
+            io._allocations_fast = lambda _raw, _tiles: None
         try:
             return io._allocations(raw, 8, "c.json")
         except InputError as exc:
@@ -158,6 +159,7 @@ def test_allocations_column_wise_as_the_loop(raw: list) -> None:
     if isinstance(loop, str):
         assert fast == loop
     else:
-        assert isinstance(fast, Allocations) and fast.equals(loop)
+        assert isinstance(fast, Allocations)
+        assert fast.equals(loop)
         assert [getattr(fast, k).dtype for k in ("tile", "start", "end", "first", "last")] == \
             [getattr(loop, k).dtype for k in ("tile", "start", "end", "first", "last")]

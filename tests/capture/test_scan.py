@@ -84,7 +84,9 @@ def _same_columns(fast: Capture, slow: Capture) -> None:
     for a, b in zip(fast.phases, slow.phases, strict=True):
         for name in COLUMNS:
             col, ref = getattr(a, name), getattr(b, name)
-            assert col.dtype == ref.dtype and col.flags.c_contiguous and col.flags.writeable, name
+            assert col.dtype == ref.dtype, name
+            assert col.flags.c_contiguous, name
+            assert col.flags.writeable, name
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -189,18 +191,22 @@ def test_large_phase_spans_several_chunks() -> None:
                                                             {"phase": 1, "transfers": ts[:3]}]}
     raw = orjson.dumps(doc)
     fast = _read_fast(raw, "<capture>")
-    assert fast is not None and fast.equals(capture_from_json(doc))
+    assert fast is not None
+    assert fast.equals(capture_from_json(doc))
 
 
 # --- pieces, gzip streams, range checks, malformed captures --------------------------------------------------------
 
 
 def _same_split(a: scan.NativeSplit | None, b: scan.NativeSplit | None) -> None:
-    assert a is not None and b is not None
-    assert a.doc == b.doc and (a.max_tile, a.bad) == (b.max_tile, b.bad)
+    assert a is not None
+    assert b is not None
+    assert a.doc == b.doc
+    assert (a.max_tile, a.bad) == (b.max_tile, b.bad)
     for ca, cb in zip(a.columns, b.columns, strict=True):
         for x, y in zip(ca, cb, strict=True):
-            assert x.dtype == y.dtype and np.array_equal(x, y)
+            assert x.dtype == y.dtype
+            assert np.array_equal(x, y)
 
 
 def _pieces(raw: bytes, cuts: list[int]) -> list[bytes]:

@@ -37,7 +37,8 @@ def test_placing_a_hundred_buffers_imports_no_solver_library_and_starts_fast(tmp
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    assert "status: placed" in out.stdout and out.stdout.strip().endswith("HEAVY  EXIT 0"), out.stdout
+    assert "status: placed" in out.stdout, out.stdout
+    assert out.stdout.strip().endswith("HEAVY  EXIT 0"), out.stdout
     assert after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime <= 2.0  # about 0.2 s
 
 

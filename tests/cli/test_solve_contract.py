@@ -18,7 +18,8 @@ def _solve(out: Path, *extra: str, hash_seed: str = "0") -> subprocess.Completed
     # a different string-hash seed per run: set/dict order over strings must not reach the plan
     env = {**os.environ, "PYTHONHASHSEED": hash_seed}
     return subprocess.run([sys.executable, "-m", "placer.cli", "solve", str(DEMO), "--budget", "700", "-o",
-                           str(out), "--json", *extra], capture_output=True, text=True, env=env, timeout=600)
+                           str(out), "--json", *extra], capture_output=True, text=True, env=env, timeout=600,
+                          check=False)
 
 
 def test_demo_plan_is_byte_identical_run_after_run(tmp_path: Path) -> None:

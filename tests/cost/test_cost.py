@@ -34,15 +34,18 @@ def test_entry_bytes_and_rounding() -> None:
 def test_long_send_surcharge_is_above_64_words() -> None:
     pc = tile_counters(phase([(0, [(1, 0)], 64), (0, [(2, 0)], 65)]), M, T)
     # sender: 8 + 8 + (8 + 4) = 28 -> 32
-    assert pc.sends[0] == 2 and pc.long_sends[0] == 1
+    assert pc.sends[0] == 2
+    assert pc.long_sends[0] == 1
     assert pc.table_bytes[0] == 32
 
 
 def test_multicast_paid_once_by_sender_each_receiver_pays_own_row() -> None:
     pc = tile_counters(phase([(0, [(1, 0), (2, 0), (3, 0)], 8)]), M, T)
-    assert pc.sends[0] == 1 and pc.table_bytes[0] == 16
+    assert pc.sends[0] == 1
+    assert pc.table_bytes[0] == 16
     assert pc.receives[1:4].tolist() == [1, 1, 1]
-    assert pc.tx_bytes[0] == 32 and pc.rx_bytes[1:4].tolist() == [32, 32, 32]
+    assert pc.tx_bytes[0] == 32
+    assert pc.rx_bytes[1:4].tolist() == [32, 32, 32]
 
 
 def test_pointer_reset_only_when_not_contiguous_in_listed_order() -> None:
@@ -115,7 +118,8 @@ def test_allocation_resets_agree_with_the_validator(seed: int, stripe: int) -> N
 def test_paired64_bytes_all_charged_to_the_source() -> None:
     # no Paired64 term (docs/reference.md §3): the partner lane (tile 5) carries nothing in the estimate
     pc = tile_counters(phase([(4, [(1, 0)], 100)], width=[PAIRED64]), M, T)
-    assert pc.tx_bytes[4] == 400 and pc.tx_bytes[5] == 0
+    assert pc.tx_bytes[4] == 400
+    assert pc.tx_bytes[5] == 0
     assert pc.cycles == 100 + 600
 
 
@@ -127,8 +131,10 @@ def test_program_totals_repeat_body_stored_once_cycles_per_iteration() -> None:
     assert cost.table_bytes[0] == 16 + 16  # each stored phase once
     assert cost.fragments[1] == 2
     assert cost.cycles == cost.phases[0].cycles + 27 * cost.phases[1].cycles
-    assert cost.worst_tile() == 1 and cost.worst_table() == 48
-    assert cost.fits(48) and not cost.fits(47)
+    assert cost.worst_tile() == 1
+    assert cost.worst_table() == 48
+    assert cost.fits(48)
+    assert not cost.fits(47)
     assert not cost.fits(None, 1)
 
 
@@ -196,7 +202,8 @@ def test_a_phase_reading_per_iteration_addresses_is_never_shared() -> None:
 def test_sharing_can_be_switched_off_in_the_machine_file() -> None:
     off = replace(M, cost=replace(M.cost, share_phase_tables=0))
     total, charged = sharing_program(phase([(0, [(1, 100)], 8)], 0), phase([(0, [(1, 100)], 8)], 1), machine=off)
-    assert charged[:, :2].tolist() == [[16, 24], [16, 24]] and total[1] == 48
+    assert charged[:, :2].tolist() == [[16, 24], [16, 24]]
+    assert total[1] == 48
 
 
 def test_pinned_rows_are_every_saving_use_and_its_first_use() -> None:
@@ -204,7 +211,8 @@ def test_pinned_rows_are_every_saving_use_and_its_first_use() -> None:
                                                       phase([(0, [(1, 100)], 8)], 2)]), M)
     assert cost.sharing is not None
     pinned = cost.sharing.pinned()
-    assert np.flatnonzero(pinned[0]).tolist() == [0, 1] and not pinned[1].any()
+    assert np.flatnonzero(pinned[0]).tolist() == [0, 1]
+    assert not pinned[1].any()
     assert np.flatnonzero(pinned[2]).tolist() == [0, 1]
     assert cost.sharing.shared_phases() == {0, 2}
     # the row estimate (Σ of phase maxima) is the reference's coarse figure: no sharing in it

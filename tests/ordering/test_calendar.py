@@ -36,7 +36,8 @@ def _calendar(phase: object) -> tuple[np.ndarray, np.ndarray, object]:
     order = calendar_order(phase, deps, levels, greedy)  # type: ignore[arg-type]
     place = np.empty(len(order), np.int64)
     place[order] = np.arange(len(order))
-    assert sorted(order.tolist()) == list(range(len(order))) and (place[deps.pred] < place[deps.succ]).all()
+    assert sorted(order.tolist()) == list(range(len(order)))
+    assert (place[deps.pred] < place[deps.succ]).all()
     schedule = materialize(phase, order, deps, MACHINE, TILES)  # type: ignore[arg-type]
     assert check_reference_schedule(phase, schedule.tx_start, schedule.rx_start, schedule.horizon,  # type: ignore
                                     MACHINE) == []
@@ -53,8 +54,10 @@ def test_the_priority_puts_the_replicas_direct_receives_then_the_hosts_own_sends
     words = phase.words
     mixed, owned = words == 24, (words == 8) & (levels == 0) & (phase.source >= 40)
     gathers, forwards, others = np.unique(deps.pred), np.unique(deps.succ), words == 64
-    assert rank[mixed].max() < rank[owned].min() and rank[owned].max() < rank[gathers].min()
-    assert rank[gathers].max() < rank[forwards].min() and rank[forwards].max() < rank[others].min()
+    assert rank[mixed].max() < rank[owned].min()
+    assert rank[owned].max() < rank[gathers].min()
+    assert rank[gathers].max() < rank[forwards].min()
+    assert rank[forwards].max() < rank[others].min()
     # the hosts take turns of TURN rows: each host's first run before any host's second
     runs = [np.sort(rank[owned & (phase.source == h)]) for h in (40, 41, 42)]
     assert max(r[TURN - 1] for r in runs) < min(r[TURN] for r in runs)
@@ -73,7 +76,8 @@ def test_the_calendar_list_beats_the_other_lists_where_the_replicas_share_their_
         others.append(alone.best.horizon)
     search = _start(phase, TILES)
     search.calendar()
-    assert search.found == "calendar list" and search.best.horizon == schedule.horizon < min(others)  # type: ignore
+    assert search.found == "calendar list"
+    assert search.best.horizon == schedule.horizon < min(others)  # type: ignore
     assert np.array_equal(_calendar(phase)[0], order)  # the same list again
 
 

@@ -180,7 +180,8 @@ def _keeps_the_rules_and_repeats_itself(phase: Phase) -> None:
     assert greedy.horizon >= search.best.horizon >= reference_bound(phase, MACHINE, tiles=TILES).best
     _valid(phase, search.best)
     again = _search(phase, TILES)
-    assert np.array_equal(again.best.tx_start, search.best.tx_start) and again.found == search.found
+    assert np.array_equal(again.best.tx_start, search.best.tx_start)
+    assert again.found == search.found
 
 
 def _built(phase: Phase, build: Callable[..., np.ndarray], **options: object
@@ -215,7 +216,8 @@ def test_the_search_gathers_the_segment_whose_elements_no_forward_needs_last() -
     bound = reference_bound(phase, MACHINE, tiles=TILES)
     assert search.best.horizon < greedy.horizon  # B1024 sends every forward after every gather
     assert search.best.horizon <= 1.05 * bound.best
-    assert search.found != "greedy" and not search.cut
+    assert search.found != "greedy"
+    assert not search.cut
     _valid(phase, search.best)
 
 
@@ -245,7 +247,8 @@ def test_a_host_plan_sends_first_the_forward_whose_elements_are_free() -> None:
     # relay windows list the gathers in the plan's blocks from the start, the direct traffic around them: closer
     # still (11,508 against 12,447; the host bound 11,430)
     windows = _search(phase, TILES)
-    assert windows.found.startswith("relay windows") and windows.best.horizon < search.best.horizon
+    assert windows.found.startswith("relay windows")
+    assert windows.best.horizon < search.best.horizon
     assert windows.best.horizon <= 1.01 * reference_bound(phase, MACHINE, tiles=TILES).host
     _valid(phase, windows.best)
 
@@ -273,7 +276,8 @@ def test_aligned_slots_let_hosts_that_are_weight_homes_gather_while_they_send() 
     others.hosts()
     search = _search(phase, TILES)
     assert search.found.startswith("aligned slots")
-    assert search.best.horizon < others.best.horizon and search.best.horizon <= 1.01 * bound.best < greedy.horizon
+    assert search.best.horizon < others.best.horizon
+    assert search.best.horizon <= 1.01 * bound.best < greedy.horizon
     _valid(phase, search.best)
 
 
@@ -316,7 +320,8 @@ def test_relay_windows_list_the_relay_tiles_own_traffic_while_the_gathers_land_a
     # once its gathers and its replicas allow; no earlier step, nor the non-delay list alone, comes as close
     phase = map_phase(hosts=3, replicas=4, fragments=32, owned=24, mixed=192, others=8)
     deps, levels, order, place = _built(phase, relay_windows)
-    assert sorted(order.tolist()) == list(range(phase.n)) and (place[deps.pred] < place[deps.succ]).all()
+    assert sorted(order.tolist()) == list(range(phase.n))
+    assert (place[deps.pred] < place[deps.succ]).all()
     gather = np.zeros(phase.n, bool)
     gather[deps.pred] = True
     assert place[levels > 0].min() > place[(levels == 0) & ~gather].max()  # the forwards after the direct traffic
@@ -327,7 +332,8 @@ def test_relay_windows_list_the_relay_tiles_own_traffic_while_the_gathers_land_a
         others.append(alone.best.horizon)
     search = _start(phase, TILES)
     search.windows()
-    assert search.found.startswith("relay windows") and search.best.horizon < min(others)
+    assert search.found.startswith("relay windows")
+    assert search.best.horizon < min(others)
     _valid(phase, search.best)
     # of the whole search, only the calendar list (tests/ordering/test_calendar.py) does better here
     assert _search(phase, TILES).found.startswith(("relay windows", "calendar list"))
@@ -360,15 +366,22 @@ def test_the_search_keeps_the_second_shortest_schedule_for_polish() -> None:
         return dataclasses.replace(greedy, horizon=horizon)
 
     search.offer(at(greedy.horizon + 5), "longer")
-    assert search.best is greedy and search.runner_up is None  # only what beats the greedy
+    assert search.best is greedy
+    assert search.runner_up is None  # only what beats the greedy
     search.offer(at(greedy.horizon - 10), "a")
-    assert search.found == "a" and search.runner_up is None  # nor is the greedy itself kept
+    assert search.found == "a"
+    assert search.runner_up is None  # nor is the greedy itself kept
     search.offer(at(greedy.horizon - 20), "b")
-    assert search.found == "b" and search.runner_up is not None and search.runner_up[1] == "a"
+    assert search.found == "b"
+    assert search.runner_up is not None
+    assert search.runner_up[1] == "a"
     search.offer(at(greedy.horizon - 15), "c")
-    assert search.found == "b" and search.runner_up is not None and search.runner_up[1] == "c"
+    assert search.found == "b"
+    assert search.runner_up is not None
+    assert search.runner_up[1] == "c"
     search.offer(at(greedy.horizon - 20), "tie")
-    assert search.found == "b" and search.runner_up[1] == "c"
+    assert search.found == "b"
+    assert search.runner_up[1] == "c"
 
 
 def test_late_hosts_list_earlier_what_the_last_forward_waits_for() -> None:
@@ -387,7 +400,8 @@ def test_late_hosts_list_earlier_what_the_last_forward_waits_for() -> None:
         at[order] = np.arange(phase.n)
         others = np.setdiff1d(np.arange(phase.n), gathers)
         # only the gathers move, earlier, in their order; the rest keep theirs
-        assert (at[gathers] <= place[gathers]).all() and (at[others] >= place[others]).all()
+        assert (at[gathers] <= place[gathers]).all()
+        assert (at[others] >= place[others]).all()
         assert (np.diff(at[gathers[np.argsort(place[gathers])]]) > 0).all()
         assert (np.diff(at[others[np.argsort(place[others])]]) > 0).all()
         assert (at[search.deps.pred] < at[search.deps.succ]).all()
@@ -407,7 +421,8 @@ def test_polish_runs_host_plans_on_the_best_order_found() -> None:
     search = _search(phase, TILES, polish=False, windows=False)
     before, found = search.best.horizon, search.found
     search.polish()
-    assert found == "forwards first" and search.found == "forwards first, then host plans"
+    assert found == "forwards first"
+    assert search.found == "forwards first, then host plans"
     assert search.best.horizon < before
     _valid(phase, search.best)
 
@@ -447,7 +462,8 @@ def test_the_search_keeps_the_rules_never_loses_the_incumbent_and_repeats_itself
     assert search.best.horizon >= reference_bound(phase, MACHINE, tiles=TILES).best
     _valid(phase, search.best)
     again = _search(phase, TILES)
-    assert np.array_equal(again.best.tx_start, search.best.tx_start) and again.found == search.found
+    assert np.array_equal(again.best.tx_start, search.best.tx_start)
+    assert again.found == search.found
 
 
 def test_forwards_to_the_same_replicas_go_in_the_order_their_gathers_land() -> None:
@@ -465,7 +481,8 @@ def test_forwards_to_the_same_replicas_go_in_the_order_their_gathers_land() -> N
         if phase.source[first] != 30 + busy - 1:
             continue  # B1024 lists the ready forward first here: nothing to gain
         order = forwards_by_landing(phase, search.deps, greedy, 30)
-        assert order is not None and np.array_equal(order, forwards_by_landing(phase, search.deps, greedy, 31))
+        assert order is not None
+        assert np.array_equal(order, forwards_by_landing(phase, search.deps, greedy, 31))
         at = np.empty(phase.n, np.int64)
         at[order] = np.arange(phase.n)
         assert (at[first], at[second]) == (place[second], place[first])  # the two swap places
@@ -476,7 +493,8 @@ def test_forwards_to_the_same_replicas_go_in_the_order_their_gathers_land() -> N
         _valid(phase, timed)
         assert forwards_by_landing(phase, search.deps, timed, 30) is None
         search.late_hosts()
-        assert "in landing order" in search.found and search.best.horizon <= timed.horizon
+        assert "in landing order" in search.found
+        assert search.best.horizon <= timed.horizon
         _valid(phase, search.best)
         break
     else:

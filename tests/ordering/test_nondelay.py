@@ -156,7 +156,8 @@ def test_the_non_delay_list_takes_activations_while_a_tile_sends_its_slice() -> 
     assert greedy_schedule.horizon > 1.3 * bound
     assert schedule.horizon == bound
     # the first slice goes first, and its sender's activations right after it, before the next slice
-    assert order[0] == 0 and set(order[1:5].tolist()) == {3, 4, 5, 6}
+    assert order[0] == 0
+    assert set(order[1:5].tolist()) == {3, 4, 5, 6}
 
 
 def test_the_order_search_offers_the_non_delay_list_on_a_phase_without_relays() -> None:
@@ -170,4 +171,5 @@ def test_the_order_search_offers_the_non_delay_list_on_a_phase_without_relays() 
     search.relay_tiles()
     assert search.best is start
     search.nondelay()
-    assert search.found == "non-delay list" and search.best.horizon < 0.85 * start.horizon
+    assert search.found == "non-delay list"
+    assert search.best.horizon < 0.85 * start.horizon

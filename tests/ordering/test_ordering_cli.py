@@ -34,7 +34,8 @@ def capture_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_table_output_greedy(capture_file: Path) -> None:
     res = CliRunner().invoke(app, [str(capture_file)])
     assert res.exit_code == 0, res.output
-    assert "lower bound" in res.stdout and "greedy" in res.stdout
+    assert "lower bound" in res.stdout
+    assert "greedy" in res.stdout
     assert "cp-sat" not in res.stdout.splitlines()[1]
 
 
@@ -44,8 +45,10 @@ def test_json_cpsat_one_phase(capture_file: Path) -> None:
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
     (p,) = doc["phases"]
-    assert p["phase"] == 3 and p["valid"] is True
-    assert p["horizon"] <= p["greedy_horizon"] and p["lower_bound"] <= p["horizon"]
+    assert p["phase"] == 3
+    assert p["valid"] is True
+    assert p["horizon"] <= p["greedy_horizon"]
+    assert p["lower_bound"] <= p["horizon"]
     assert p["cpsat"]["status"] in ("optimal", "feasible")
     assert p["dependencies"] > 0
 
@@ -73,7 +76,8 @@ def test_reference_rules_greedy_and_cpsat(capture_file: Path) -> None:
                                        "2", "--json"])
         assert res.exit_code == 0, res.output
         for p in json.loads(res.stdout)["phases"]:
-            assert p["rules"] == "reference" and p["valid"] is True
+            assert p["rules"] == "reference"
+            assert p["valid"] is True
             assert p["lower_bound"] <= p["horizon"] <= p["greedy_horizon"]
             assert p["table_worst_bytes"] > 0
 
@@ -81,4 +85,5 @@ def test_reference_rules_greedy_and_cpsat(capture_file: Path) -> None:
 def test_unknown_rules_are_refused_before_loading(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, [str(tmp_path / "missing.json"), "--rules", "exact"])
     assert res.exit_code != 0
-    assert isinstance(res.exception, InputError) and "--rules" in str(res.exception)
+    assert isinstance(res.exception, InputError)
+    assert "--rules" in str(res.exception)

@@ -127,7 +127,8 @@ def test_outgoing_base_write_costs_13_lane_cycles() -> None:
     phase = _phase([(0, 20, [(1, 0)], 0), (0, 20, [(2, 0)], 400)])
     s = schedule_phase(phase, MACHINE, ordering=MODEL).schedule
     tx = sorted(s.tx_start.tolist())
-    assert tx[0] == 13 and tx[1] == tx[0] + 20 + 13
+    assert tx[0] == 13
+    assert tx[1] == tx[0] + 20 + 13
     _valid(phase, s.tx_start, s.rx_start, s.horizon)
     # contiguous source addresses inside one stream: no second base write, back to back
     phase = _phase([(0, 60, [(1, 0)], 0), (0, 60, [(1, 240)], 240)])
@@ -167,7 +168,8 @@ def test_timed_rows_words_delays_and_return() -> None:
     assert rows.table_bytes[0] == 32
     # each receiver: receive control 2 + base (reset: the first receive) 1, and a DELAY for the lead-in (the
     # receive has a base write, so its gap is not absorbed), + 2 → 6 words → 24 bytes
-    assert rows.resets[1] == 1 and rows.table_bytes[1] == 24
+    assert rows.resets[1] == 1
+    assert rows.table_bytes[1] == 24
     # a lone receive control absorbs a gap up to 128 cycles, not more
     phase = _phase([(0, 8, [(1, 0)], 0), (2, 8, [(1, 32)], 0)])
     ch = build_chunks(phase, MACHINE)

@@ -61,7 +61,8 @@ def test_cpsat_never_worse_than_greedy(phase: Phase) -> None:
     ps = schedule_phase(phase, MACHINE, "cpsat", FAST, MODEL)
     assert ps.horizon <= ps.greedy_horizon
     assert ps.horizon >= ps.lower
-    assert ps.cpsat is not None and ps.cpsat.status in (Status.OPTIMAL, Status.FEASIBLE)
+    assert ps.cpsat is not None
+    assert ps.cpsat.status in (Status.OPTIMAL, Status.FEASIBLE)
     s = ps.schedule
     assert check_schedule(phase, s.tx_start, s.rx_start, s.horizon, MACHINE) == []
 
@@ -108,7 +109,9 @@ def test_large_phase_uses_neighbourhoods_and_keeps_incumbent() -> None:
                         OrderingParams(exact_chunks=10, rules="model"))
     assert ps.method == "neighbourhood"
     assert ps.horizon <= ps.greedy_horizon
-    assert ps.cpsat is not None and ps.cpsat.objective == ps.horizon and ps.cpsat.bound == ps.lower
+    assert ps.cpsat is not None
+    assert ps.cpsat.objective == ps.horizon
+    assert ps.cpsat.bound == ps.lower
     s = ps.schedule
     assert check_schedule(phase, s.tx_start, s.rx_start, s.horizon, MACHINE) == []
 
@@ -154,7 +157,8 @@ def test_checker_catches_each_violation() -> None:
 def test_empty_phase() -> None:
     phase = Phase.empty(4)
     ps = schedule_phase(phase, MACHINE, "cpsat", FAST, MODEL)
-    assert ps.horizon == ps.lower == ps.greedy_horizon == 0 and ps.chunks == 0
+    assert ps.horizon == ps.lower == ps.greedy_horizon == 0
+    assert ps.chunks == 0
     assert check_schedule(phase, ps.schedule.tx_start, ps.schedule.rx_start, 0, MACHINE) == []
 
 
@@ -210,10 +214,13 @@ def test_the_time_limit_bounds_the_whole_call_row_encoding_included(monkeypatch:
     monkeypatch.setattr(schedule_module, "OrderSearch", recorded_search)
     phase = relay_phase(groups=24, replicas=24, fragments=400, segments=4, sources=24, seed=1)
     ps = schedule_phase(phase, MACHINE, "cpsat", SolverParams(time_limit=limit, workers=2))
-    assert len(searches) == 1 and searches[0][0] <= limit - 2 * encode, searches
-    assert timings and max(timings) < searches[0][1]  # every order was timed before the deadline, none after it
+    assert len(searches) == 1, searches
+    assert searches[0][0] <= limit - 2 * encode, searches
+    assert timings
+    assert max(timings) < searches[0][1]  # every order was timed before the deadline, none after it
     assert 1 <= len(encodings) <= 2  # the greedy's before the search; the winner's after it, if another won
-    assert ps.horizon <= ps.greedy_horizon and ps.cpsat is not None
+    assert ps.horizon <= ps.greedy_horizon
+    assert ps.cpsat is not None
     s = ps.schedule
     assert check_reference_schedule(phase, s.tx_start, s.rx_start, s.horizon, MACHINE) == []
 
@@ -238,7 +245,8 @@ def test_the_neighbourhoods_get_the_same_work_however_long_the_passes_took(monke
     monkeypatch.setattr(schedule_module, "improve_lns", recorded_search)
     ps = schedule_phase(phase, MACHINE, "cpsat", SolverParams(time_limit=2.0, workers=2, seed=0),
                         OrderingParams(exact_chunks=10, rules="model"))
-    assert budgets == [1.5] and ps.horizon <= ps.greedy_horizon
+    assert budgets == [1.5]
+    assert ps.horizon <= ps.greedy_horizon
 
 
 def test_the_chunk_models_neighbourhoods_stop_at_the_time_limit(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -256,7 +264,8 @@ def test_the_chunk_models_neighbourhoods_stop_at_the_time_limit(monkeypatch: pyt
 
     def recorded_window(*args: object) -> object:
         step = args[-1]
-        assert isinstance(step, SolverParams) and step.backstop is not None
+        assert isinstance(step, SolverParams)
+        assert step.backstop is not None
         windows.append((time.perf_counter(), step.backstop))
         return real_window(*args)  # type: ignore[arg-type]
 
@@ -267,14 +276,18 @@ def test_the_chunk_models_neighbourhoods_stop_at_the_time_limit(monkeypatch: pyt
     ps = schedule_phase(phase, MACHINE, "cpsat", SolverParams(time_limit=limit, workers=2, seed=0),
                         OrderingParams(exact_chunks=10, rules="model"))
     wall = time.perf_counter() - clock
-    assert len(deadlines) == 1 and deadlines[0] is not None and deadlines[0] <= clock + limit, (clock, deadlines)
+    assert len(deadlines) == 1, (clock, deadlines)
+    assert deadlines[0] is not None, (clock, deadlines)
+    assert deadlines[0] <= clock + limit, (clock, deadlines)
     deadline = deadlines[0]  # the call's limit, not the neighbourhood search's own backstop
     # each solve starts before the deadline and must stop by it (give or take the moment between the backstop's
     # computation and the call)
-    assert windows and all(start < deadline and start + backstop <= deadline + 0.01 for start, backstop in windows)
+    assert windows
+    assert all(start < deadline and start + backstop <= deadline + 0.01 for start, backstop in windows)
     # about the limit on an idle machine; the slack is for a busy one (the steps after the search are timed on
     # the greedy's, and take longer there too). Without the deadline: 3 x 2 + 5 = 11 s
     assert wall <= limit + 4.0, wall
-    assert ps.cpsat is not None and ps.horizon <= ps.greedy_horizon
+    assert ps.cpsat is not None
+    assert ps.horizon <= ps.greedy_horizon
     s = ps.schedule
     assert check_schedule(phase, s.tx_start, s.rx_start, s.horizon, MACHINE) == []

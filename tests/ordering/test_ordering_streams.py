@@ -69,10 +69,12 @@ def test_relay_forwards_depend_on_their_gathers() -> None:
     chunks = build_chunks(phase, MACHINE)
     deps = chunks.transfer_deps
     forward = phase.fanout > 1
-    assert forward[deps.succ].all() and not forward[deps.pred].any()
+    assert forward[deps.succ].all()
+    assert not forward[deps.pred].any()
     # every forward depends on gathers
     assert set(np.flatnonzero(forward).tolist()) == set(deps.succ.tolist())
-    assert len(chunks.dep_pred) > 0 and (chunks.level[chunks.dep_succ] > chunks.level[chunks.dep_pred]).all()
+    assert len(chunks.dep_pred) > 0
+    assert (chunks.level[chunks.dep_succ] > chunks.level[chunks.dep_pred]).all()
 
 
 def test_waves_are_stream_words_before_over_1024() -> None:
@@ -86,7 +88,8 @@ def test_waves_are_stream_words_before_over_1024() -> None:
         # it in its stream < (wave + 1)·cap, and waves never decrease along a stream
         for s in np.unique(chunks.stream)[:10].tolist():
             idx = np.flatnonzero(chunks.stream == s)
-            assert len(set(chunks.source[idx].tolist())) == 1 and len(set(chunks.dset[idx].tolist())) == 1
+            assert len(set(chunks.source[idx].tolist())) == 1
+            assert len(set(chunks.dset[idx].tolist())) == 1
             before = np.cumsum(payload[idx]) - payload[idx]
             assert (before // cap == chunks.wave[idx]).all()
             assert (np.diff(chunks.wave[idx]) >= 1).all()

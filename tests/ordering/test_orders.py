@@ -37,15 +37,19 @@ def _doc(**changes: Any) -> dict[str, Any]:
 def test_malformed_order_files_name_the_field(changes: dict[str, Any], where: str) -> None:
     with pytest.raises(InputError) as info:
         parse_orders(_doc(**changes), "o.json")
-    assert "o.json" in str(info.value) and where in str(info.value)
+    assert "o.json" in str(info.value)
+    assert where in str(info.value)
 
 
 def test_a_valid_order_replays_and_a_broken_one_is_refused() -> None:
     phase = group_phase(0, [0, 1], [2, 3], 6)
     timed = reference_schedule(phase, M, tiles=48)
     ok = replay(phase, PhaseOrder(0, timed.order, timed.horizon, 0, "greedy"), M, 48)
-    assert ok.valid and ok.horizon == timed.horizon
+    assert ok.valid
+    assert ok.horizon == timed.horizon
     short = replay(phase, PhaseOrder(0, timed.order[:-1], timed.horizon, 0, "greedy"), M, 48)
-    assert not short.valid and "not a permutation" in short.problems[0]
+    assert not short.valid
+    assert "not a permutation" in short.problems[0]
     wrong = replay(phase, PhaseOrder(0, timed.order, timed.horizon + 1, 0, "greedy"), M, 48)
-    assert not wrong.valid and "records" in wrong.problems[-1]
+    assert not wrong.valid
+    assert "records" in wrong.problems[-1]

@@ -82,7 +82,8 @@ def test_slots_are_chosen_so_that_no_sender_gathers_into_a_host_of_its_own_slot(
         assert sorted(slot[[m * 3 + c for m in range(1, 4)]].tolist()) == [0, 1, 2]
     assert (slot[[0, 1, 2]] == -1).all()  # row 0 sends nothing direct
     ranked = sender_slots(phase, deps, transfer_levels(phase.n, deps), swaps=False)
-    assert ranked is not None and np.array_equal(ranked, _rank_slots(phase, 3, 4))
+    assert ranked is not None
+    assert np.array_equal(ranked, _rank_slots(phase, 3, 4))
     assert _clashes(phase, ranked) == 9 * 24 * 8  # ranked from the top, every gather clashes
     assert _clashes(phase, slot) == 0
 
@@ -94,7 +95,8 @@ def test_aligned_slots_list_each_slot_s_gathers_before_its_sends_and_a_spare_hos
     slot = sender_slots(phase, deps, levels)
     assert slot is not None
     order = aligned_slots(phase, deps, levels, reference_schedule(phase, MACHINE, tiles=TILES, deps=deps))
-    assert order is not None and sorted(order.tolist()) == list(range(phase.n))
+    assert order is not None
+    assert sorted(order.tolist()) == list(range(phase.n))
     place = np.empty(phase.n, np.int64)
     place[order] = np.arange(phase.n)
     assert (place[deps.pred] < place[deps.succ]).all()
@@ -107,7 +109,8 @@ def test_aligned_slots_list_each_slot_s_gathers_before_its_sends_and_a_spare_hos
         into = gathers[(host != 60) & (slot[host] == r)]
         mine = sends[slot[phase.source[sends]] == r]
         later = sends[slot[phase.source[sends]] > r]
-        assert place[into].max() < place[mine].min() and place[mine].max() < place[later].min(initial=phase.n)
+        assert place[into].max() < place[mine].min()
+        assert place[mine].max() < place[later].min(initial=phase.n)
 
 
 def test_chosen_slots_beat_ranked_slots_where_senders_gather_into_their_own_round() -> None:
@@ -117,7 +120,8 @@ def test_chosen_slots_beat_ranked_slots_where_senders_gather_into_their_own_roun
     greedy = reference_schedule(phase, MACHINE, tiles=TILES, deps=deps)
     by_rank = aligned_slots(phase, deps, levels, greedy, slot=sender_slots(phase, deps, levels, swaps=False))
     order = aligned_slots(phase, deps, levels, greedy)
-    assert by_rank is not None and order is not None
+    assert by_rank is not None
+    assert order is not None
     ranked = materialize(phase, by_rank, deps, MACHINE, TILES)
     aligned = materialize(phase, order, deps, MACHINE, TILES)
     bound = reference_bound(phase, MACHINE, tiles=TILES, deps=deps)
@@ -151,4 +155,5 @@ def test_aligned_slots_keep_the_rules_on_random_columns(columns: int, rows: int,
     assert greedy.horizon >= search.best.horizon >= reference_bound(phase, MACHINE, tiles=TILES).best
     _valid(phase, search.best)
     again = aligned_slots(phase, deps, levels, greedy)
-    assert again is not None and np.array_equal(again, aligned_slots(phase, deps, levels, greedy))
+    assert again is not None
+    assert np.array_equal(again, aligned_slots(phase, deps, levels, greedy))

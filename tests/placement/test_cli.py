@@ -27,9 +27,11 @@ def test_placed_exit_0_and_csv_written(fixtures, tmp_path):
     out = tmp_path / "aligned.csv"
     res = _run(str(fixtures / "aligned.16.csv"), "--time-limit", "5", "--workers", "2", "-o", str(out))
     assert res.exit_code == 0, res.output
-    assert "status: placed" in res.output and "verified" in res.output
+    assert "status: placed" in res.output
+    assert "verified" in res.output
     lines = out.read_text().splitlines()
-    assert lines[0].endswith(",offset") and len(lines) == 4
+    assert lines[0].endswith(",offset")
+    assert len(lines) == 4
 
 
 def test_json_output_and_file(fixtures, tmp_path):
@@ -44,16 +46,19 @@ def test_json_output_and_file(fixtures, tmp_path):
 
 def test_infeasible_exit_3_with_reason(fixtures):
     res = _run(str(fixtures / "over_capacity.8.csv"))
-    assert res.exit_code == 3 and "reason:" in res.output
+    assert res.exit_code == 3
+    assert "reason:" in res.output
 
 
 def test_capacity_flag_and_bad_inputs(fixtures):
     res = _run(str(fixtures / "fixed_cap.csv"), "--capacity", "8")
     assert res.exit_code == 0, res.output
     res = _run(str(fixtures / "fixed_cap.csv"), "--capacity", "8KB")
-    assert isinstance(res.exception, InputError) and "--capacity" in str(res.exception)
+    assert isinstance(res.exception, InputError)
+    assert "--capacity" in str(res.exception)
     res = _run(str(fixtures / "bad_alignment.json"))
-    assert isinstance(res.exception, InputError) and "bad_alignment.json" in str(res.exception)
+    assert isinstance(res.exception, InputError)
+    assert "bad_alignment.json" in str(res.exception)
 
 
 @pytest.mark.parametrize("mode", ["greedy", "exact"])

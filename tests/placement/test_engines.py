@@ -25,7 +25,8 @@ def test_greedy_orders_mirror_the_production_keys(fixtures):
 def test_tiny_dump_respects_regions_conflicts_and_aliases(fixtures):
     p = read_problem(fixtures / "tiny_dump.json")
     r = solve_placement(p, PARAMS)
-    assert r.placed and check_placement(p, r.addresses) == []
+    assert r.placed
+    assert check_placement(p, r.addresses) == []
     assert r.addresses[0] >= 0x80000  # interleaved: region 1 only
     # the sequence is live at step 0 and to the end: never in the host scratch window, so region 0 here
     assert not (0x50000 <= r.addresses[2] < 0x58000)
@@ -42,15 +43,21 @@ def test_reference_dumps_are_placed_and_verified(data):
 
 def test_over_capacity_is_proved_quickly(fixtures, data):
     r = solve_placement(read_problem(fixtures / "over_capacity.8.csv"), PARAMS)
-    assert r.status is Status.INFEASIBLE and r.engine == "bound" and "10 bytes but only 8" in r.reason
+    assert r.status is Status.INFEASIBLE
+    assert r.engine == "bound"
+    assert "10 bytes but only 8" in r.reason
     r = solve_placement(read_problem(data / "minimalloc" / "A.1048576.csv", capacity=1_000_000), PARAMS)
     # quick by construction, not by the clock: the live-bytes bound proves it before any search (no node)
-    assert r.status is Status.INFEASIBLE and "over" in r.reason and r.engine == "bound" and r.nodes == 0
+    assert r.status is Status.INFEASIBLE
+    assert "over" in r.reason
+    assert r.engine == "bound"
+    assert r.nodes == 0
 
 
 def test_region_argument_proves_interleaved_overflow(fixtures):
     r = solve_placement(read_problem(fixtures / "region_overflow.json"), PARAMS)
-    assert r.status is Status.INFEASIBLE and r.engine == "bound"
+    assert r.status is Status.INFEASIBLE
+    assert r.engine == "bound"
     assert "0x80000" in r.reason
 
 
@@ -78,13 +85,15 @@ def test_place_requests_common_case_is_fast_and_avoids_live_allocations():
     r = place_requests(problem, SolverParams(time_limit=5, workers=2))
     # fast by construction, not by the clock (a busy machine): the production allocator placed it, no search ran
     assert r.engine == "greedy-online"
-    assert r.placed and check_placement(problem, r.addresses) == []
+    assert r.placed
+    assert check_placement(problem, r.addresses) == []
 
 
 def test_place_requests_reports_a_proof_when_it_cannot_place():
     problem = tile_problem([(0, 4096)], [(0, 2048, 0, 10)], [(4096, 4, 5, 6)], regions=False)
     r = place_requests(problem, SolverParams(time_limit=5, workers=2))
-    assert r.status is Status.INFEASIBLE and r.reason
+    assert r.status is Status.INFEASIBLE
+    assert r.reason
 
 
 def test_cpsat_placement_is_bounded_by_the_wall_clock(monkeypatch, fixtures):
@@ -98,15 +107,17 @@ def test_cpsat_placement_is_bounded_by_the_wall_clock(monkeypatch, fixtures):
     problem = read_problem(fixtures / "tiny_dump.json")
     seen = []
 
-    def fake_cpsat(problem, params, hint=None, progress=None):
+    def fake_cpsat(problem, params, hint=None, progress=None):  # noqa: ARG001 - solve_cpsat's signature
         seen.append(params)
         return cpsat.SolveResult(Status.UNKNOWN, None, None, 0.0), None
 
     monkeypatch.setattr(api, "greedy_place", lambda p, **k: GreedyOutcome(None, "failed", 0, (None,) * p.n))
-    monkeypatch.setattr(api, "infeasibility_proof", lambda p: None)
+    monkeypatch.setattr(api, "infeasibility_proof", lambda _p: None)
     monkeypatch.setattr(api, "solve_general", lambda *a, **k: None)
     monkeypatch.setattr(api, "edge_search", lambda *a, **k: EdgeOutcome(None, 0, 0.0))
     monkeypatch.setattr(cpsat, "solve_cpsat", fake_cpsat)
     result = solve_placement(problem, SolverParams(time_limit=4, workers=1))
-    assert result.status is Status.UNKNOWN and len(seen) == 1
-    assert seen[0].backstop is not None and 0 < seen[0].backstop <= 4
+    assert result.status is Status.UNKNOWN
+    assert len(seen) == 1
+    assert seen[0].backstop is not None
+    assert 0 < seen[0].backstop <= 4

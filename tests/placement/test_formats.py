@@ -13,15 +13,19 @@ from placer.solver import SolverParams
 
 def test_reads_dump_fields(fixtures):
     p = read_problem(fixtures / "tiny_dump.json")
-    assert p.tile == 7 and p.n == 4 and p.ranges == ((507904, 524288), (524288, 589824))
+    assert p.tile == 7
+    assert p.n == 4
+    assert p.ranges == ((507904, 524288), (524288, 589824))
     assert p.requests[0].klass is MemoryClass.INTERLEAVED
-    assert p.requests[2].aliases == ((3, 0), (4, 4096), (5, 8192)) and p.requests[2].last == END_OF_PROGRAM
+    assert p.requests[2].aliases == ((3, 0), (4, 4096), (5, 8192))
+    assert p.requests[2].last == END_OF_PROGRAM
     assert p.conflict_pairs == ((0, 1),)
 
 
 def test_reads_minimalloc_with_capacity_from_name_and_alignment(fixtures):
     p = read_problem(fixtures / "aligned.16.csv")
-    assert p.ranges == ((0, 16),) and [r.alignment for r in p.requests] == [1, 4, 8]
+    assert p.ranges == ((0, 16),)
+    assert [r.alignment for r in p.requests] == [1, 4, 8]
     assert (p.requests[0].first, p.requests[0].last) == (0, 9)  # half-open [0, 10) is stored inclusive
     assert p.is_flat
 
@@ -35,7 +39,8 @@ def test_capacity_flag_overrides_and_is_required_without_name(fixtures):
 def test_reference_dumps_read(data):
     for name in ("fragmented.json", "bank-branching.json"):
         p = read_problem(data / "ipu-placement-dumps" / name)
-        assert p.n > 100 and not p.is_flat
+        assert p.n > 100
+        assert not p.is_flat
 
 
 def test_csv_writer_adds_offset_column(fixtures):
@@ -73,7 +78,8 @@ def test_malformed_inputs_give_one_line_naming_file_field_value(fixtures, name, 
         read_problem(fixtures / name)
     message = str(info.value)
     assert "\n" not in message
-    assert name in message and needle in message
+    assert name in message
+    assert needle in message
 
 
 def test_missing_file_is_an_input_error(fixtures):

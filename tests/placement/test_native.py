@@ -50,7 +50,8 @@ def _agree(problem: PlacementProblem) -> str:
     assert compiled.status == python.status, problem.name
     for out in (compiled, python):
         if out.status == "placed":
-            assert out.offsets is not None and check_placement(problem, list(out.offsets)) == []
+            assert out.offsets is not None
+            assert check_placement(problem, list(out.offsets)) == []
     return compiled.status
 
 
@@ -75,8 +76,11 @@ def test_the_compiled_search_places_perfect_packings_and_is_deterministic():
     problem = parse_minimalloc_csv(minimalloc_csv(pieces), "pp.65536.csv")
     a = _build(problem).solve(20)
     b = _build(problem).solve(20)
-    assert a.status == "placed" and a.offsets == b.offsets and a.nodes == b.nodes
-    assert a.offsets is not None and check_placement(problem, list(a.offsets)) == []
+    assert a.status == "placed"
+    assert a.offsets == b.offsets
+    assert a.nodes == b.nodes
+    assert a.offsets is not None
+    assert check_placement(problem, list(a.offsets)) == []
 
 
 def test_the_compiled_search_reports_progress_and_respects_the_time_limit():
@@ -86,7 +90,9 @@ def test_the_compiled_search_reports_progress_and_respects_the_time_limit():
     limit = 1.2
     out = _build(problem).solve(limit, lambda elapsed, nodes: calls.append((elapsed, nodes)))
     if out.status == "unknown":  # pp-300-s0: nothing in 60 s (test_stacking.py), so it stops at its limit
-        assert calls and calls[-1][1] > 0 and out.nodes >= calls[-1][1]
+        assert calls
+        assert calls[-1][1] > 0
+        assert out.nodes >= calls[-1][1]
         # the search reads the clock between nodes and stops within milliseconds of its limit; the slack is for
         # a busy machine. Without the limit it would search for minutes
         assert out.runtime < limit + 5.0, out.runtime
@@ -96,7 +102,7 @@ def test_an_exception_of_the_progress_callback_stops_every_search_and_is_raised(
     class Stop(Exception):
         pass
 
-    def progress(elapsed: float, nodes: int) -> None:
+    def progress(_elapsed: float, nodes: int) -> None:
         raise Stop(nodes)
 
     problem = parse_minimalloc_csv(minimalloc_csv(perfect_packing(300, seed=0)), "pp.1048576.csv")

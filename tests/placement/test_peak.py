@@ -26,7 +26,8 @@ def test_places_the_packing_with_holes_nothing_else_places():
     problem = _csv(perfect_packing(500, seed=0, holes=0.4))
     cpu = time.process_time()
     result = solve_placement(problem, SolverParams(time_limit=30, workers=1))
-    assert result.placed and result.engine == "peak-first"
+    assert result.placed
+    assert result.engine == "peak-first"
     assert check_placement(problem, result.addresses) == []
     # CPU seconds of this process (one worker), not wall time, which a busy machine stretches: about 0.2 s (0.1 s
     # of it the canonical search's probe)
@@ -40,13 +41,15 @@ def test_full_steps():
     assert all(last < nxt - 1 for (_, last), (nxt, _) in itertools.pairwise(full))  # maximal runs
     assert full_steps(_csv(perfect_packing(40, seed=1))) == [(0, 39)]  # zero slack: every step
     roomy = parse_minimalloc_csv("id,lower,upper,size\n0,0,2,8\n1,1,3,8\n", "roomy.64.csv")
-    assert full_steps(roomy) == [] and peak_first(roomy, 5).reason == "no step fills the memory"
+    assert full_steps(roomy) == []
+    assert peak_first(roomy, 5).reason == "no step fills the memory"
 
 
 def test_same_problem_same_placement():
     problem = _csv(perfect_packing(500, seed=0, holes=0.4))
     a, b = peak_first(problem, 10), peak_first(problem, 10)
-    assert a.addresses is not None and a.addresses == b.addresses
+    assert a.addresses is not None
+    assert a.addresses == b.addresses
 
 
 @settings(max_examples=25, deadline=None)

@@ -71,7 +71,8 @@ def _agree(problem: PlacementProblem) -> None:
         assert check_placement(problem, greedy.addresses) == []
         assert exact.placed
     again = solve_placement(problem, PARAMS)
-    assert again.addresses == exact.addresses and again.status == exact.status
+    assert again.addresses == exact.addresses
+    assert again.status == exact.status
 
 
 @SETTINGS

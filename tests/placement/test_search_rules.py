@@ -98,7 +98,8 @@ def tiles(draw):
 @given(tiles(), st.integers(1, 2))
 def test_tiles_with_regions_agree_with_brute_force(problem, workers):
     out = solve_general(problem, 10, workers=workers)
-    assert out is not None and out.status != "unknown"
+    assert out is not None
+    assert out.status != "unknown"
     if out.offsets is not None:
         assert check_placement(problem, list(out.offsets)) == []
     assert (out.status == "placed") == brute_force(problem)
@@ -116,14 +117,16 @@ def test_forced_placements_and_blocked_levels_cut_the_perfect_packing_search():
     pieces = perfect_packing(100, seed=0, capacity=1 << 16, max_alignment=1)
     problem = parse_minimalloc_csv(minimalloc_csv(pieces), "pp.65536.csv")
     out = _build(problem).solve_shares((("TAW",),), 20)
-    assert out.status == "placed" and check_placement(problem, list(out.offsets)) == []
+    assert out.status == "placed"
+    assert check_placement(problem, list(out.offsets)) == []
     assert out.nodes < 20_000  # MiniMalloc's rules alone: over 100,000 nodes on this instance
 
 
 def test_fragmented_dump_is_placed_by_the_general_search(data):
     problem = read_problem(data / "ipu-placement-dumps" / "fragmented.json")
     out = solve_general(problem, 20, workers=1)
-    assert out is not None and out.status == "placed"
+    assert out is not None
+    assert out.status == "placed"
     assert check_placement(problem, list(out.offsets)) == []
 
 
@@ -131,10 +134,13 @@ def test_live_allocations_are_avoided_while_live():
     problem = tile_problem([(0, 64)], live=[(0, 32, 0, 3), (32, 64, 5, 9)], requests=[(32, 8, 2, 6), (16, 8, 4, 4)],
                            regions=False)
     out = solve_general(problem, 5)
-    assert out is not None and out.status == "infeasible"  # request 0 needs [0, 32) after 3 and [32, 64) before 5
+    assert out is not None
+    assert out.status == "infeasible"  # request 0 needs [0, 32) after 3 and [32, 64) before 5
     problem = tile_problem([(0, 64)], live=[(0, 32, 0, 3)], requests=[(32, 8, 2, 6), (16, 8, 4, 4)], regions=False)
     out = solve_general(problem, 5)
-    assert out is not None and out.status == "placed" and check_placement(problem, list(out.offsets)) == []
+    assert out is not None
+    assert out.status == "placed"
+    assert check_placement(problem, list(out.offsets)) == []
 
 
 @settings(max_examples=200, deadline=None)
@@ -171,4 +177,5 @@ def test_a_level_buffer_that_may_be_raised_is_not_forced() -> None:
     assert brute_force(problem)
     for order in ORDERS:
         out = _build(problem).solve_shares(((order,),), 10, seed=0)
-        assert out.status == "placed" and check_placement(problem, list(out.offsets)) == [], order
+        assert out.status == "placed", order
+        assert check_placement(problem, list(out.offsets)) == [], order

@@ -31,7 +31,8 @@ def test_places_the_perfect_packings_the_canonical_search_cannot():
         problem = _csv(perfect_packing(n, seed=seed))
         cpu = time.process_time()
         result = solve_placement(problem, SolverParams(time_limit=30, workers=1))
-        assert result.placed and result.engine == "stacking"
+        assert result.placed
+        assert result.engine == "stacking"
         assert check_placement(problem, result.addresses) == []
         # CPU seconds of this process (one worker), not wall time, which a busy machine stretches: about 0.3 s
         assert time.process_time() - cpu < 10
@@ -40,7 +41,8 @@ def test_places_the_perfect_packings_the_canonical_search_cannot():
 def test_same_problem_same_placement():
     problem = _csv(perfect_packing(200, seed=1))
     a, b = stack(problem, 20), stack(problem, 20)
-    assert a.addresses is not None and a.addresses == b.addresses
+    assert a.addresses is not None
+    assert a.addresses == b.addresses
 
 
 @settings(max_examples=25, deadline=None)
@@ -55,7 +57,8 @@ def test_whatever_it_places_is_legal_and_twins_are_out_of_scope(n, seed, align):
     # one buffer larger: live bytes exceed the memory at some step, so stacking does not apply (the peak bound
     # proves the twin infeasible before any search)
     bigger = _csv(twin(pieces, seed=seed), 1 << 16)
-    assert not zero_slack(bigger) and stack(bigger, PROPERTY_LIMIT).addresses is None
+    assert not zero_slack(bigger)
+    assert stack(bigger, PROPERTY_LIMIT).addresses is None
     assert solve_placement(bigger, SolverParams(time_limit=5, workers=1)).status is Status.INFEASIBLE
 
 
@@ -63,7 +66,9 @@ def test_not_zero_slack_is_left_to_the_other_engines():
     holes = _csv(perfect_packing(100, seed=0, holes=0.4))
     assert not zero_slack(holes)
     out = stack(holes, 5)
-    assert out.addresses is None and out.atoms == 0 and "zero slack" in out.reason
+    assert out.addresses is None
+    assert out.atoms == 0
+    assert "zero slack" in out.reason
 
 
 def test_tiles_with_regions_are_stacked_and_checked():
@@ -71,9 +76,11 @@ def test_tiles_with_regions_are_stacked_and_checked():
     base = REGION_BOUNDARY - cap // 2
     pieces = perfect_packing(100, capacity=cap, seed=0, first_cut=REGION_BOUNDARY - base)
     problem = parse_dump(ipu_dump(pieces, base, cap, seed=0), "ipu-100-s0.json")
-    assert zero_slack(problem) and not problem.is_flat
+    assert zero_slack(problem)
+    assert not problem.is_flat
     out = stack(problem, 20)
-    assert out.addresses is not None and check_placement(problem, out.addresses) == []
+    assert out.addresses is not None
+    assert check_placement(problem, out.addresses) == []
 
 
 def test_conflicts_are_kept_while_stacking():
@@ -85,7 +92,8 @@ def test_conflicts_are_kept_while_stacking():
     problem = parse_dump(ipu_dump(pieces, base, cap, seed=1), "ipu-200-s1.json")
     assert problem.conflict_pairs
     out = stack(problem, 20)
-    assert out.addresses is not None and check_placement(problem, out.addresses) == []
+    assert out.addresses is not None
+    assert check_placement(problem, out.addresses) == []
 
 
 def _tile(n: int, seed: int):
@@ -103,7 +111,8 @@ def test_tiles_are_memoised_away_from_the_region_boundary():
         problem = _tile(n, seed)
         cpu = time.process_time()
         result = solve_placement(problem, SolverParams(time_limit=60, workers=1))
-        assert result.placed and result.engine == "stacking"
+        assert result.placed
+        assert result.engine == "stacking"
         assert check_placement(problem, result.addresses) == []
         # CPU seconds (one worker), not wall time: about 2 s; a busy machine stretched the wall time to 11 s
         assert time.process_time() - cpu < 15

@@ -85,7 +85,7 @@ def selftest(page: Path, work: Path, budget_ms: int = 60_000) -> dict[str, Any]:
     hooked = work / f"hooked-{page.name}"
     hooked.write_text(text.replace("<head>", "<head>" + HOOK, 1))
     res = subprocess.run([exe, *FLAGS, f"--user-data-dir={work / 'profile'}", f"--virtual-time-budget={budget_ms}",
-                          "--dump-dom", hooked.as_uri()], capture_output=True, text=True, timeout=300)
+                          "--dump-dom", hooked.as_uri()], capture_output=True, text=True, timeout=300, check=False)
     found = re.search(r'<pre id="placer-selftest">(.*?)</pre>', res.stdout, re.S)
     assert found is not None, f"no self-test output; chromium said: {res.stderr[-2000:]}"
     raw = found.group(1).replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")

@@ -14,7 +14,7 @@ DEMO = ROOT / "examples" / "relay-demo.json"
 
 def placer(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "placer.cli", *map(str, args)], capture_output=True, text=True,
-                          timeout=600, env={**os.environ, **(env or {})})
+                          timeout=600, env={**os.environ, **(env or {})}, check=False)
 
 
 @dataclass

@@ -18,7 +18,9 @@ def test_solve_progress_is_plain_timestamped_lines_when_piped(tmp_path) -> None:
                  env={"PLACER_PROGRESS_SECONDS": "0"})
     assert res.returncode == 0, res.stderr
     err = res.stderr
-    assert err.endswith("\n") and "\r" not in err and "\x1b" not in err
+    assert err.endswith("\n")
+    assert "\r" not in err
+    assert "\x1b" not in err
     lines = err.splitlines()
     assert all(LINE.match(line) for line in lines), lines
     names = [line.split(" ", 1)[1].split(":", 1)[0] for line in lines]
@@ -36,12 +38,14 @@ def test_solve_progress_is_plain_timestamped_lines_when_piped(tmp_path) -> None:
 def test_quiet_silences_progress(tmp_path) -> None:
     res = placer("solve", DEMO, "--budget", "640", "--mode", "greedy", "-q", "-o", tmp_path / "plan.json",
                  env={"PLACER_PROGRESS_SECONDS": "0"})
-    assert res.returncode in (0, 4) and res.stderr == ""  # 4: the production rule does not fit 640 B
+    assert res.returncode in (0, 4)
+    assert res.stderr == ""  # 4: the production rule does not fit 640 B
 
 
-def test_short_steps_leave_no_line_by_default(tmp_path) -> None:
+def test_short_steps_leave_no_line_by_default() -> None:
     res = placer("validate", DEMO, DEMO)  # malformed plan: the error is the only line
-    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.count("\n") == 1, res.stderr
 
 
 def test_plain_reporter_lines_and_solver_detail(monkeypatch) -> None:
@@ -57,7 +61,8 @@ def test_plain_reporter_lines_and_solver_detail(monkeypatch) -> None:
             if k == 2:
                 break
     lines = out.getvalue().splitlines()
-    assert all(LINE.match(x) for x in lines) and out.getvalue().endswith("\n")
+    assert all(LINE.match(x) for x in lines)
+    assert out.getvalue().endswith("\n")
     assert lines[0].endswith("count: done in 0.0 s")
     assert lines[1].endswith("solve: done in 0.0 s, objective 120 bound 100 (gap 16.67%)")
     assert lines[2].endswith("stop early: done in 0.0 s")

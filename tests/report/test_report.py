@@ -26,7 +26,8 @@ def _data(page: str) -> dict:
 
 def test_page_is_self_contained_with_every_figure(demo_report) -> None:
     page = demo_report.html.read_text()
-    assert "4 figures" not in demo_report.stdout and "5 figures" in demo_report.stdout
+    assert "4 figures" not in demo_report.stdout
+    assert "5 figures" in demo_report.stdout
     # no network: no external script, stylesheet or image; plotly.js embedded exactly once
     assert not re.search(r"<(script|link|img)[^>]+(src|href)=", page)
     assert page.count("Plotly=") + page.count("plotly.js v") >= 1
@@ -34,7 +35,8 @@ def test_page_is_self_contained_with_every_figure(demo_report) -> None:
     data = _data(page)
     assert set(data["figures"]) == set(FIGURES)
     for key in FIGURES:
-        assert f'id="fig-{key}"' in page and data["figures"][key]["data"], key
+        assert f'id="fig-{key}"' in page, key
+        assert data["figures"][key]["data"], key
 
 
 def test_heatmap_numbers_match_the_plans(demo_report) -> None:
@@ -68,17 +70,23 @@ def test_busy_runs_merge_touching_intervals_per_port() -> None:
     start = np.array([0, 0, 10, 30, 5])
     length = np.array([5, 10, 5, 5, 5])
     p, s, e, b, n = busy_runs(port, start, length, length * 4, merge_gap=0)
-    assert p.tolist() == [0, 0, 1] and s.tolist() == [0, 30, 0] and e.tolist() == [15, 35, 10]
-    assert b.tolist() == [60, 20, 40] and n.tolist() == [2, 1, 2]
+    assert p.tolist() == [0, 0, 1]
+    assert s.tolist() == [0, 30, 0]
+    assert e.tolist() == [15, 35, 10]
+    assert b.tolist() == [60, 20, 40]
+    assert n.tolist() == [2, 1, 2]
     p, s, e, _, n = busy_runs(port, start, length, length * 4, merge_gap=15)
-    assert s.tolist() == [0, 0] and e.tolist() == [35, 10] and n.tolist() == [3, 2]
+    assert s.tolist() == [0, 0]
+    assert e.tolist() == [35, 10]
+    assert n.tolist() == [3, 2]
 
 
 def test_pngs_written(demo_report) -> None:
     names = sorted(p.name for p in demo_report.png.iterdir())
     assert names == sorted(f"{k}.png" for k in FIGURES)
     for p in demo_report.png.iterdir():
-        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5_000
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert p.stat().st_size > 5_000
 
 
 def test_gather_rejects_three_plans_and_bad_phase(demo_report) -> None:
@@ -88,5 +96,7 @@ def test_gather_rejects_three_plans_and_bad_phase(demo_report) -> None:
     with pytest.raises(InputError, match="at most two plans"):
         gather(capture, load_machine("ipu21"), [demo_report.greedy] * 3, None, None)
     res = placer("report", DEMO, demo_report.cpsat, "-o", demo_report.html.parent / "x.html", "--phase", "99")
-    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "--phase" in res.stderr
+    assert res.returncode == 2
+    assert res.stderr.count("\n") == 1
+    assert "--phase" in res.stderr
     assert not (demo_report.html.parent / "x.html").exists()

@@ -12,7 +12,8 @@ def test_long_labels_wrap_and_keep_every_word() -> None:
     lines = text.splitlines()
     assert " ".join(line[7:37].strip() for line in lines[2:-1] if line[7:37].strip()) == label
     assert max(len(line) for line in lines) <= 7 + 30 + 2 + len("table B")
-    assert lines[2].rstrip().endswith("17,908") and lines[-1].rstrip().endswith("12")
+    assert lines[2].rstrip().endswith("17,908")
+    assert lines[-1].rstrip().endswith("12")
     assert all(len(x) <= 30 for x in (line[7:37].rstrip() for line in lines[2:]))
 
 
@@ -27,8 +28,10 @@ def test_the_time_line_says_when_the_backstop_cut_the_search_and_what_to_do() ->
     assert line == ("time: 29.1 s of a 30 s limit (load 3.6 s, search 6.2 s); CP-SAT work 0.0 of 12.0 "
                     "deterministic s")
     warned = render_time({**doc, "backstop": True}).splitlines()
-    assert warned[0] == line and warned[1].startswith("warning: the wall-clock backstop")
-    assert "--time-limit" in warned[1] and "may differ from run to run" in warned[1]
+    assert warned[0] == line
+    assert warned[1].startswith("warning: the wall-clock backstop")
+    assert "--time-limit" in warned[1]
+    assert "may differ from run to run" in warned[1]
 
 
 def test_the_time_line_says_what_writing_the_capture_holds_back() -> None:

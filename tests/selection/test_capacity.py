@@ -111,10 +111,12 @@ def test_capacity_bound_below_the_best_plan_at_the_bound() -> None:
     at_bound = [t for c, t in plans if c == cycles_bound]
     assert at_bound
     res = capacity.solve(problem, PARAMS, model_slack(problem), capacity.phase_caps(problem))  # type: ignore
-    assert res.table.status is Status.OPTIMAL and res.table.bound is not None
+    assert res.table.status is Status.OPTIMAL
+    assert res.table.bound is not None
     assert res.table.bound <= min(at_bound)
     greedy = plan_objectives(cap, capacity.relay_greedy(problem, capacity.phase_caps(problem)))  # type: ignore
-    assert greedy.estimate == cycles_bound and greedy.table >= min(at_bound)
+    assert greedy.estimate == cycles_bound
+    assert greedy.table >= min(at_bound)
 
 
 def test_a_sweep_shares_the_scarce_sets_and_builds_the_same_model() -> None:
@@ -125,7 +127,8 @@ def test_a_sweep_shares_the_scarce_sets_and_builds_the_same_model() -> None:
     caps = capacity.phase_caps(problem)  # type: ignore[arg-type]
     capacity.build(problem, caps, model_slack(problem))  # type: ignore[arg-type]
     shared = problem.shared["scarce_sets"]  # type: ignore[attr-defined]
-    assert shared and any(sets for _, sets in shared.values())  # the instance has scarce sets
+    assert shared
+    assert any(sets for _, sets in shared.values())  # the instance has scarce sets
     other = dataclasses.replace(problem, table_budget=1200)  # type: ignore[type-var]
     assert other.shared is problem.shared  # type: ignore[attr-defined]
     again, _ = _at_bound(cap, M, 1200)
@@ -140,7 +143,7 @@ def test_relieving_the_worst_host_lowers_the_worst_tile(monkeypatch: pytest.Monk
     problem, cycles_bound = _at_bound(cap, M, 1923)
     caps = capacity.phase_caps(problem)  # type: ignore[arg-type]
     relieved = capacity.relay_greedy(problem, caps)  # type: ignore[arg-type]
-    monkeypatch.setattr(capacity, "_relieve_hosts", lambda st, rounds: 0)
+    monkeypatch.setattr(capacity, "_relieve_hosts", lambda _st, _rounds: 0)
     piled = capacity.relay_greedy(problem, caps)  # type: ignore[arg-type]
     r_obj, p_obj = plan_objectives(cap, relieved), plan_objectives(cap, piled)
     assert r_obj.estimate == p_obj.estimate == cycles_bound
@@ -163,10 +166,12 @@ def test_the_constructions_return_what_they_have_at_their_cutoff() -> None:
     assert capacity.relay_greedy(problem, caps, cutoff=Cutoff()).to_json(cap) == full.to_json(cap)  # type: ignore
     stop = Cutoff(0.0)
     cut = capacity.relay_greedy(problem, caps, cutoff=stop)  # type: ignore[arg-type]
-    assert stop.fired and not cut.relays
+    assert stop.fired
+    assert not cut.relays
     assert validate(cap, cut.to_json(cap), M).valid == plan_objectives(cap, cut).fits
     scans = prepare(cap, M, 600, 16384).scans  # type: ignore[arg-type]
     built = budget_plan(cap, scans, M, 600, 16384)  # type: ignore[arg-type]
     assert built.relays
     stop = Cutoff(0.0)
-    assert not budget_plan(cap, scans, M, 600, 16384, cutoff=stop).relays and stop.fired  # type: ignore[arg-type]
+    assert not budget_plan(cap, scans, M, 600, 16384, cutoff=stop).relays
+    assert stop.fired  # type: ignore[arg-type]

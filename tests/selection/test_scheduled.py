@@ -61,15 +61,20 @@ def test_the_combined_plan_is_never_worse_than_the_rule_and_validates(seed: int,
     cap = relay_capture(groups=groups, fragments=fragments, phases=2, seed=seed, long_words=long_words)
     out = select(cap, M, budget, 16384, params=FAST)
     obj, rule = out.objectives, out.greedy_objectives
-    assert out.scheduled is not None and out.greedy_scheduled is not None
+    assert out.scheduled is not None
+    assert out.greedy_scheduled is not None
     assert validate(cap, out.plan.to_json(cap), M).valid == obj.fits
     # a plan that fits beats one that does not; within the caps the table decides, then the cycles
     if rule.fits:
-        assert obj.fits and obj.table <= rule.table
+        assert obj.fits
+        assert obj.table <= rule.table
     if out.caps is not None and out.caps.held:
-        assert obj.b1024 <= rule.b1024 and obj.cycles <= out.caps.lower_bound
+        assert obj.b1024 <= rule.b1024
+        assert obj.cycles <= out.caps.lower_bound
     for name, res in out.staged.stages if out.staged is not None else []:
-        assert res.bound is not None and res.objective is not None and res.bound <= res.objective, name
+        assert res.bound is not None, name
+        assert res.objective is not None, name
+        assert res.bound <= res.objective, name
     again = select(cap, M, budget, 16384, params=FAST)
     assert json.dumps(again.plan.to_json(cap)) == json.dumps(out.plan.to_json(cap))
 
@@ -79,7 +84,9 @@ def test_room_in_the_schedule_buys_a_smaller_plan_at_the_same_cycles() -> None:
     it every relay would lengthen the phase and nothing is relayed under the caps but what the budget needs."""
     roomy = relay_capture(groups=3, fragments=40, phases=2, seed=4, long_words=2000)
     out = select(roomy, M, 10**5, 16384, params=FAST)
-    assert out.plan.relays and out.caps is not None and out.caps.held
+    assert out.plan.relays
+    assert out.caps is not None
+    assert out.caps.held
     assert out.objectives.table < out.greedy_objectives.table
     assert out.objectives.cycles == out.scheduled.direct_bound  # type: ignore[union-attr]
     tight = relay_capture(groups=3, fragments=40, phases=2, seed=4)
@@ -105,5 +112,7 @@ def test_measuring_stops_at_the_search_end_and_says_so() -> None:
         # a clock that started long ago: the search's end is behind it
         out = select(cap, M, 10**5, 16384, mode=mode, params=FAST,
                      deadline=Deadline(10, time.perf_counter() - 60))
-        assert out.scheduled is None and UNMEASURED in out.note and out.objectives.cycles == 0
+        assert out.scheduled is None
+        assert UNMEASURED in out.note
+        assert out.objectives.cycles == 0
         assert validate(cap, out.plan.to_json(cap), M).valid == out.objectives.fits

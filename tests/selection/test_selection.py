@@ -29,14 +29,18 @@ FAST = SolverParams(time_limit=10, workers=2, seed=0)
 def test_groups_found_and_ineligible_reasons() -> None:
     p = group_phase(0, [1, 2, 3], [4, 5], 10, holes=(3,))
     scan = scan_phase(p)
-    assert len(scan.groups) == 1 and not scan.rejected
+    assert len(scan.groups) == 1
+    assert not scan.rejected
     g = scan.groups[0]
-    assert g.fragments == 9 and g.replica_count == 3 and g.extent == 320
+    assert g.fragments == 9
+    assert g.replica_count == 3
+    assert g.extent == 320
     # skew one replica's address: no longer coordinate-preserving
     p.dst_addr[p.dst_ptr[2] + 1] += 4
     scan = scan_phase(p)
     assert not scan.groups
-    assert scan.rejected[0].reason.startswith("not coordinate-preserving") and scan.rejected[0].transfer == 2
+    assert scan.rejected[0].reason.startswith("not coordinate-preserving")
+    assert scan.rejected[0].transfer == 2
     # overlapping fragments
     q = group_phase(0, [1, 2], [4], 4)
     q.dst_addr[q.dst_ptr[1] : q.dst_ptr[2]] -= 16
@@ -46,7 +50,8 @@ def test_groups_found_and_ineligible_reasons() -> None:
 def test_native_segments_inferred_from_repeating_senders() -> None:
     g = scan_phase(group_phase(0, [1, 2], [4, 5, 6], 12)).groups[0]
     seg = native(g)
-    assert seg.count == 4 and seg.bounds.tolist() == [0, 96, 192, 288, 384]
+    assert seg.count == 4
+    assert seg.bounds.tolist() == [0, 96, 192, 288, 384]
     counts = sorted(candidates(g))
     assert counts == [1, 2, 4, 8]
 
@@ -88,8 +93,10 @@ def _rule_holds(cap: Capture) -> None:
     accepted = {d.phase for d in decisions if d.accepted}
     for d in decisions:
         if d.accepted:
-            assert d.cycles_after is not None and d.rows_after is not None
-            assert d.cycles_after <= d.cycles_before and d.rows_after < d.rows_before
+            assert d.cycles_after is not None
+            assert d.rows_after is not None
+            assert d.cycles_after <= d.cycles_before
+            assert d.rows_after < d.rows_before
     hosted: dict[int, list[int]] = {}
     for r in plan.relays:
         assert r.group.phase in accepted
@@ -127,7 +134,8 @@ def test_same_seed_same_plan() -> None:
     roomy = SolverParams(time_limit=600, workers=2, seed=0)
     a = select(cap, M, 400, 16384, params=roomy, work=4.0)
     b = select(cap, M, 400, 16384, params=roomy, work=4.0)
-    assert not a.backstop and not b.backstop
+    assert not a.backstop
+    assert not b.backstop
     assert json.dumps(a.plan.to_json(cap)) == json.dumps(b.plan.to_json(cap))
 
 
@@ -140,13 +148,18 @@ def test_a_sweep_budget_out_of_time_keeps_a_smaller_budgets_plan() -> None:
     # the table first: on phases this small every relay costs scheduled cycles, so cycles first relays nothing
     order = ("table", "cycles", "scratch", "relays")
     small = select(cap, M, 400, 16384, params=roomy, work=4.0, order=order)
-    assert small.objectives.fits and small.objectives.key(order) < small.greedy_objectives.key(order)
+    assert small.objectives.fits
+    assert small.objectives.key(order) < small.greedy_objectives.key(order)
     late = select(cap, M, 500, 16384, params=roomy, work=4.0, search_end=0.0, hints=[small.plan], order=order)
-    assert late.backstop and late.status is Status.UNKNOWN and late.source == "other budget"
-    assert late.plan.relays == small.plan.relays and late.objectives.fits
+    assert late.backstop
+    assert late.status is Status.UNKNOWN
+    assert late.source == "other budget"
+    assert late.plan.relays == small.plan.relays
+    assert late.objectives.fits
     assert late.objectives.key(order) < late.greedy_objectives.key(order)
     alone = select(cap, M, 500, 16384, params=roomy, work=4.0, search_end=0.0, order=order)
-    assert alone.source == "greedy" and "production rule's plan is kept" in alone.note
+    assert alone.source == "greedy"
+    assert "production rule's plan is kept" in alone.note
 
 
 def brute_force_fits(cap: Capture, budget: int) -> bool:
@@ -213,13 +226,16 @@ def test_infeasible_only_when_brute_force_agrees(budget: int) -> None:
         if out.status is Status.INFEASIBLE:
             assert not truth
         if truth:
-            assert out.objectives.fits and out.status is not Status.INFEASIBLE
+            assert out.objectives.fits
+            assert out.status is not Status.INFEASIBLE
         else:
             assert not out.objectives.fits
         if budget <= 56:  # the replicas of group 0 cannot get that low: proved, not just not found
             assert out.status is Status.INFEASIBLE
         if budget == 72:  # the production rule leaves it over budget; a plan exists and CP-SAT finds it
-            assert truth and not out.greedy_objectives.fits and out.objectives.fits
+            assert truth
+            assert not out.greedy_objectives.fits
+            assert out.objectives.fits
     finally:
         M = saved
 
@@ -274,7 +290,9 @@ def test_large_program_path_on_a_small_one(seed: int, monkeypatch: pytest.Monkey
     assert validate(cap, out.plan.to_json(cap), M).valid == out.objectives.fits
     assert out.staged is not None
     for name, res in out.staged.stages:
-        assert res.bound is not None and res.objective is not None and res.bound <= res.objective, name
+        assert res.bound is not None, name
+        assert res.objective is not None, name
+        assert res.bound <= res.objective, name
 
 
 @pytest.mark.parametrize("seed", [1, 2])
@@ -293,7 +311,9 @@ def test_large_program_at_the_cycles_bound(seed: int, monkeypatch: pytest.Monkey
     assert validate(cap, out.plan.to_json(cap), M).valid == out.objectives.fits
     assert out.staged is not None
     for name, res in out.staged.stages:
-        assert res.bound is not None and res.objective is not None and res.bound <= res.objective, name
+        assert res.bound is not None, name
+        assert res.objective is not None, name
+        assert res.bound <= res.objective, name
 
 
 def test_rendered_plan_file_is_the_same_bytes() -> None:
@@ -333,9 +353,11 @@ def test_a_table_bound_proved_at_a_larger_budget_holds_at_a_smaller_one_with_the
     share_table_bounds(outcomes)  # type: ignore[arg-type]
     # 64 takes 72's bound (same optimal cycles); not 76's (its cycles are not proved) nor 80's (other cycles)
     assert [bound(o) for _, o in outcomes] == [45, 45, 55, 59]
-    assert "from the 72 B budget's" in small.note and not mid.note  # type: ignore[attr-defined]
+    assert "from the 72 B budget's" in small.note
+    assert not mid.note  # type: ignore[attr-defined]
     assert small.staged.stages[1][1].solver.endswith("bound from the 72 B budget")  # type: ignore[attr-defined]
     # a bound that meets the objective proves it optimal
     tight, looser = _outcome(100, 50, 40), _outcome(100, 50, 50)
     share_table_bounds([(64, tight), (80, looser)])  # type: ignore[list-item]
-    assert tight.staged.stages[1][1].status is Status.OPTIMAL and tight.status is Status.OPTIMAL  # type: ignore
+    assert tight.staged.stages[1][1].status is Status.OPTIMAL
+    assert tight.status is Status.OPTIMAL  # type: ignore

@@ -37,7 +37,8 @@ def _buffers_in_free_bytes(plan: Plan, free_from: np.ndarray) -> None:
     top = min(M.memory.end, M.memory.loader_limit)
     for r in plan.relays:
         for host, start, nbytes in zip(r.hosts.tolist(), r.buffers.tolist(), r.scratch_bytes.tolist(), strict=True):
-            assert free_from[host] <= start and start + nbytes <= top, (r.group.phase, host, start, nbytes)
+            assert free_from[host] <= start, (r.group.phase, host, start, nbytes)
+            assert start + nbytes <= top, (r.group.phase, host, start, nbytes)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -57,7 +58,9 @@ def test_no_relay_buffer_over_live_data(seed: int, groups: int, fragments: int, 
             # refused with the tile and the bytes that did not fit
             assert any("tile" in e and "bytes" in e for e in report.errors), report.errors[:3]
         room = headroom(cap, M, plan.buffers())
-        assert room is not None and room.free >= 0 and (room.hosts_free is None or room.hosts_free >= 0)
+        assert room is not None
+        assert room.free >= 0
+        assert room.hosts_free is None or room.hosts_free >= 0
 
 
 def test_a_full_machine_relays_nothing_and_says_why() -> None:
@@ -71,12 +74,15 @@ def test_a_full_machine_relays_nothing_and_says_why() -> None:
                                            np.full(len(full.allocations), min(M.memory.end, M.memory.loader_limit)),
                                            full.allocations.first, full.allocations.last, full.allocations.name))
     roomy = select(cap, M, 200, 16384, params=SolverParams(time_limit=5, workers=2, seed=0))
-    assert roomy.greedy.relays and roomy.plan.relays  # with memory to spare both relay
+    assert roomy.greedy.relays
+    assert roomy.plan.relays  # with memory to spare both relay
     out = select(full, M, 200, 16384, params=SolverParams(time_limit=5, workers=2, seed=0))
-    assert not out.greedy.relays and not out.plan.relays
+    assert not out.greedy.relays
+    assert not out.plan.relays
     # the rule chooses its hosts without looking at memory, as the reference does, and accepts the phase; its
     # buffers then fail to place -- the reference's allocation failure -- so its plan cannot be built, and the
     # decision says so with the tile and the bytes
     why = [d for d in out.decisions if d.accepted and not d.built]
-    assert why and all(d.placement and all("has insufficient Standard SRAM for" in p for p in d.placement)
-                       for d in why), [d.detail for d in why]
+    assert why, [d.detail for d in why]
+    assert all(d.placement and all("has insufficient Standard SRAM for" in p for p in d.placement)
+               for d in why), [d.detail for d in why]

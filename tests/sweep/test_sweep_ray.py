@@ -74,7 +74,7 @@ def _stable(row: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def swept(ray_local: Any, sweep_file: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def swept(ray_local: Any, sweep_file: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:  # noqa: ARG001
     """The sweep run once on Ray and once serially, counting how often each workload is loaded."""
     spec = load_spec(sweep_file)
     out = tmp_path_factory.mktemp("swept")
@@ -118,7 +118,9 @@ def test_ray_sweep_equals_serial_job_by_job(swept: dict[str, Any]) -> None:
 def test_resume_on_ray_runs_only_what_is_missing(swept: dict[str, Any]) -> None:
     # nothing left to do except the failed jobs, which run (and fail) again
     again = run_sweep(swept["spec"], swept["out"] / "ray", use_ray=True)
-    assert len(again.skipped) == 8 and not again.ran and len(again.failed) == 2
+    assert len(again.skipped) == 8
+    assert not again.ran
+    assert len(again.failed) == 2
     assert [_stable(r) for r in again.rows] == [_stable(r) for r in swept["ray"].rows]
 
 
@@ -136,8 +138,10 @@ def test_sweep_report_pairs_rule_and_cpsat_per_budget(swept: dict[str, Any], tmp
     assert demo[0]["cpsat"]["table"] == by_job["demo__600B__cpsat__cycles-table-scratch-relays__seed0"]["table"]
     size = write_report(swept["spec"], rows, tmp_path / "report.html")
     page = (tmp_path / "report.html").read_text()
-    assert size == len(page.encode()) and page.count('class="placer-figure"') == 2
-    assert page.count("<tr>") == 1 + len(rows) and "2000 tiles" in page
+    assert size == len(page.encode())
+    assert page.count('class="placer-figure"') == 2
+    assert page.count("<tr>") == 1 + len(rows)
+    assert "2000 tiles" in page
 
 
 def test_capture_crosses_the_object_store_intact(ray_local: Any) -> None:
@@ -164,8 +168,9 @@ def _solve(res: dict[str, Any] | None) -> Any:
     return None if res is None else {k: v for k, v in res.items() if k != "runtime_s"}
 
 
+@pytest.mark.usefixtures("ray_local")
 @pytest.mark.parametrize(("capture", "mode"), [("tiny", "greedy"), ("demo", "cpsat")])
-def test_schedule_every_phase_on_ray_equals_serial(ray_local: Any, tmp_path: Path, capture: str, mode: str) -> None:
+def test_schedule_every_phase_on_ray_equals_serial(tmp_path: Path, capture: str, mode: str) -> None:
     if capture == "tiny":
         from placer.capture import write_capture
         from placer.workloads.generate import generate
@@ -177,14 +182,16 @@ def test_schedule_every_phase_on_ray_equals_serial(ray_local: Any, tmp_path: Pat
     args = ["schedule", str(path), "--json", "--mode", mode, "--time-limit", "2", "--workers", "1"]
     serial = _cli(*args)
     on_ray = _cli(*args, "--ray", "auto")
-    assert serial.exit_code == 0 and on_ray.exit_code == 0, on_ray.output
+    assert serial.exit_code == 0, on_ray.output
+    assert on_ray.exit_code == 0, on_ray.output
     a, b = orjson.loads(serial.stdout), orjson.loads(on_ray.stdout)
     assert len(a["phases"]) == len(read_capture(path).phases) > 1
     assert _phases(a) == _phases(b)
     assert all(p["valid"] for p in b["phases"])
 
 
-def test_schedule_phases_returns_identical_times(ray_local: Any) -> None:
+@pytest.mark.usefixtures("ray_local")
+def test_schedule_phases_returns_identical_times() -> None:
     from placer.machine import load_machine
     from placer.ordering.schedule import OrderingParams, schedule_capture
     from placer.solver import SolverParams
@@ -195,11 +202,14 @@ def test_schedule_phases_returns_identical_times(ray_local: Any) -> None:
     serial = schedule_capture(cap, machine, "greedy", params, ordering=OrderingParams())
     on_ray = schedule_phases(cap, machine, "greedy", params, cap.phase_ids(), OrderingParams(), None)
     for s, r in zip(serial, on_ray, strict=True):
-        assert s.phase == r.phase and s.horizon == r.horizon
-        assert (s.schedule.tx_start == r.schedule.tx_start).all() and (s.schedule.rx_start == r.schedule.rx_start).all()
+        assert s.phase == r.phase
+        assert s.horizon == r.horizon
+        assert (s.schedule.tx_start == r.schedule.tx_start).all()
+        assert (s.schedule.rx_start == r.schedule.rx_start).all()
 
 
-def test_place_every_file_on_ray_equals_serial(ray_local: Any) -> None:
+@pytest.mark.usefixtures("ray_local")
+def test_place_every_file_on_ray_equals_serial() -> None:
     data = ROOT / ".." / "shared" / "data"
     files = [ROOT / "tests" / "fixtures" / "placement" / n for n in ("tiny_dump.json", "aligned.16.csv",
                                                                      "over_capacity.8.csv")]
@@ -215,7 +225,8 @@ def test_place_every_file_on_ray_equals_serial(ray_local: Any) -> None:
     assert [d["placed"] for d in b] == [True, True, False, *([True, True] if data.is_dir() else [])]
 
 
-def test_more_workers_than_any_node_is_refused(ray_local: Any, tmp_path: Path) -> None:
+@pytest.mark.usefixtures("ray_local")
+def test_more_workers_than_any_node_is_refused(tmp_path: Path) -> None:
     from placer.errors import InputError
 
     path = tmp_path / "big.toml"

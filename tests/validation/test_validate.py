@@ -244,7 +244,8 @@ def test_error_output_is_capped() -> None:
     plan["delta"][0]["remove"] = []  # every fragment now arrives twice
     report = check(plan)
     lines = report.lines(limit=3)
-    assert len(lines) == 4 and lines[-1].startswith("and ")
+    assert len(lines) == 4
+    assert lines[-1].startswith("and ")
 
 
 # --- the original's own semantics

@@ -47,7 +47,8 @@ def _no_overlap_while_live(cap: Capture) -> None:
 def test_full_depth_fits_tile_memory(name: str, request: pytest.FixtureRequest, machine: Machine) -> None:
     cap: Capture = request.getfixturevalue(name)
     a = cap.allocations
-    assert a.start.min() >= machine.memory.base and a.end.max() <= machine.memory.loader_limit
+    assert a.start.min() >= machine.memory.base
+    assert a.end.max() <= machine.memory.loader_limit
     r0 = machine.memory.region0_end
     assert not ((a.start < r0) & (a.end > r0)).any()
     _no_overlap_while_live(cap)
@@ -55,7 +56,8 @@ def test_full_depth_fits_tile_memory(name: str, request: pytest.FixtureRequest, 
         dst_bytes = p.nbytes[p.dst_transfer()]
         assert _inside_live(p.dst_tile, p.dst_addr, p.dst_addr + dst_bytes, cap, p.phase), p.phase
     room = headroom(cap, machine)
-    assert room is not None and 0 <= room.free < room.capacity
+    assert room is not None
+    assert 0 <= room.free < room.capacity
 
 
 def test_siglip_head_runs_in_serial_passes(siglip27: Capture, machine: Machine) -> None:
@@ -75,9 +77,11 @@ def test_siglip_head_runs_in_serial_passes(siglip27: Capture, machine: Machine) 
     reds = [siglip27.phase_by_id(ids3[k]) for k in ("map_kv.red", "map_kv.red1", "map_kv.red2")]
     assert sum(r.payload_bytes() for r in reds) == red1.payload_bytes()
     out1, out3 = one.phase_by_id(ids1["map_kv.out"]), siglip27.phase_by_id(ids3["map_kv.out"])
-    assert out1.n == out3.n and out1.payload_bytes() == out3.payload_bytes()
+    assert out1.n == out3.n
+    assert out1.payload_bytes() == out3.payload_bytes()
     body = siglip27.repeat
-    assert body is not None and body.iterations == 27
+    assert body is not None
+    assert body.iterations == 27
     for pid in body.phases:  # one body, whatever the depth: same transfers (weights read at 27 addresses)
         assert siglip27.phase_by_id(pid).n == one.phase_by_id(pid).n
 
@@ -115,4 +119,5 @@ def test_headroom_counts_buffers(pe24: Capture, machine: Machine) -> None:
     room = headroom(pe24, machine, extra)
     assert room is not None
     assert (room.free, room.tile, room.phase, room.buffer_bytes) == (base.free - 1024, t, p, 1024)
-    assert room.hosts_free == room.free and room.region1_free == base.region1_free - 1024
+    assert room.hosts_free == room.free
+    assert room.region1_free == base.region1_free - 1024

@@ -70,7 +70,9 @@ def test_bad_model_names_file_field_value(tmp_path: Path, edit: tuple[str, str],
     with pytest.raises(InputError) as err:
         load_model(bad)
     msg = str(err.value)
-    assert str(bad) in msg and field in msg and value in msg
+    assert str(bad) in msg
+    assert field in msg
+    assert value in msg
 
 
 def test_bad_toml_syntax_and_unknown_model(tmp_path: Path) -> None:
@@ -93,7 +95,9 @@ def test_deterministic_for_a_seed(siglip2: Capture, machine: Machine) -> None:
 
 def test_layers_repeat_and_weight_addresses(machine: Machine) -> None:
     cap = generate("pe-core-l14", batch=1, layers=3, machine=machine)
-    assert cap.repeat is not None and cap.repeat.iterations == 3 and len(cap.phases) == N_PHASES
+    assert cap.repeat is not None
+    assert cap.repeat.iterations == 3
+    assert len(cap.phases) == N_PHASES
     p = cap.phase_by_id(16)
     counts = np.diff(p.src_ptr)
     assert set(counts.tolist()) == {1, 3}
@@ -150,7 +154,9 @@ def test_cli_command(tmp_path: Path) -> None:
     out = tmp_path / "pe.json.gz"
     res = CliRunner().invoke(app, ["generate", "pe-core-l14", "--batch", "1", "-o", str(out), "--seed", "3"])
     assert res.exit_code == 0, res.output
-    assert out.exists() and f"{N_PHASES} phases" in res.output and "transfers" in res.output
+    assert out.exists()
+    assert f"{N_PHASES} phases" in res.output
+    assert "transfers" in res.output
     res = CliRunner().invoke(app, ["generate", "pe-core-l14", "--batch", "0", "-o", str(out)])
     assert res.exit_code != 0
 
@@ -170,4 +176,6 @@ def test_a_transfer_names_each_destination_tile_once_when_rows_share_an_owner() 
     pos = next(p for p in cap.phases if p.phase == phase_ids("pe-core-l14")["embed.pos"])
     # each token's row goes to the owners of that token's four rows (two or three tiles), each once; the class
     # token's too: 578 multicasts
-    assert pos.n == 577 + 1 and pos.fanout.min() >= 2 and pos.fanout.max() <= 4
+    assert pos.n == 577 + 1
+    assert pos.fanout.min() >= 2
+    assert pos.fanout.max() <= 4

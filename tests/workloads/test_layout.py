@@ -35,8 +35,12 @@ def test_fragments_tile_the_extent_and_every_native_segment(batch: int, tm: int,
                                                                   for j in range(cols)]
     at = np.argsort(off, kind="stable")
     starts, ends = off[at], off[at] + size[at]
-    assert starts[0] == 0 and ends[-1] == extent and (starts[1:] == ends[:-1]).all()  # no gap, no overlap
-    assert bounds[0] == 0 and bounds[-1] == extent and (np.diff(bounds) > 0).all()
+    assert starts[0] == 0
+    assert ends[-1] == extent
+    assert (starts[1:] == ends[:-1]).all()  # no gap, no overlap
+    assert bounds[0] == 0
+    assert bounds[-1] == extent
+    assert (np.diff(bounds) > 0).all()
     assert np.isin(bounds[:-1], starts).all()  # every native segment starts at a fragment
     seg = np.searchsorted(bounds, starts, side="right") - 1
     assert (ends <= np.asarray(bounds)[seg + 1]).all()  # and no fragment crosses into the next one

@@ -82,7 +82,8 @@ def test_panel_hints_match_groups(siglip2: Capture) -> None:
             start = addr - base
             end = start + p.nbytes[rows]
             extent = h.boundaries[-1]
-            assert h.boundaries[0] == 0 and end.max() <= extent
+            assert h.boundaries[0] == 0
+            assert end.max() <= extent
             assert len(h.boundaries) - 1 == native[phase]
             # a fragment never straddles a native boundary
             b = np.array(h.boundaries)
@@ -96,7 +97,8 @@ def test_panel_hints_match_groups(siglip2: Capture) -> None:
 def test_weight_hints_do_not_split(siglip2: Capture) -> None:
     """Every weight multicast carries a hint saying its operand has no native panels (row-major blocks)."""
     hints = {(h.phase, h.tiles): h for h in siglip2.panels if not h.splits}
-    assert hints and all(h.operand.endswith(".w") and not h.boundaries for h in hints.values())
+    assert hints
+    assert all(h.operand.endswith(".w") and not h.boundaries for h in hints.values())
     p = siglip2.phase_by_id(16)
     w = np.flatnonzero(p.fanout == 9)
     for i in w[:: len(w) // 20].tolist():

@@ -26,15 +26,19 @@ def near(value: float, target: float, rel: float) -> bool:
 
 def test_phase_list(siglip2: Capture) -> None:
     assert siglip2.phase_ids() == list(range(69))
-    assert siglip2.repeat is not None and siglip2.repeat.iterations == 1
+    assert siglip2.repeat is not None
+    assert siglip2.repeat.iterations == 1
     body = siglip2.repeat.phases
     assert body == tuple(range(14, 58))
     labels = siglip2.phase_labels or {}
     assert "qkv: input + weights" in labels[16]
     assert "mlp-up: input + weights" in labels[50]
-    assert "mlp-up: partial-sum" in labels[51] and "mlp-up: output" in labels[52]
-    assert "mlp-down: input" in labels[54] and "mlp-down: weights" in labels[55]
-    assert "mlp-down: partial-sum" in labels[56] and "mlp-down: output" in labels[57]
+    assert "mlp-up: partial-sum" in labels[51]
+    assert "mlp-up: output" in labels[52]
+    assert "mlp-down: input" in labels[54]
+    assert "mlp-down: weights" in labels[55]
+    assert "mlp-down: partial-sum" in labels[56]
+    assert "mlp-down: output" in labels[57]
     assert all(p.n > 0 for p in siglip2.phases)
 
 
@@ -44,23 +48,27 @@ def test_qkv_phase(siglip2: Capture) -> None:
     assert int(act.sum()) == 1458 * 1152 // 32 == 52_488
     assert (p.words[act] == 8).all()
     g = groups(p, act)
-    assert len(g) == 40 and set(g.values()) == {36}
+    assert len(g) == 40
+    assert set(g.values()) == {36}
     # weights: each block W[k, n] in 9 slices of 3,072 B on 9 of its 10 replicas ("small unreplicated homes"),
     # each slice in two pieces (2,048 + 1,024 B) to the other 9 replicas; a home never sends to itself
     w = p.fanout == 9
     assert (act | w).all()
     gw = groups(p, w)
-    assert len(gw) == 1296 and set(gw.values()) == {9}
+    assert len(gw) == 1296
+    assert set(gw.values()) == {9}
     assert int(w.sum()) == 2592
     held = np.bincount(p.source[w], weights=p.nbytes[w], minlength=siglip2.tile_count)
-    assert set(np.unique(held).tolist()) == {0, 3072} and int((held > 0).sum()) == 1296
+    assert set(np.unique(held).tolist()) == {0, 3072}
+    assert int((held > 0).sum()) == 1296
     dt = p.dst_transfer()
     assert not (p.dst_tile == p.source[dt])[w[dt]].any()
     assert near(p.n, 55_080, 0.001)
     assert near(float((p.nbytes[act] * 36).sum()) / MIB, 57.67, 0.01)
     assert near(float((p.nbytes[w] * 9).sum()) / MIB, 37.97 * 9 / 10, 0.01)  # the homes' own slices stay home
     # activations come from the rows' owners with one source address, weights with one per layer
-    assert (np.diff(p.src_ptr)[act] == 1).all() and (np.diff(p.src_ptr)[w] == siglip2.repeat.iterations).all()
+    assert (np.diff(p.src_ptr)[act] == 1).all()
+    assert (np.diff(p.src_ptr)[w] == siglip2.repeat.iterations).all()
 
 
 def test_mlp_up_phase(siglip2: Capture) -> None:
@@ -68,7 +76,8 @@ def test_mlp_up_phase(siglip2: Capture) -> None:
     act = p.fanout == 54
     assert int(act.sum()) == 52_488
     g = groups(p, act)
-    assert len(g) == 27 and set(g.values()) == {54}
+    assert len(g) == 27
+    assert set(g.values()) == {54}
     assert near(p.n, 62_500, 0.05)
     assert near(float((p.nbytes[act] * 54).sum()) / MIB, 86.50, 0.01)
     assert (p.fanout[~act] == 8).all()  # 8 of the 9 replicas hold a slice: it travels to the other 8
@@ -78,13 +87,15 @@ def test_mlp_up_phase(siglip2: Capture) -> None:
 def test_mlp_down_phases(siglip2: Capture) -> None:
     p = siglip2.phase_by_id(54)
     g = groups(p, np.ones(p.n, bool))
-    assert len(g) == 240 and set(g.values()) == {6}
+    assert len(g) == 240
+    assert set(g.values()) == {6}
     assert p.n == 1458 * 135  # 134 grain columns of 32 bytes and one of 16 per row
     assert near(p.n, 197_000, 0.01)
     assert near(p.payload_bytes() / MIB, 35.91, 0.01)
     red = siglip2.phase_by_id(56)
     assert red.n == 17_040
-    assert (red.nbytes >= 2300).all() and (red.nbytes <= 2400).all()
+    assert (red.nbytes >= 2300).all()
+    assert (red.nbytes <= 2400).all()
 
 
 # phase 55: the reference's 94.92 MiB less the homes' own slices (19 of 20 replicas receive each piece)
@@ -96,8 +107,10 @@ def test_phase_payloads(siglip2: Capture, phase: int, mib: float) -> None:
 
 def test_transfer_words_in_range(siglip2: Capture) -> None:
     for p in siglip2.phases:
-        assert p.words.min() >= 1 and p.words.max() <= 4148, p.phase
-        assert (p.dst_tile >= 0).all() and (p.dst_tile < siglip2.tile_count).all()
+        assert p.words.min() >= 1, p.phase
+        assert p.words.max() <= 4148, p.phase
+        assert (p.dst_tile >= 0).all()
+        assert (p.dst_tile < siglip2.tile_count).all()
 
 
 @pytest.mark.parametrize(("phase", "target"), [(16, 12_056), (50, 17_908), (54, 9_684)])
@@ -119,4 +132,5 @@ def test_budget_behaviour(siglip2: Capture, siglip2_cost: ProgramCost, pe2: Capt
         assert {d.phase for d in decisions if d.accepted} == {16, 50}
         after = program_cost(plan.rewritten(cap), machine)
         assert after.worst_table() <= budget < direct.worst_table() or cap is pe2
-        assert after.worst_table() < direct.worst_table() and after.cycles == direct.cycles
+        assert after.worst_table() < direct.worst_table()
+        assert after.cycles == direct.cycles

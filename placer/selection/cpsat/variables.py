@@ -96,7 +96,7 @@ class Variables:
     tighten: dict[int, int]  # per tile: how much lower its table budget is (negative: higher)
     coarse: bool  # one host literal per tile and phase instead of one per (host class, tile)
     # a lambda: ``cp_model`` is looked up when a model is built, not when the class is defined (it loads lazily)
-    m: cp_model.CpModel = field(default_factory=lambda: cp_model.CpModel())
+    m: cp_model.CpModel = field(default_factory=lambda: cp_model.CpModel())  # noqa: PLW0108
     # per tile: program table / fragments = constant + terms
     table_const: np.ndarray = field(init=False)
     frag_const: np.ndarray = field(init=False)

@@ -42,7 +42,8 @@ def _demo() -> tuple[Capture, Machine, dict[str, Any], dict[str, Any]]:
 
 
 def _one_line(exc: InputError, name: str) -> None:
-    assert "\n" not in str(exc) and name in str(exc), str(exc)
+    assert "\n" not in str(exc), str(exc)
+    assert name in str(exc), str(exc)
 
 
 def _mutated(doc: Any, data: st.DataObject) -> Any:
@@ -146,7 +147,9 @@ def _check_problem(raw: bytes, name: str) -> None:
             _one_line(exc, name)
             return
     for r in problem.requests:
-        assert 0 < r.bytes <= 2**32 and r.alignment >= 1 and 0 <= r.first <= r.last <= 2**32
+        assert 0 < r.bytes <= 2**32
+        assert r.alignment >= 1
+        assert 0 <= r.first <= r.last <= 2**32
     assert all(0 <= lo < hi <= 2**32 for lo, hi in problem.ranges)
 
 
@@ -207,8 +210,10 @@ def test_mutated_sweep_files_never_escape(data: st.DataObject) -> None:
             _one_line(exc, "sweep.toml")
             return
     assert spec.job_count() == len(spec.jobs())
-    assert all(0 < b < 2**31 for b in spec.budgets) and all(0 <= s < 2**31 for s in spec.seeds)
-    assert 1 <= spec.config.workers <= 256 and 0 < spec.config.time_limit < float("inf")
+    assert all(0 < b < 2**31 for b in spec.budgets)
+    assert all(0 <= s < 2**31 for s in spec.seeds)
+    assert 1 <= spec.config.workers <= 256
+    assert 0 < spec.config.time_limit < float("inf")
 
 
 @settings(max_examples=_examples(100), deadline=None)

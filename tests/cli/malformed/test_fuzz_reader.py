@@ -90,7 +90,8 @@ def _read(raw: bytes, suffix: str) -> Capture | None:
         try:
             return read_capture(f)
         except InputError as exc:
-            assert "\n" not in str(exc) and str(f) in str(exc)  # one line naming the file
+            assert "\n" not in str(exc)
+            assert str(f) in str(exc)  # one line naming the file
             return None
 
 
@@ -108,12 +109,19 @@ def _sane(cap: Capture) -> None:
     for p in cap.phases:
         assert 0 <= p.phase < 2**31
         if p.n:
-            assert p.source.min() >= 0 and p.source.max() < cap.tile_count
-            assert p.words.min() >= 1 and p.words.max() <= 4148
-            assert p.dst_tile.min() >= 0 and p.dst_tile.max() < cap.tile_count
+            assert p.source.min() >= 0
+            assert p.source.max() < cap.tile_count
+            assert p.words.min() >= 1
+            assert p.words.max() <= 4148
+            assert p.dst_tile.min() >= 0
+            assert p.dst_tile.max() < cap.tile_count
             assert not (p.dst_tile == p.source[p.dst_transfer()]).any()
-            assert p.dst_addr.min() >= 0 and p.dst_addr.max() < 2**32 and (p.dst_addr % 4 == 0).all()
-            assert p.src_addr.min() >= 0 and p.src_addr.max() < 2**32 and (p.src_addr % 4 == 0).all()
+            assert p.dst_addr.min() >= 0
+            assert p.dst_addr.max() < 2**32
+            assert (p.dst_addr % 4 == 0).all()
+            assert p.src_addr.min() >= 0
+            assert p.src_addr.max() < 2**32
+            assert (p.src_addr % 4 == 0).all()
     if cap.repeat is not None:
         assert 1 <= cap.repeat.iterations <= 2**20
 
@@ -175,10 +183,15 @@ def test_mutated_machine_files_never_escape(data: st.DataObject) -> None:
     try:
         m = _machine_from_dict(doc, "m.toml")
     except InputError as exc:
-        assert "m.toml" in str(exc) and "\n" not in str(exc)
+        assert "m.toml" in str(exc)
+        assert "\n" not in str(exc)
         return
-    assert m.tiles >= 2 and m.exchange.bytes_per_cycle >= 1 and m.budget.table_bytes >= 1
-    assert m.exchange.max_transfer_words >= 1 and math.isfinite(m.clock_hz) and m.clock_hz > 0
+    assert m.tiles >= 2
+    assert m.exchange.bytes_per_cycle >= 1
+    assert m.budget.table_bytes >= 1
+    assert m.exchange.max_transfer_words >= 1
+    assert math.isfinite(m.clock_hz)
+    assert m.clock_hz > 0
 
 
 @settings(max_examples=_examples(100), deadline=None)
@@ -193,7 +206,10 @@ def test_params_files_never_escape(key: str, value: Any) -> None:
         except InputError as exc:
             assert "\n" not in str(exc)
             return
-    assert 1 <= p.workers <= 256 and 0 <= p.seed < 2**31 and p.time_limit > 0 and math.isfinite(p.time_limit)
+    assert 1 <= p.workers <= 256
+    assert 0 <= p.seed < 2**31
+    assert p.time_limit > 0
+    assert math.isfinite(p.time_limit)
     assert 0 <= p.relative_gap <= 1
 
 
@@ -201,7 +217,7 @@ def _toml(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        return {math.inf: "inf", -math.inf: "-inf"}.get(value, "nan" if value != value else repr(value))
+        return {math.inf: "inf", -math.inf: "-inf"}.get(value, "nan" if math.isnan(value) else repr(value))
     if value is None:
         return '""'
     if isinstance(value, str):

@@ -32,7 +32,7 @@ def _placer(args: list[str], cwd: Path, timeout: float = 150, **env: str) -> tup
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     res = subprocess.run([sys.executable, "-m", "placer.cli", *args], cwd=cwd, capture_output=True, text=True,
                          timeout=timeout, preexec_fn=_limits,
-                         env={**os.environ, "PLACER_PROGRESS_SECONDS": "3600", **env})
+                         env={**os.environ, "PLACER_PROGRESS_SECONDS": "3600", **env}, check=False)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     lines = [x for x in res.stderr.splitlines() if x.strip()]
     assert "Traceback" not in res.stderr, res.stderr
@@ -46,7 +46,9 @@ def test_gzip_bomb_stops_at_the_inflation_limit(tmp_path: Path) -> None:
             f.write(b" " * (1 << 20))
         f.write(b"]}")
     code, lines, _ = _placer(["inspect", "bomb.json.gz"], tmp_path)
-    assert code == 2 and len(lines) == 1 and "PLACER_MAX_GZIP_RATIO" in lines[0], lines
+    assert code == 2, lines
+    assert len(lines) == 1, lines
+    assert "PLACER_MAX_GZIP_RATIO" in lines[0], lines
 
 
 @pytest.mark.parametrize("args", [["inspect", "/dev/zero"], ["inspect", "/dev/urandom"],
@@ -55,7 +57,10 @@ def test_gzip_bomb_stops_at_the_inflation_limit(tmp_path: Path) -> None:
 def test_devices_are_refused_not_read(tmp_path: Path, args: list[str]) -> None:
     shutil.copy(DEMO, tmp_path / "cap.json")
     code, lines, cpu = _placer(args, tmp_path)
-    assert code == 2 and len(lines) == 1 and "/dev/" in lines[0] and "regular file" in lines[0], lines
+    assert code == 2, lines
+    assert len(lines) == 1, lines
+    assert "/dev/" in lines[0], lines
+    assert "regular file" in lines[0], lines
     assert cpu < 20  # about 0.5 s: refused before a byte is read
 
 
@@ -87,7 +92,10 @@ def test_generate_refuses_a_model_too_large_for_memory(tmp_path: Path) -> None:
     src = (ROOT / "models" / "siglip-so400m.toml").read_text(encoding="utf-8")
     (tmp_path / "big.toml").write_text(src.replace("grid = [27, 27]", "grid = [270, 270]"), encoding="utf-8")
     code, lines, cpu = _placer(["generate", "big.toml", "--batch", "1", "-o", "o.json.gz"], tmp_path)
-    assert code == 2 and len(lines) == 1 and "memory" in lines[0] and cpu < 20, lines  # refused before lowering
+    assert code == 2, lines
+    assert len(lines) == 1, lines
+    assert "memory" in lines[0], lines
+    assert cpu < 20, lines  # refused before lowering
     assert not (tmp_path / "o.json.gz").exists()
 
 
@@ -95,7 +103,8 @@ def test_sweep_guards_every_generated_workload_before_any_job(tmp_path: Path) ->
     (tmp_path / "s.toml").write_text('budgets = [640]\nmodes = ["greedy"]\n[[workloads]]\nname = "big"\n'
                                      'model = "siglip-so400m"\nbatch = 100000\n')
     code, lines, _ = _placer(["sweep", "s.toml", "-o", "out", "--serial"], tmp_path)
-    assert code == 2 and "memory" in lines[-1], lines
+    assert code == 2, lines
+    assert "memory" in lines[-1], lines
     assert not list((tmp_path / "out").glob("jobs/*"))
 
 
@@ -105,4 +114,7 @@ def test_unreachable_ray_cluster_is_an_error_not_a_hang(tmp_path: Path) -> None:
     # a hang would be waiting, not computing: the timeout is what catches it
     code, lines, cpu = _placer(["schedule", "cap.json", "--ray", "auto"], tmp_path, timeout=60,
                                RAY_ADDRESS="127.0.0.1:1")
-    assert code == 2 and len(lines) == 1 and "127.0.0.1:1" in lines[0] and cpu < 30, lines
+    assert code == 2, lines
+    assert len(lines) == 1, lines
+    assert "127.0.0.1:1" in lines[0], lines
+    assert cpu < 30, lines
