@@ -68,7 +68,7 @@ def _unraisable(args: Any, previous: Callable[[Any], None] = sys.unraisablehook)
     # point where it can end the command. Raised from another thread: raised here, the handler would run again
     # inside this hook (at the next call's check for pending signals); a bare thread does not wait to start
     if isinstance(args.exc_value, Interrupted):
-        _thread.start_new_thread(_thread.interrupt_main, (args.exc_value.signum,))
+        _thread.start_new_thread(_thread.interrupt_main, (signal.Signals(args.exc_value.signum),))
         return
     previous(args)
 

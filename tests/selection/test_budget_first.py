@@ -1,0 +1,60 @@
+"""The construction for programs the production rule's plan does not fit (``capacity.relay_greedy`` with
+``memory_caps`` and ``by_hosts``): no cycle caps, each group's option judged by its hosts as well as its replicas.
+Its plans validate, never raise the worst tile above the direct program's by more than the exact re-costing's
+seams, and are the same plan on every run."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from placer.capture.model import Allocations, Capture, Phase
+from placer.selection import capacity
+from placer.selection.select import model_slack, plan_objectives, prepare
+from placer.validation import validate
+from tests.builders import group_phase, relay_capture, small_machine
+
+M = small_machine(48)
+
+
+def test_a_heavy_operand_is_cut_so_that_no_host_takes_it_whole() -> None:
+    # a 96-fragment operand on six replicas, a light one on four, 32 idle tiles: judged by its replicas alone the
+    # heavy operand goes whole to one idle tile, which then holds all 96 rows (the worst tile rises); judged by its
+    # host too it is cut in two
+    phase = Phase.concat(0, [group_phase(0, [0, 1, 2, 3, 4, 5], [6, 7], 96),
+                             group_phase(0, [8, 9, 10, 11], [12, 13], 8, seed=1)])
+    cap = Capture(tile_count=48, phases=[phase], allocations=Allocations.empty())
+    problem = prepare(cap, M, 10**6, 16384).problem
+    direct = problem.direct.worst_table()
+    by_replicas = plan_objectives(cap, capacity.relay_greedy(problem, capacity.memory_caps(problem)))
+    plan = capacity.relay_greedy(problem, capacity.memory_caps(problem), by_hosts=True)
+    by_hosts = plan_objectives(cap, plan)
+    assert by_replicas.table >= direct  # the whole operand on one host
+    assert by_hosts.table < 0.6 * direct
+    heavy = next(r for r in plan.relays if r.group.fragments == 96)
+    assert heavy.segmentation.count > 1
+    assert validate(cap, plan.to_json(cap), M).valid
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), groups=st.integers(1, 5), fragments=st.integers(4, 60),
+       replicas=st.integers(2, 5), senders=st.integers(1, 4), phases=st.integers(1, 3),
+       budget=st.integers(100, 1200))
+def test_budget_first_plans_validate_and_never_raise_the_worst_tile(seed: int, groups: int, fragments: int,
+                                                                   replicas: int, senders: int, phases: int,
+                                                                   budget: int) -> None:
+    cap = relay_capture(groups=groups, fragments=fragments, replicas=replicas, senders=senders, phases=phases,
+                        seed=seed)
+    problem = prepare(cap, M, budget, 16384).problem
+    plan = capacity.relay_greedy(problem, capacity.memory_caps(problem), by_hosts=True)
+    obj = plan_objectives(cap, plan)
+    report = validate(cap, plan.to_json(cap), M)
+    assert report.valid == obj.fits, report.errors[:3]
+    if not obj.fits:  # the only errors are the budget's
+        assert all(e.startswith("budget:") for e in report.errors), report.errors[:3]
+    # a relay is taken only when no touched tile rises above the worst; the model's tables differ from the exact
+    # ones by at most its slack (seams, phase entries, rounding)
+    slack = max(model_slack(problem).values(), default=0)
+    assert obj.table <= problem.direct.worst_table() + slack
+    again = capacity.relay_greedy(problem, capacity.memory_caps(problem), by_hosts=True)
+    assert again.to_json(cap) == plan.to_json(cap)
