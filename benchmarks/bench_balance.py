@@ -1,12 +1,12 @@
-"""The reference's B1024 order (``placer.ordering.reference.reference_order``) with the balancing heap compiled and in
-Python (its test oracle, ``greedy._balanced_picks_python``), on real phases: both times, their ratio, and whether the
-two orders are identical.
+"""The reference's B1024 order (``placer.refschedule.reference.reference_order``) with the balancing heap compiled
+and in Python (its test oracle, ``balance._balanced_picks_python``), on real phases: both times, their ratio, and
+whether the two orders are identical.
 
     placer generate siglip-so400m --batch 2 -o /tmp/siglip-b2.json.gz
     python benchmarks/bench_balance.py /tmp/siglip-b2.json.gz 16,50 [--tiles 1472] [--repeat 1]
 
 Each time is the whole ``reference_order`` call (best of ``--repeat``), the phase's dependency depths computed
-once beforehand; the balancing heap (``greedy.balanced_picks``) is most of it in Python, and the rest (the streams,
+once beforehand; the balancing heap (``balance.balanced_picks``) is most of it in Python, and the rest (the streams,
 waves and destination-list ids, with numpy) is what is left compiled. Exit 1 if any order differs.
 """
 
@@ -23,9 +23,10 @@ import numpy as np
 
 from placer.capture.io import read_capture
 from placer.capture.model import Phase
-from placer.ordering import greedy, reference
-from placer.ordering.reference import reference_order
-from placer.ordering.streams import transfer_dependencies, transfer_levels
+from placer.refschedule import reference
+from placer.refschedule.reference import reference_order
+from placer.streams import balance
+from placer.streams.dependencies import transfer_dependencies, transfer_levels
 
 
 def timed(phase: Phase, levels: np.ndarray, tiles: int, python: bool, repeat: int) -> tuple[float, np.ndarray]:
@@ -34,13 +35,13 @@ def timed(phase: Phase, levels: np.ndarray, tiles: int, python: bool, repeat: in
     order = np.zeros(0, np.int64)
     try:
         if python:  # reference_order calls the balancing heap by this name
-            reference.balanced_picks = greedy._balanced_picks_python
+            reference.balanced_picks = balance._balanced_picks_python
         for _ in range(repeat):
             t0 = time.perf_counter()
             order = reference_order(phase, levels, tiles=tiles)
             best = min(best, time.perf_counter() - t0)
     finally:
-        reference.balanced_picks = greedy.balanced_picks
+        reference.balanced_picks = balance.balanced_picks
     return best, order
 
 

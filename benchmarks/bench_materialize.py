@@ -1,4 +1,4 @@
-"""The reference timing loop (``placer.ordering.reference.materialize``) compiled and in Python (its test oracle,
+"""The reference timing loop (``placer.refschedule.reference.materialize``) compiled and in Python (its test oracle,
 ``_materialize_python``), on real phases: both times, their ratio, and whether the two schedules are identical
 (every array, and the horizon).
 
@@ -24,9 +24,9 @@ import numpy as np
 
 from placer.capture.io import read_capture
 from placer.machine import load_machine
-from placer.ordering import reference
-from placer.ordering.reference import ReferenceSchedule, materialize, reference_order
-from placer.ordering.streams import transfer_dependencies, transfer_levels
+from placer.refschedule import reference
+from placer.refschedule.reference import ReferenceSchedule, materialize, reference_order
+from placer.streams.dependencies import transfer_dependencies, transfer_levels
 
 FIELDS = ("order", "tx_start", "rx_start", "cutover", "carries", "tile_horizon")
 

@@ -32,9 +32,9 @@ from placer.fileio import write_json
 from placer.machine import load_machine
 from placer.ordering.check import check_reference_schedule, check_schedule
 from placer.ordering.schedule import schedule_phase
-from placer.ordering.synthetic import replica_phase
 from placer.report.table import render
 from placer.solver import SolverParams
+from tests.ordering.synthetic import replica_phase
 
 
 def synthetic_phases() -> dict[str, Phase]:

@@ -8,7 +8,7 @@ compiler's direct figures (docs/reference.md §8), every ratio and whether it is
     python benchmarks/bench_workloads.py --programs   # the whole-program table (batches 1, 2, 4, every group direct)
     python benchmarks/bench_workloads.py --memory     # each batch-two program's memory picture, one layer and full
 
-Scheduled figures are the reference's own rules (placer.ordering.reference). Prints the Markdown table
+Scheduled figures are the reference's own rules (placer.refschedule.reference). Prints the Markdown table
 docs/workloads.md carries, then generation and measurement times. Exit status 1 when a figure is outside the
 tolerance (the model-rule columns are for comparison only).
 """

@@ -6,9 +6,9 @@ versions of their loops stay in their modules as the test oracles the compiled o
 (docs/native.md):
 
 * ``placer.capture._scan``: the capture scanner (:mod:`placer.capture.scan`);
-* ``placer.ordering._balance``: the B1024 balancing heap and the non-delay list (:mod:`placer.ordering.greedy`,
-  :mod:`placer.ordering.nondelay`);
-* ``placer.ordering._materialize``: the reference's timing loop (:mod:`placer.ordering.reference`);
+* ``placer.streams._balance``: the B1024 balancing heap and the non-delay list (:mod:`placer.streams.balance`,
+  :mod:`placer.refschedule.nondelay`);
+* ``placer.refschedule._materialize``: the reference's timing loop (:mod:`placer.refschedule.reference`);
 * ``placer.placement._canonical``: the canonical placement search (:mod:`placer.placement.canonical`).
 
 Every call site imports a module the same way, and checks it is the build this source expects (an editable
@@ -16,7 +16,7 @@ install keeps its compiled modules until ``pip install -e .`` runs again, so a p
 and its caller may meet an old build)::
 
     from placer import native
-    from placer.ordering import _balance
+    from placer.streams import _balance
 
     native.require(_balance)
 
@@ -31,8 +31,8 @@ from types import ModuleType
 
 MODULES: dict[str, int] = {
     "placer.capture._scan": 2,
-    "placer.ordering._balance": 3,
-    "placer.ordering._materialize": 2,
+    "placer.streams._balance": 3,
+    "placer.refschedule._materialize": 2,
     "placer.placement._canonical": 1,
 }
 """Every compiled module and the interface version this source expects of it (its ``VERSION``; a module and its
@@ -57,7 +57,7 @@ def require(module: ModuleType) -> None:
 
 
 def available(name: str) -> bool:
-    """Is the compiled module ``name`` (e.g. ``"placer.ordering._balance"``) built, and the build this source
+    """Is the compiled module ``name`` (e.g. ``"placer.streams._balance"``) built, and the build this source
     expects? True on every working install."""
     try:
         require(importlib.import_module(name))

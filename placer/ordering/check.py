@@ -189,7 +189,7 @@ def _dependencies(phase: Phase, tx: np.ndarray, rx: np.ndarray, owner: np.ndarra
 
 def check_reference_schedule(phase: Phase, tx_start: Any, rx_start: Any, horizon: int, machine: Machine,
                              *, limit: int = 20) -> list[str]:
-    """Violations of the reference's timing rules (``placer.ordering.reference``), found without its code.
+    """Violations of the reference's timing rules (``placer.refschedule.reference``), found without its code.
 
     Per transfer ``i`` sent at ``tx[i]`` and landing on destination entry ``e`` at ``rx[e]``, with the receiver's
     source select at ``X = rx − 52 − 2·row`` (51 for a 52-word transfer):

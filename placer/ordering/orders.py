@@ -1,7 +1,7 @@
 """Stream orders as a file: what placer's ordering hands a compiler, and how it is checked and replayed.
 
 An order file (docs/plan.md, "The order file") lists, per phase, the phase's transfers in the order the reference's
-row builder appends them (``placer.ordering.reference``: each transfer is timed at the earliest offset its rules
+row builder appends them (``placer.refschedule.reference``: each transfer is timed at the earliest offset its rules
 allow, in this order). Transfer ``i`` is the phase's i-th transfer in the program the file names by digest: a
 capture as ``placer schedule`` read it, or the program a plan produces (``placer solve --schedule -o``: each
 relayed phase lists its kept transfers in capture order, then the gathers, then the forwards, as the plan's
@@ -25,8 +25,8 @@ from placer.capture.model import Capture, Phase
 from placer.errors import InputError
 from placer.machine import Machine
 from placer.ordering.check import check_reference_schedule
-from placer.ordering.reference import materialize
-from placer.ordering.streams import transfer_dependencies
+from placer.refschedule.reference import materialize
+from placer.streams.dependencies import transfer_dependencies
 
 ORDER_KIND = "placer-order"
 ORDER_VERSION = 1

@@ -2,7 +2,7 @@
 
 Every phase of a program gets the reference's B1024 order (what a compiler that keeps its scheduler does with the
 program), its lower bound (no order is faster), and, on the phases named ``searched``, placer's best order
-(``placer.ordering.improve``, a time limit per phase); each schedule is checked by the independent checker.
+(``placer.refschedule.improve``, a time limit per phase); each schedule is checked by the independent checker.
 Programs that share phases -- the all-direct program, the production rule's and placer's plans of one capture --
 share the work: a phase object scheduled once is not scheduled again (``ProgramScheduler``).
 """

@@ -1,24 +1,12 @@
 """Scheduling a phase end to end: chunks → greedy → (CP-SAT) → per-transfer times, bounds and timed table rows.
 
 Under ``OrderingParams.rules == OrderingRules.REFERENCE`` (the default) the greedy is the reference's own B1024 schedule
-(``placer.ordering.reference``: its order, timing, bounds and row encoding), and a CP-SAT order found in the chunk
+(``placer.refschedule.reference``: its order, timing, bounds and row encoding), and a CP-SAT order found in the chunk
 model is timed by the same rules before it is compared. Under ``"model"`` everything below is placer's chunk model.
 
 Times are exchange cycles from the start of the phase's exchange, sync excluded (a phase costs horizon + the
 machine's ``sync_cycles``). The horizon is the last cycle any payload lands (under the reference's rules, + its
 5-cycle guard).
-
-Timed rows of the chunk model (the table bytes of a scheduled phase, docs/reference.md §7), per tile, from its events in
-time order:
-- instructions are 4-byte words; a send is one word for up to 64 words plus one per further 4,096, preceded by an
-  outgoing base write (one word) when its source does not continue the lane's previous send;
-- a receive is one receive control (two words: source select and count), plus one incoming base word when its
-  address is not the end of the tile's previous receive *in scheduled order* (the pointer reset);
-- an idle gap before a send or a base write costs one DELAY word per 2^19 cycles (no minimum gap); a lone receive
-  control (no base write) absorbs gaps up to ``receive_gap_absorb`` cycles (128, PIC; 4,096 on XPIC);
-- each active tile's row ends with a delay to the horizon and a RETURN (two words); the total is rounded to 8 bytes.
-A tile's activity: a send from its base write to its last word; a receive from its control (the sender's send
-cycle) to its payload's end plus the short-receive hold.
 """
 
 from __future__ import annotations
@@ -30,28 +18,23 @@ from typing import Any
 import numpy as np
 
 from placer.capture.model import Capture, Phase
+from placer.chunkmodel.bounds import LowerBound, lower_bound
+from placer.chunkmodel.chunks import Chunks, Timing, build_chunks
+from placer.chunkmodel.greedy import greedy_starts, retime
+from placer.chunkmodel.rows import DELAY_MAX, RECEIVE_GAP_ABSORB, Schedule, expand, timed_rows
+from placer.chunkmodel.search import improve_starts
 from placer.cost.model import tile_counters
 from placer.machine import Machine
 from placer.modes import OrderingRules, ScheduleMode
-from placer.ordering.bounds import LowerBound, lower_bound
-from placer.ordering.cpsat import compact, horizon_of, improve_lns, solve_exact
-from placer.ordering.greedy import greedy_starts, retime
-from placer.ordering.improve import OrderSearch
-from placer.ordering.justify import forward_backward
-from placer.ordering.reference import (
-    materialize,
-    reference_bound,
-    reference_order,
-    reference_table_bytes,
-)
-from placer.ordering.streams import Chunks, Timing, build_chunks, continues_previous, transfer_levels
 from placer.progress import SolverCallback, both, task
+from placer.refschedule.improve import OrderSearch
+from placer.refschedule.reference import materialize, reference_bound, reference_order, reference_table_bytes
 from placer.solver import RunConfig, SolveResult, SolverParams, Status
+from placer.streams.dependencies import transfer_levels
 from placer.units import ceil_div
 
 Mode = ScheduleMode  # how a phase is ordered (placer.modes)
 RULES = tuple(OrderingRules)  # placer's chunk model (fast; CP-SAT works in it), the reference's own rules
-_SECOND_RULE_CHUNKS = 50_000  # above this, a second greedy pass costs more than it usually gains
 # how long the chunk model's neighbourhood search may run past its wall-clock backstop: its last CP-SAT solve stops
 # a little after its limit, then the window is compacted (measured: 0.51 s on SigLIP b2's relayed MLP-up, whose
 # 20 s schedule then took 20.2–20.5 s)
@@ -68,114 +51,8 @@ class OrderingParams:
     step_time: float = 1.5  # seconds per neighbourhood step at most
     timing: Timing = field(default_factory=Timing)
     rules: OrderingRules = OrderingRules.REFERENCE  # the reference's own rules; MODEL: placer's chunk model
-    receive_gap_absorb: int = 128  # idle cycles a lone receive control absorbs (PIC; XPIC: 4,096)
-    delay_max: int = 1 << 19  # cycles one DELAY word covers
-
-
-@dataclass(eq=False)
-class Schedule:
-    """Per-transfer times of one phase: ``tx_start[i]`` on the source's lane (``words[i]`` cycles), and
-    ``rx_start[e]`` for destination entry ``e`` (the phase's ``dst_*`` order) on that tile's receive port."""
-
-    tx_start: np.ndarray  # int64 (n,)
-    rx_start: np.ndarray  # int64 (destination entries,)
-    horizon: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {"horizon": self.horizon, "tx_start": self.tx_start.tolist(), "rx_start": self.rx_start.tolist()}
-
-
-def expand(phase: Phase, chunks: Chunks, starts: np.ndarray) -> Schedule:
-    """Chunk starts → transfer times: a chunk's transfers go back to back in its send order."""
-    tx = np.zeros(phase.n, np.int64)
-    chunk_of = np.repeat(np.arange(chunks.count), np.diff(chunks.ptr))
-    tx[chunks.order] = starts[chunk_of] + chunks.offset
-    rx = tx[phase.dst_transfer()] + chunks.latency[phase.dst_tile]
-    ends = rx + phase.words[phase.dst_transfer()]
-    horizon = int(max(ends.max(initial=0), (tx + phase.words).max(initial=0)))
-    return Schedule(tx, rx, horizon)
-
-
-@dataclass(eq=False)
-class TimedRows:
-    table_bytes: np.ndarray  # per tile, rounded
-    delay_words: np.ndarray  # per tile
-    resets: np.ndarray  # per tile, in scheduled receive order
-    base_writes: np.ndarray  # per tile, outgoing
-
-
-def timed_rows(phase: Phase, schedule: Schedule, machine: Machine, tiles: int,
-               params: OrderingParams = OrderingParams()) -> TimedRows:
-    n = phase.n
-    words = phase.words.astype(np.int64)
-    nbytes = 4 * words
-    dt = phase.dst_transfer()
-    tim = params.timing
-    send_words_limit = machine.exchange.send_count_words
-
-    # sends in lane order: a base write unless the source continues the previous send's (every Repeat address)
-    s_order = np.lexsort((schedule.tx_start, phase.source))
-    s_tile = phase.source[s_order].astype(np.int64)
-    same = np.zeros(n, bool)
-    same[1:] = s_tile[1:] == s_tile[:-1]
-    base = ~continues_previous(phase.src_ptr, phase.src_addr, s_order, nbytes, same)
-    s_start = schedule.tx_start[s_order] - np.where(base, tim.base_write, 0)
-    s_end = schedule.tx_start[s_order] + words[s_order]
-    extra = np.maximum(0, words[s_order] - send_words_limit)
-    s_words = base + 1 + (extra + 4095) // 4096
-
-    # receives in port order: pointer resets, receive runs and their short-receive holds
-    r_order = np.lexsort((schedule.rx_start, phase.dst_tile))
-    r_tile = phase.dst_tile[r_order].astype(np.int64)
-    r_tr = dt[r_order]
-    rx = schedule.rx_start[r_order]
-    a = phase.dst_addr[r_order]
-    w = words[r_tr]
-    m = len(r_order)
-    prev_same = np.zeros(m, bool)
-    prev_same[1:] = r_tile[1:] == r_tile[:-1]
-    contiguous = np.zeros(m, bool)
-    contiguous[1:] = prev_same[1:] & (a[1:] == a[:-1] + 4 * w[:-1])
-    reset = ~contiguous
-    cont_run = np.zeros(m, bool)
-    cont_run[1:] = contiguous[1:] & (phase.source[r_tr][1:] == phase.source[r_tr][:-1]) & (rx[1:] == rx[:-1] + w[:-1])
-    run_id = np.cumsum(~cont_run) - 1
-    run_words = np.bincount(run_id, weights=w).astype(np.int64) if m else np.zeros(0, np.int64)
-    run_end = np.ones(m, bool)
-    run_end[:-1] = ~cont_run[1:]
-    hold = np.where(run_end & (run_words[run_id] <= tim.short_receive_words), tim.short_receive_hold, 0)
-    lat = machine.latency(r_tile).astype(np.int64)
-    r_start = rx - lat
-    r_end = r_start + w + hold
-    r_words = 2 + reset
-
-    # every event of a tile in time order; the gap before it is from the latest end of the events before it
-    tile = np.concatenate([s_tile, r_tile])
-    start = np.concatenate([s_start, r_start])
-    end = np.concatenate([s_end, r_end])
-    absorbs = np.concatenate([np.zeros(n, np.int64), np.where(reset, 0, params.receive_gap_absorb)])
-    ev_words = np.concatenate([s_words, r_words])
-    o = np.lexsort((start, tile))
-    tile, start, end, absorbs, ev_words = tile[o], start[o], end[o], absorbs[o], ev_words[o]
-    k = len(o)
-    first = np.ones(k, bool)
-    first[1:] = tile[1:] != tile[:-1]
-    group = np.cumsum(first) - 1
-    offset = (group * (int(end.max(initial=0)) + 1)) if k else group
-    running = np.maximum.accumulate(end + offset) - offset  # latest end so far within the tile
-    prev_end = np.zeros(k, np.int64)
-    prev_end[1:] = running[:-1]
-    prev_end[first] = 0
-    gap = start - prev_end
-    delays = np.where(gap > absorbs, ceil_div(gap, params.delay_max), 0)
-    total = np.bincount(tile, weights=ev_words + delays, minlength=tiles).astype(np.int64)
-    delay_words = np.bincount(tile, weights=delays, minlength=tiles).astype(np.int64)
-    active = np.bincount(tile, minlength=tiles) > 0
-    total += 2 * active  # delay to the horizon and RETURN
-    table = machine.cost.rounded(4 * total)
-    return TimedRows(table.astype(np.int64), delay_words,
-                     np.bincount(r_tile, weights=reset, minlength=tiles).astype(np.int64),
-                     np.bincount(s_tile, weights=base, minlength=tiles).astype(np.int64))
+    receive_gap_absorb: int = RECEIVE_GAP_ABSORB  # idle cycles a lone receive control absorbs (PIC; XPIC: 4,096)
+    delay_max: int = DELAY_MAX  # cycles one DELAY word covers
 
 
 @dataclass(eq=False)
@@ -270,8 +147,9 @@ def schedule_phase(
     if mode == ScheduleMode.CPSAT and chunks.count:
         # the limit bounds the whole call: re-timing, expanding and encoding the result take about what the greedy
         # took, so the neighbourhoods' wall-clock backstop leaves that much
-        improved, result, method = _improve(chunks, greedy, bound, params, ordering, progress,
-                                            deadline=clock + params.time_limit - greedy_s)
+        improved, result, method = improve_starts(
+            chunks, greedy, bound, params, exact_chunks=ordering.exact_chunks, neighbourhood=ordering.neighbourhood,
+            step_time=ordering.step_time, progress=progress, deadline=clock + params.time_limit - greedy_s)
         improved = retime(chunks, improved)  # the models do not see control-event cycles; this resolves them
         candidate = expand(phase, chunks, improved)
         if candidate.horizon < greedy_h:
@@ -310,7 +188,7 @@ def schedule_phase(
 def _schedule_reference(phase: Phase, machine: Machine, mode: Mode | str, params: SolverParams,
                         ordering: OrderingParams, chunks: Chunks, clock: float,
                         progress: SolverCallback | None) -> PhaseSchedule:
-    """The reference's B1024 order timed by its rules. In cpsat mode, also (``placer.ordering.improve``): gathers
+    """The reference's B1024 order timed by its rules. In cpsat mode, also (``placer.refschedule.improve``): gathers
     by forward, forwards first, host plans, aligned slots, relay tiles first, relay windows, the calendar list, the
     non-delay list, the CP-SAT order of the chunk model (half the time limit), interleaved host plans, gathers by
     forward reversed, the polish (``OrderSearch.polish``) from the best and the second best order so far, then the
@@ -358,9 +236,10 @@ def _schedule_reference(phase: Phase, machine: Machine, mode: Mode | str, params
             skipped = time.perf_counter() + chunk_s + reserve + share / 4 >= deadline
             if not skipped:
                 backstop = deadline - reserve - chunk_s - _CPSAT_OVERRUN
-                started, staged, how = _improve(chunks, hint, lower_bound(chunks),
-                                                replace(params, time_limit=share), ordering, progress,
-                                                deadline=backstop, second_rule=False)
+                started, staged, how = improve_starts(
+                    chunks, hint, lower_bound(chunks), replace(params, time_limit=share),
+                    exact_chunks=ordering.exact_chunks, neighbourhood=ordering.neighbourhood,
+                    step_time=ordering.step_time, progress=progress, deadline=backstop, second_rule=False)
                 search.cut = search.cut or staged.backstop  # its work was cut short
                 # CP-SAT's order is its start times (a topological order: every dependency lag is positive), not
                 # the depth-first order of B1024, which appends every gather before any forward
@@ -397,57 +276,6 @@ def _schedule_reference(phase: Phase, machine: Machine, mode: Mode | str, params
         rules=OrderingRules.REFERENCE, order=best.order)
 
 
-def _improve(
-    chunks: Chunks,
-    greedy: np.ndarray,
-    bound: LowerBound,
-    params: SolverParams,
-    ordering: OrderingParams,
-    progress: SolverCallback | None,
-    deadline: float | None = None,
-    second_rule: bool = True,
-) -> tuple[np.ndarray, SolveResult, str]:
-    """CP-SAT in the chunk model: one exact model on small phases, else repairs then neighbourhoods (``deadline``:
-    a wall-clock backstop for the neighbourhoods; ``second_rule``: also try the ``nowave`` list rule as the
-    incumbent)."""
-    lower = bound.best
-    greedy_h = horizon_of(chunks, greedy)
-    if chunks.count <= ordering.exact_chunks:
-        starts, res = solve_exact(chunks, greedy, lower, params, progress)
-        h = horizon_of(chunks, starts)
-        best_bound = max(float(lower), res.bound if res.bound is not None else float(lower))
-        if res.status is Status.OPTIMAL or h <= best_bound:
-            return starts, SolveResult(Status.OPTIMAL, float(h), float(h), res.runtime,
-                                       backstop=res.backstop), "exact"
-        if res.status is Status.INFEASIBLE:  # cannot happen: the greedy is a solution; report it honestly
-            return starts, res, "exact"
-        # no CP-SAT solution: the greedy (its hint) stands, with our bound
-        return starts, SolveResult(Status.FEASIBLE, float(h), best_bound, res.runtime, backstop=res.backstop), "exact"
-    clock = time.perf_counter()
-    if greedy_h <= lower:
-        return greedy, SolveResult(Status.OPTIMAL, float(greedy_h), float(greedy_h), 0.0), "neighbourhood"
-    # cheap repairs first (the other list rule, forward-backward passes), then CP-SAT on neighbourhoods; a quarter
-    # of the budget goes to the repairs (as a work budget when deterministic)
-    deterministic = bool(getattr(params, "deterministic", False))
-    incumbent = greedy
-    if chunks.count <= _SECOND_RULE_CHUNKS and second_rule:
-        other = greedy_starts(chunks, "nowave")
-        if horizon_of(chunks, other) < greedy_h:
-            incumbent = other
-    passes = 0.25 * params.time_limit
-    incumbent = forward_backward(chunks, incumbent, time_limit=passes, deterministic=deterministic)
-    # deterministic: the neighbourhoods get the rest as work whatever the passes took on the clock, so the same
-    # input and seed give the same schedule
-    left = params.time_limit - (passes if deterministic else time.perf_counter() - clock)
-    starts, cut = improve_lns(chunks, incumbent, lower, replace(params, time_limit=max(0.1, left)),
-                              neighbourhood=ordering.neighbourhood, step_time=ordering.step_time,
-                              progress=progress, deadline=deadline)
-    h = horizon_of(chunks, starts)
-    status = Status.OPTIMAL if h <= lower else Status.FEASIBLE
-    return starts, SolveResult(status, float(h), float(lower), time.perf_counter() - clock,
-                               backstop=cut), "neighbourhood"
-
-
 def schedule_capture(
     capture: Capture,
     machine: Machine,
@@ -473,5 +301,4 @@ def schedule_capture(
     return out
 
 
-__all__ = ["RULES", "Mode", "OrderingParams", "PhaseSchedule", "Schedule", "TimedRows", "compact", "expand",
-           "schedule_capture", "schedule_phase", "timed_rows"]
+__all__ = ["RULES", "Mode", "OrderingParams", "PhaseSchedule", "schedule_capture", "schedule_phase"]

@@ -15,8 +15,8 @@ import numpy as np
 
 from placer.capture.model import Phase
 from placer.ordering import Schedule
-from placer.ordering.reference import reference_bound, reference_schedule
 from placer.progress import task
+from placer.refschedule.reference import reference_bound, reference_schedule
 from placer.report.data import RULE_KEY, PlanView, ReportData, is_rule, rule_decisions, tile_grid
 from placer.units import format_size
 
@@ -374,7 +374,7 @@ class PhaseOrder:
 
 
 def schedule_of(data: ReportData, plan: PlanView | None, phase: int) -> PhaseOrder:
-    """The production B1024 schedule of the phase under the reference's rules (placer.ordering.reference), without
+    """The production B1024 schedule of the phase under the reference's rules (placer.refschedule.reference), without
     the timed rows the chart does not need."""
     ph = phase_after(data, plan, phase)
     tiles = max(data.tiles, data.machine.tiles)

@@ -50,7 +50,7 @@ THRESHOLDS = 8  # size thresholds of the capacity condition per phase (quantiles
 class Release:
     """Schedule-true caps only: a replica takes its forwards no sooner than their gathers have landed on the
     host, so the words it receives from relays, counted from the latest such release, must also fit the phase's
-    target (the port bound of ``placer.ordering.reference`` with a relay's release)."""
+    target (the port bound of ``placer.refschedule.reference`` with a relay's release)."""
 
     cap: np.ndarray  # per tile: cycles for the latest release plus the words relays forward to it
     delay: dict[tuple[int, int], int]  # (group, option): cycles until its latest forward may start

@@ -7,7 +7,7 @@ gathers have landed. The estimate sees none of that, so a plan that keeps the es
 machine (docs/selection.md, "Scheduled cycles").
 
 Selection therefore judges a plan by the figures of its rewritten phases under the reference's rules
-(``placer.ordering.reference``):
+(``placer.refschedule.reference``):
 - the **lower bound** of each phase (port with releases, lane, dependency chain, memory elements, relay hosts):
   no order of the phase is faster; its sum over the selection phases (times their Repeat iterations) is the
   *cycles* objective, and placer's ordering search reaches within a few per cent of it on relayed phases;
@@ -40,16 +40,10 @@ import numpy as np
 
 from placer.capture.model import Phase
 from placer.machine import Machine
-from placer.ordering.reference import (
-    GUARD,
-    POINTER_DELAY,
-    materialize,
-    reference_order,
-    reference_profile,
-)
-from placer.ordering.streams import transfer_dependencies, transfer_levels
+from placer.refschedule.reference import GUARD, POINTER_DELAY, materialize, reference_order, reference_profile
 from placer.selection.capacity import PhaseCaps, Release, with_room
 from placer.selection.problem import SelectionProblem
+from placer.streams.dependencies import transfer_dependencies, transfer_levels
 from placer.threads import ordered_map
 
 SELECT_PERCENTILE = 90  # the select delay the caps assume: most routes' (the exact bound is checked afterwards)
@@ -165,7 +159,7 @@ def other_bounds(problem: SelectionProblem, ids: list[int], workers: int = 1, un
 
 @dataclass(frozen=True)
 class Latency:
-    """The delays the schedule-true caps assume, in cycles (``placer.ordering.reference``'s timing rules)."""
+    """The delays the schedule-true caps assume, in cycles (``placer.refschedule.reference``'s timing rules)."""
 
     gather_select: int  # a unicast's select after its offset: its route's mux delay, at least 1
     forward_select: int  # a multicast receiver's select after the send's offset (the spread of its routes)

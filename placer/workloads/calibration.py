@@ -7,7 +7,7 @@ part of it (the whole phase, or its activation transfers alone) and a metric. :f
 print the table, ``tests/workloads/test_calibration.py`` keeps the ratios inside :data:`TOLERANCE`.
 
 Scheduled cycles are the B1024 horizon (``placer schedule --mode greedy``), sync excluded, as the reference's
-figures are: under the reference's own rules by default (``placer.ordering.reference``), or placer's chunk model
+figures are: under the reference's own rules by default (``placer.refschedule.reference``), or placer's chunk model
 (``rules="model"``); rows are the cost model's worst-tile bytes (docs/reference.md §3) unless the metric says timed.
 """
 

@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from placer.capture.model import Phase
-from placer.ordering.streams import Chunks
+from placer.chunkmodel.chunks import Chunks
 
 TILES = 12  # tiles 0..11 of the default machine: rows 0..5, so latencies differ
 

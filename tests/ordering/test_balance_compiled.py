@@ -1,5 +1,5 @@
-"""The compiled balancing heap (``placer/ordering/_balance.cpp``) against the Python heap it ports (its test
-oracle, ``greedy._balanced_picks_python``): the same picks on random items (few tiles, multicast sets, waves, ties in
+"""The compiled balancing heap (``placer/streams/_balance.cpp``) against the Python heap it ports (its test
+oracle, ``balance._balanced_picks_python``): the same picks on random items (few tiles, multicast sets, waves, ties in
 work and in stream ids), the same ``reference_order`` on synthetic and random phases; items the heap cannot take
 are refused with ValueError. Also the destination lists' ids of ``reference_order``, numbered with numpy, against
 the sorted tuples."""
@@ -15,12 +15,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from placer.capture.model import Phase
+from placer.chunkmodel import greedy
+from placer.chunkmodel.chunks import build_chunks
+from placer.chunkmodel.greedy import balanced_order
 from placer.machine import load_machine
-from placer.ordering import _balance, greedy, reference
-from placer.ordering.greedy import balanced_order, balanced_picks
-from placer.ordering.reference import reference_order
-from placer.ordering.streams import build_chunks, transfer_dependencies, transfer_levels
-from placer.ordering.synthetic import relay_phase, replica_phase
+from placer.refschedule import reference
+from placer.refschedule.reference import reference_order
+from placer.streams import _balance, balance
+from placer.streams.balance import balanced_picks
+from placer.streams.dependencies import transfer_dependencies, transfer_levels
+from tests.ordering.synthetic import relay_phase, replica_phase
 
 from .helpers import TILES, small_phases
 
@@ -65,7 +69,7 @@ def items(draw: st.DrawFn, max_items: int = 40, max_tiles: int = 6) -> Items:
 
 def _both(it: Items) -> np.ndarray:
     """Picks of both heaps, which must agree."""
-    python = it.call(greedy._balanced_picks_python)
+    python = it.call(balance._balanced_picks_python)
     compiled = it.call(balanced_picks)
     assert compiled.dtype == python.dtype == np.int64
     assert np.array_equal(compiled, python)
@@ -120,8 +124,8 @@ def test_reference_order_and_chunk_order_are_those_of_the_python_heap(phase: Pha
 
 def _with_the_python_heap(m: pytest.MonkeyPatch) -> None:
     """``balanced_picks`` replaced by the Python heap, where ``greedy`` and ``reference`` call it."""
-    m.setattr(greedy, "balanced_picks", greedy._balanced_picks_python)
-    m.setattr(reference, "balanced_picks", greedy._balanced_picks_python)
+    m.setattr(greedy, "balanced_picks", balance._balanced_picks_python)
+    m.setattr(reference, "balanced_picks", balance._balanced_picks_python)
 
 
 def _orders_agree(phase: Phase) -> None:

@@ -1,4 +1,4 @@
-"""The calendar list (``placer.ordering.calendar``): each transfer in the first gap of every lane and port it needs,
+"""The calendar list (``placer.refschedule.calendar``): each transfer in the first gap of every lane and port it needs,
 the traffic the relays wait for first; a topological order whose schedule keeps every rule (independent checker)
 and repeats itself, and which beats the other list rules where the replicas share their direct traffic."""
 
@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from placer.machine import load_machine
-from placer.ordering.calendar import TURN, Calendar, calendar_order, calendar_priority, replicas_take_direct
 from placer.ordering.check import check_reference_schedule
-from placer.ordering.reference import materialize, reference_schedule
-from placer.ordering.streams import transfer_dependencies, transfer_levels
+from placer.refschedule.calendar import TURN, Calendar, calendar_order, calendar_priority, replicas_take_direct
+from placer.refschedule.reference import materialize, reference_schedule
+from placer.streams.dependencies import transfer_dependencies, transfer_levels
 from tests.ordering.test_improve import TILES, _start, host_phase, map_phase
 
 MACHINE = load_machine()

@@ -1,4 +1,4 @@
-"""The relay-host bound (``placer.ordering.hostbound``): its program on a host laid out as the CP-SAT plan's phase
+"""The relay-host bound (``placer.refschedule.hostbound``): its program on a host laid out as the CP-SAT plan's phase
 60 hosts are (worked by hand), and on generated hosts whose segments share SRAM elements it is never above a
 schedule the reference's rules give, from any order."""
 
@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from placer.ordering.check import check_reference_schedule
-from placer.ordering.hostbound import _host_program
-from placer.ordering.reference import materialize, reference_bound, reference_schedule
-from placer.ordering.streams import transfer_dependencies, transfer_levels
+from placer.refschedule.hostbound import _host_program
+from placer.refschedule.reference import materialize, reference_bound, reference_schedule
+from placer.streams.dependencies import transfer_dependencies, transfer_levels
 from tests.ordering.test_improve import MACHINE, TILES, _search, host_phase
 
 A, B, C = 29, 30, 31  # three SRAM elements

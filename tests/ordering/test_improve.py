@@ -1,4 +1,4 @@
-"""Orders tried after B1024 under the reference's rules (``placer.ordering.improve``) and the memory bound they
+"""Orders tried after B1024 under the reference's rules (``placer.refschedule.improve``) and the memory bound they
 are measured against: every schedule keeps the rules (independent checker), never loses the incumbent, is
 reproducible, and on a relay host whose segments share SRAM elements the search gains what B1024 loses."""
 
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from placer.capture.model import Phase
 from placer.machine import load_machine
 from placer.ordering.check import check_reference_schedule
-from placer.ordering.improve import (
+from placer.refschedule.improve import (
     OrderSearch,
     forwards_by_landing,
     forwards_first,
@@ -25,9 +25,9 @@ from placer.ordering.improve import (
     relay_tiles_first,
     relay_windows,
 )
-from placer.ordering.reference import ReferenceSchedule, materialize, reference_bound, reference_schedule
-from placer.ordering.streams import Dependencies, transfer_dependencies, transfer_levels
-from placer.ordering.synthetic import relay_phase
+from placer.refschedule.reference import ReferenceSchedule, materialize, reference_bound, reference_schedule
+from placer.streams.dependencies import Dependencies, transfer_dependencies, transfer_levels
+from tests.ordering.synthetic import relay_phase
 
 MACHINE = load_machine()
 TILES = 64

@@ -1,4 +1,4 @@
-"""The compiled timing loop (``placer/ordering/_materialize.cpp``) against the Python loop it ports (its test
+"""The compiled timing loop (``placer/refschedule/_materialize.cpp``) against the Python loop it ports (its test
 oracle, ``reference._materialize_python``): the same schedule, array for array, on random phases (memory-element
 hazards, Repeat source addresses, relays, multicast replicas) in random orders; inputs it cannot time are refused
 with ValueError."""
@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 
 from placer.capture.model import PAIRED64, WORD32, Phase
 from placer.machine import load_machine
-from placer.ordering import _materialize, reference
-from placer.ordering.reference import ReferenceSchedule, materialize, reference_order
-from placer.ordering.streams import Dependencies, transfer_dependencies, transfer_levels
-from placer.ordering.synthetic import relay_phase, replica_phase
+from placer.refschedule import _materialize, reference
+from placer.refschedule.reference import ReferenceSchedule, materialize, reference_order
+from placer.streams.dependencies import Dependencies, transfer_dependencies, transfer_levels
+from tests.ordering.synthetic import relay_phase, replica_phase
 
 from .helpers import small_phases
 from .test_improve import homes_phase, host_phase

@@ -1,4 +1,4 @@
-"""The non-delay list order (``placer.ordering.nondelay``): its definition (against a plain lazily re-keyed heap),
+"""The non-delay list order (``placer.refschedule.nondelay``): its definition (against a plain lazily re-keyed heap),
 the compiled loop against the Python one (its test oracle), and a miniature of the phase it was built for."""
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 from placer.capture.model import Phase
 from placer.machine import load_machine
 from placer.ordering.check import check_reference_schedule
-from placer.ordering.improve import OrderSearch
-from placer.ordering.nondelay import _nondelay_python, _successors, nondelay_order
-from placer.ordering.reference import materialize, reference_bound, reference_schedule
-from placer.ordering.streams import Dependencies, transfer_dependencies, transfer_levels
-from placer.ordering.synthetic import relay_phase
+from placer.refschedule.improve import OrderSearch
+from placer.refschedule.nondelay import _nondelay_python, _successors, nondelay_order
+from placer.refschedule.reference import materialize, reference_bound, reference_schedule
+from placer.streams.dependencies import Dependencies, transfer_dependencies, transfer_levels
+from tests.ordering.synthetic import relay_phase
 
 from .helpers import TILES, small_phases
 

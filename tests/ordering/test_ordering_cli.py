@@ -15,8 +15,8 @@ from placer.cli.schedule import schedule
 from placer.errors import InputError
 from placer.machine import load_machine
 from placer.ordering import schedule_capture
-from placer.ordering.synthetic import relay_phase, replica_phase
 from placer.solver import SolverParams
+from tests.ordering.synthetic import relay_phase, replica_phase
 
 app = typer.Typer()
 app.command()(schedule)

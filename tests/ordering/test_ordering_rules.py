@@ -7,12 +7,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from placer.capture.model import Phase
+from placer.chunkmodel.chunks import build_chunks
+from placer.chunkmodel.greedy import balanced_order, balanced_order_heap, greedy_starts, row_builder
+from placer.chunkmodel.rows import expand, timed_rows
 from placer.machine import load_machine
 from placer.ordering.check import check_schedule
-from placer.ordering.greedy import balanced_order, balanced_order_heap, greedy_starts, row_builder
-from placer.ordering.schedule import OrderingParams, expand, schedule_phase, timed_rows
-from placer.ordering.streams import build_chunks
-from placer.ordering.synthetic import relay_phase, replica_phase
+from placer.ordering.schedule import OrderingParams, schedule_phase
+from tests.ordering.synthetic import relay_phase, replica_phase
 
 from .helpers import small_phases
 

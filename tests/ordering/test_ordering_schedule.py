@@ -10,19 +10,21 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-import placer.ordering.cpsat as cpsat_module
+import placer.chunkmodel.cpsat as cpsat_module
+import placer.chunkmodel.search as search_module
 import placer.ordering.schedule as schedule_module
 from placer.capture.model import Phase
+from placer.chunkmodel.bounds import lower_bound
+from placer.chunkmodel.chunks import build_chunks
+from placer.chunkmodel.cpsat import horizon_of, solve_exact
+from placer.chunkmodel.greedy import RULES, greedy_starts, retime
+from placer.chunkmodel.justify import forward_backward
+from placer.chunkmodel.rows import expand
 from placer.machine import load_machine
-from placer.ordering.bounds import lower_bound
 from placer.ordering.check import check_reference_schedule, check_schedule
-from placer.ordering.cpsat import horizon_of, solve_exact
-from placer.ordering.greedy import RULES, greedy_starts, retime
-from placer.ordering.justify import forward_backward
-from placer.ordering.schedule import OrderingParams, expand, schedule_phase
-from placer.ordering.streams import build_chunks
-from placer.ordering.synthetic import relay_phase, replica_phase
+from placer.ordering.schedule import OrderingParams, schedule_phase
 from placer.solver import SolverParams, Status
+from tests.ordering.synthetic import relay_phase, replica_phase
 
 from .helpers import brute_force_horizon, small_phases
 
@@ -229,7 +231,7 @@ def test_the_neighbourhoods_get_the_same_work_however_long_the_passes_took(monke
     # deterministic mode: the neighbourhood search's budget is work (the limit less the passes' work), not what
     # the clock left after the passes, so a slow machine does not change the schedule
     phase = replica_phase(groups=8, replicas=10, fragments=200, sources=16, weight_words=2500, tiles=256)
-    passes, search = schedule_module.forward_backward, schedule_module.improve_lns
+    passes, search = search_module.forward_backward, search_module.improve_lns
     budgets: list[float] = []
 
     def slow_passes(*args: object, **kwargs: object) -> np.ndarray:
@@ -241,8 +243,8 @@ def test_the_neighbourhoods_get_the_same_work_however_long_the_passes_took(monke
         budgets.append(params.time_limit)
         return search(chunks, incumbent, lower, params, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(schedule_module, "forward_backward", slow_passes)
-    monkeypatch.setattr(schedule_module, "improve_lns", recorded_search)
+    monkeypatch.setattr(search_module, "forward_backward", slow_passes)
+    monkeypatch.setattr(search_module, "improve_lns", recorded_search)
     ps = schedule_phase(phase, MACHINE, "cpsat", SolverParams(time_limit=2.0, workers=2, seed=0),
                         OrderingParams(exact_chunks=10, rules="model"))
     assert budgets == [1.5]
@@ -254,7 +256,7 @@ def test_the_chunk_models_neighbourhoods_stop_at_the_time_limit(monkeypatch: pyt
     # instead of running to its own backstop at three times the limit (plus 5 s). Checked on the deadline the
     # neighbourhoods get and on when their CP-SAT solves start and must stop, then, generously, on the clock
     limit = 2.0
-    real_search, real_window = schedule_module.improve_lns, cpsat_module._solve_window
+    real_search, real_window = search_module.improve_lns, cpsat_module._solve_window
     deadlines: list[float | None] = []
     windows: list[tuple[float, float]] = []  # each CP-SAT solve: when it began, its wall-clock backstop
 
@@ -269,7 +271,7 @@ def test_the_chunk_models_neighbourhoods_stop_at_the_time_limit(monkeypatch: pyt
         windows.append((time.perf_counter(), step.backstop))
         return real_window(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(schedule_module, "improve_lns", recorded_search)
+    monkeypatch.setattr(search_module, "improve_lns", recorded_search)
     monkeypatch.setattr(cpsat_module, "_solve_window", recorded_window)
     phase = replica_phase(groups=16, replicas=12, fragments=300, sources=24, weight_words=4000, tiles=512)
     clock = time.perf_counter()

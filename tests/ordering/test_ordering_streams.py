@@ -6,9 +6,10 @@ import numpy as np
 from hypothesis import given, settings
 
 from placer.capture.model import Phase
+from placer.chunkmodel.chunks import build_chunks
 from placer.machine import load_machine
-from placer.ordering.streams import build_chunks, transfer_dependencies, transfer_levels
-from placer.ordering.synthetic import relay_phase, replica_phase
+from placer.streams.dependencies import transfer_dependencies, transfer_levels
+from tests.ordering.synthetic import relay_phase, replica_phase
 
 from .helpers import small_phases
 

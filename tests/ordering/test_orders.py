@@ -10,7 +10,7 @@ import pytest
 
 from placer.errors import InputError
 from placer.ordering.orders import PhaseOrder, order_document, parse_orders, replay
-from placer.ordering.reference import reference_schedule
+from placer.refschedule.reference import reference_schedule
 from tests.builders import group_phase, small_machine
 
 M = small_machine(48)

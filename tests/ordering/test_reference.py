@@ -1,4 +1,4 @@
-"""The reference's B1024 rules (``placer.ordering.reference``): each rule on a hand-built phase, and every
+"""The reference's B1024 rules (``placer.refschedule.reference``): each rule on a hand-built phase, and every
 schedule of random phases checked by the independent checker."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from placer.capture.model import Phase
 from placer.machine import load_machine
 from placer.ordering.check import check_reference_schedule
-from placer.ordering.reference import (
+from placer.refschedule.reference import (
     materialize,
     moving_sources,
     reference_bound,
@@ -19,8 +19,8 @@ from placer.ordering.reference import (
     reference_schedule,
     reference_table_bytes,
 )
-from placer.ordering.streams import transfer_dependencies, transfer_levels
-from placer.ordering.synthetic import relay_phase
+from placer.streams.dependencies import transfer_dependencies, transfer_levels
+from tests.ordering.synthetic import relay_phase
 
 from .helpers import small_phases
 

@@ -1,4 +1,4 @@
-"""Aligned slots (``placer.ordering.slots``): slots chosen so that no sender gathers into a host of its own slot,
+"""Aligned slots (``placer.refschedule.slots``): slots chosen so that no sender gathers into a host of its own slot,
 every column's multicasts in slots, spare hosts' gathers first; every schedule keeps the rules (independent
 checker), and the search with them repeats itself."""
 
@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 from placer.capture.model import Phase
 from placer.machine import load_machine
 from placer.ordering.check import check_reference_schedule
-from placer.ordering.improve import OrderSearch
-from placer.ordering.reference import materialize, reference_bound, reference_schedule
-from placer.ordering.slots import aligned_slots, sender_slots
-from placer.ordering.streams import transfer_dependencies, transfer_levels
-from placer.ordering.synthetic import relay_phase
+from placer.refschedule.improve import OrderSearch
+from placer.refschedule.reference import materialize, reference_bound, reference_schedule
+from placer.refschedule.slots import aligned_slots, sender_slots
+from placer.streams.dependencies import transfer_dependencies, transfer_levels
+from tests.ordering.synthetic import relay_phase
 
 MACHINE = load_machine()
 TILES = 64

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from placer.capture.model import Phase
-from placer.ordering.streams import Dependencies
 from placer.solver import lazy_module
+from placer.streams.dependencies import Dependencies
 
 if TYPE_CHECKING:
     from ortools.linear_solver import pywraplp

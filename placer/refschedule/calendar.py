@@ -41,9 +41,9 @@ from bisect import bisect_right
 import numpy as np
 
 from placer.capture.model import Phase
-from placer.ordering.hosts import held_gathers, plan_hosts
-from placer.ordering.reference import ReferenceSchedule
-from placer.ordering.streams import Dependencies
+from placer.refschedule.hosts import held_gathers, plan_hosts
+from placer.refschedule.reference import ReferenceSchedule
+from placer.streams.dependencies import Dependencies
 
 LAG = 100  # model cycles from a gather's end to its forward's send (a payload lands 52 + 2·row after its send)
 # a host's own sends go in runs of this many: a port loses a few cycles whenever it switches senders (their routes'

@@ -1,6 +1,6 @@
 """CP-SAT for stream ordering: an exact model for small phases, windowed large-neighbourhood search for big ones.
 
-One interval per chunk in the transmit-time frame (``streams`` explains why the latency shifts cancel on a port),
+One interval per chunk in the transmit-time frame (``chunks`` explains why the latency shifts cancel on a port),
 one NoOverlap per distinct set of chunks sharing a lane or a port (the replicas of a multicast group share one),
 precedence for stream order and data dependencies, minimise the horizon. The greedy schedule is the hint and the
 upper bound, so a result is never worse than the incumbent.
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from placer.ordering.streams import Chunks
+from placer.chunkmodel.chunks import Chunks
 from placer.progress import SolverCallback
 from placer.solver import SolveResult, SolverParams, Status, lazy_module, run
 

@@ -19,7 +19,7 @@ SigLIP b2:
   another everywhere, and the columns stay aligned.
 - *Spare hosts planned.* A host that sends nothing direct (a spare tile holding a whole group's segment, which
   the CP-SAT selection chooses) can gather at any time; its gathers go first, in the blocks of its host plan
-  (``placer.ordering.hosts``: which forward it sends first, and which gathers each waits for under the memory
+  (``placer.refschedule.hosts``: which forward it sends first, and which gathers each waits for under the memory
   rule), and its forwards in the plan's order; a second order paces its gathers against the first one's schedule
   (``_paced``).
 
@@ -31,9 +31,9 @@ from __future__ import annotations
 import numpy as np
 
 from placer.capture.model import Phase
-from placer.ordering.hosts import plan_hosts
-from placer.ordering.reference import ReferenceSchedule
-from placer.ordering.streams import Dependencies
+from placer.refschedule.hosts import plan_hosts
+from placer.refschedule.reference import ReferenceSchedule
+from placer.streams.dependencies import Dependencies
 
 _PASSES = 20  # swap passes over every column; each pass keeps only strict gains, so the search ends sooner
 _COLUMNAR = 0.9  # the share of direct multicasts that must reach the rest of their column

@@ -1,6 +1,6 @@
 """Lower bounds on a phase's horizon (makespan, cycles, sync excluded).
 
-All three rest on one fact (see ``streams``): chunks that share a lane or a receive port have disjoint transmit
+All three rest on one fact (see ``chunks``): chunks that share a lane or a receive port have disjoint transmit
 windows, and the horizon is at least a chunk's start + words + its largest destination latency.
 - port: a lane's words plus the smallest latency tail of its chunks; a port's words plus its own latency;
 - clique: destination sets that pairwise intersect make every pair of their chunks conflict (a shared port), so
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from placer.ordering.streams import Chunks
+from placer.chunkmodel.chunks import Chunks
 
 _CLIQUE_CANDIDATES = 3000  # heaviest destination sets considered for the clique search
 _CLIQUE_SEEDS = 24
@@ -27,7 +27,7 @@ class LowerBound:
     chain: int
     head_tail: int = 0
     memory: int = 0  # the reference's rules only: sends and receives on one SRAM element never overlap
-    host: int = 0  # the reference's rules only: each relay host alone (``placer.ordering.hostbound``)
+    host: int = 0  # the reference's rules only: each relay host alone (``placer.refschedule.hostbound``)
 
     @property
     def best(self) -> int:

@@ -1,4 +1,4 @@
-// The main loop of placer.ordering.reference.materialize, compiled. reference.py prepares every constant with numpy
+// The main loop of placer.refschedule.reference.materialize, compiled. reference.py prepares every constant with numpy
 // (the rows' offsets, the hazard keys and the predecessors as CSR arrays); this file is a line-by-line port of
 // reference._materialize_python, the test oracle, so both give the same schedule bit for bit.
 //
@@ -294,7 +294,7 @@ bool materialize(In64 order, In64 source, In64 words, In64 dst_ptr, In64 dst_til
 }  // namespace
 
 NB_MODULE(_materialize, m) {
-  m.doc() = "Compiled reference timing (see placer.ordering.reference.materialize).";
+  m.doc() = "Compiled reference timing (see placer.refschedule.reference.materialize).";
   // the interface version placer/native.py expects (native.MODULES): bump both with any change to the call
   m.attr("VERSION") = 2;
   m.def("materialize", &materialize, nb::kw_only(), array("order"), array("source"), array("words"),

@@ -1,7 +1,7 @@
-// The balancing heap of placer.ordering.greedy.balanced_picks, compiled. greedy.py prepares the order-free inputs
+// The balancing heap of placer.streams.balance.balanced_picks, compiled. balance.py prepares the order-free inputs
 // with numpy (the items' rank, every endpoint's total work, the destination sets as CSR); this file is a
-// line-by-line port of greedy._balanced_picks_python, the test oracle, so both give the same picks. The non-delay
-// list of placer.ordering.nondelay is the second heap here (see nondelay_run below).
+// line-by-line port of balance._balanced_picks_python, the test oracle, so both give the same picks. The non-delay
+// list of placer.refschedule.nondelay is the second heap here (see nondelay_run below).
 //
 //   picks(*, rank, wave, words, stream, source, dset, set_ptr, set_res, work, picked) -> int
 //
@@ -239,7 +239,7 @@ i64 picks(In64 rank, In64 wave, In64 words, In64 stream, In64 source, In64 dset,
   return Balance(in, work.data(), picked.data()).run();
 }
 
-// The loop of placer.ordering.nondelay._nondelay_python, line by line: each step lists the transfer of least
+// The loop of placer.refschedule.nondelay._nondelay_python, line by line: each step lists the transfer of least
 // (earliest start, rank) among the eligible ones; a transfer that cannot start when it becomes eligible parks on
 // its blocker (the resource free last, the first on ties: lanes 0..tiles-1, ports tiles..2·tiles-1) and each
 // resource with parked transfers has one live wake in the heap, keyed (its free time, its best parked rank).
@@ -395,15 +395,15 @@ i64 nondelay(In64 source, In64 words, In64 dst_ptr, In64 dst_tile, In64 rank, In
 }  // namespace
 
 NB_MODULE(_balance, m) {
-  m.doc() = "Compiled list-building heaps (placer.ordering.greedy.balanced_picks, placer.ordering.nondelay).";
+  m.doc() = "Compiled list-building heaps (placer.streams.balance.balanced_picks, placer.refschedule.nondelay).";
   // the interface version placer/native.py expects (native.MODULES): bump both with any change to the calls
   m.attr("VERSION") = 3;
   m.def("picks", &picks, nb::kw_only(), array("rank"), array("wave"), array("words"), array("stream"),
         array("source"), array("dset"), array("set_ptr"), array("set_res"), array("work"), array("picked"),
         "The pick number of every item, written into `picked` (`work`: each endpoint's remaining work, updated); "
-        "returns how many items were picked. See placer.ordering.greedy.balanced_picks.");
+        "returns how many items were picked. See placer.streams.balance.balanced_picks.");
   m.def("nondelay", &nondelay, nb::kw_only(), array("source"), array("words"), array("dst_ptr"), array("dst_tile"),
         array("rank"), array("succ_ptr"), array("succ"), nb::arg("lag"), nb::arg("tiles"), array("order"),
         "The non-delay list order, written into `order`; returns how many transfers were listed (fewer than all "
-        "on a dependency cycle). See placer.ordering.nondelay.nondelay_order.");
+        "on a dependency cycle). See placer.refschedule.nondelay.nondelay_order.");
 }

@@ -25,8 +25,8 @@ import numpy as np
 
 from placer import native
 from placer.capture.model import Phase
-from placer.ordering import _balance
-from placer.ordering.streams import Dependencies
+from placer.streams import _balance
+from placer.streams.dependencies import Dependencies
 
 native.require(_balance)
 

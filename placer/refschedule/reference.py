@@ -1,6 +1,6 @@
 """The reference compiler's B1024 scheduler, rule for rule: its order, and its timing of one transfer at a time.
 
-``placer.ordering.greedy`` is placer's own model of B1024 (chunks of a stream held as one block, a flat latency,
+``placer.chunkmodel.greedy`` is placer's own model of B1024 (chunks of a stream held as one block, a flat latency,
 a 13-cycle base write per chunk); the CP-SAT improvement works in that model. This module ports what the
 reference's source does (docs/ordering.md, "The reference's rules"), so that a horizon can be compared with the
 reference's figures and with an improved order under the same timing:
@@ -8,9 +8,9 @@ reference's figures and with an improved order under the same timing:
 Order. A transfer is *moving* when its Repeat source addresses differ (a per-layer weight read). Streams are the
 transfers of one (not moving, source, destination tile list), numbered in that key's order (moving streams first);
 inside a stream, by (first destination address, first source address, index); transfer k is in wave ⌊(stream words
-before k) / 1,024⌋. Each (wave, stream) is balanced as one item over its payload words (``balanced_picks``, compiled
-compiled in ``greedy``); the final order is (dependency depth, not moving, wave, pick, position in
-stream, index): every weight before every activation of its depth.
+before k) / 1,024⌋. Each (wave, stream) is balanced as one item over its payload words (``balanced_picks``, the
+compiled heap of ``placer.streams.balance``); the final order is (dependency depth, not moving, wave, pick, position
+in stream, index): every weight before every activation of its depth.
 
 Timing, one transfer after another in that order, at the earliest offset ``O`` (from the predecessors' last
 arrival) at which all of these hold:
@@ -50,10 +50,10 @@ import numpy.typing as npt
 from placer import native
 from placer.capture.model import WORD32, Phase
 from placer.machine import Machine
-from placer.ordering import _materialize
-from placer.ordering.greedy import balanced_picks
-from placer.ordering.hostbound import relay_host_bound
-from placer.ordering.streams import Dependencies, transfer_dependencies, transfer_levels
+from placer.refschedule import _materialize
+from placer.refschedule.hostbound import relay_host_bound
+from placer.streams.balance import balanced_picks
+from placer.streams.dependencies import Dependencies, transfer_dependencies, transfer_levels
 
 POINTER_DELAY = 52  # select → payload within the receiver's row: P = X + 52 + 2·row
 GUARD = 5  # a receive row's closing delay past its payload
@@ -653,7 +653,7 @@ def reference_bound(phase: Phase, machine: Machine, *, tiles: int | None = None,
     release argument holds over all of them, each followed by its smallest tail (a relay host whose forwards
     read the element its later segments are gathered into). Host: each relay host alone, its port taking the
     gathers, its lane the forwards, the memory rule between them, over every order of its forwards
-    (``placer.ordering.hostbound``)."""
+    (``placer.refschedule.hostbound``)."""
     return reference_profile(phase, machine, tiles=tiles, deps=deps).bound
 
 

@@ -23,9 +23,9 @@ import itertools
 import numpy as np
 
 from placer.capture.model import Phase
-from placer.ordering.hostbound import PERMUTED  # the bound and the plans try the same orders
-from placer.ordering.reference import ReferenceSchedule, hazard_pairs
-from placer.ordering.streams import Dependencies
+from placer.refschedule.hostbound import PERMUTED  # the bound and the plans try the same orders
+from placer.refschedule.reference import ReferenceSchedule, hazard_pairs
+from placer.streams.dependencies import Dependencies
 
 _LATENCY = 60  # about the cycles from a send to its payload on a replica (route, select, pointer)
 

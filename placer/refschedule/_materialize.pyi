@@ -1,4 +1,6 @@
-"""Compiled reference timing (see placer.ordering.reference.materialize)."""
+"""
+Compiled reference timing (see placer.refschedule.reference.materialize).
+"""
 
 from typing import Annotated
 

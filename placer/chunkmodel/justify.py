@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from placer.ordering.streams import Chunks
+from placer.chunkmodel.chunks import Chunks
 
 
 def _edges(chunks: Chunks) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -1,4 +1,4 @@
-"""Better orders for a phase under the reference's rules (``placer.ordering.reference``).
+"""Better orders for a phase under the reference's rules (``placer.refschedule.reference``).
 
 ``materialize`` times transfers in a list order, each at its earliest offset, and a tile takes its receives in
 that order: the list decides every receive stream. B1024's list appends every gather of a relay before any forward
@@ -13,10 +13,10 @@ order, while the time limit allows):
   is earlier; everything else keeps its place;
 - *forwards first* (``forwards``): every gather, then every forward, then the direct traffic, so a replica takes
   its forwards before its direct receives and a host's lane is not broken up by small sends before its forwards;
-- *host plans* (``hosts``, ``placer.ordering.hosts``): per host, the order of its forwards and which gathers go
+- *host plans* (``hosts``, ``placer.refschedule.hosts``): per host, the order of its forwards and which gathers go
   before each, chosen on a small model of the host, with its forwards after every gather or interleaved with
   them;
-- *aligned slots* (``aligned``, ``placer.ordering.slots``): where the direct senders form columns (weight homes
+- *aligned slots* (``aligned``, ``placer.refschedule.slots``): where the direct senders form columns (weight homes
   multicasting to the rest of theirs) and relay hosts are among them, the direct multicasts in slots, each
   host's gathers listed just before its own direct sends, so they land while its port would idle (a tile never
   receives its own multicast) instead of holding up the multicasts that wait for its port; slots chosen so that
@@ -27,10 +27,10 @@ order, while the time limit allows):
 - *relay windows* (``windows``): each host's gathers in its plan's blocks and its forwards in its plan's order,
   the direct traffic by the non-delay scheme; the forwards after the direct traffic (the hosts' own sends and the
   replicas' receives first in it), or before it;
-- *calendar list* (``calendar``, ``placer.ordering.calendar``): where the replicas take direct traffic and the
+- *calendar list* (``calendar``, ``placer.refschedule.calendar``): where the replicas take direct traffic and the
   direct senders are not in columns, the list built by placing the replicas' direct receives, then the hosts' own
   sends, the gathers and the forwards, then the rest, each in the first gap of every lane and port it needs;
-- *non-delay list* (``nondelay``, ``placer.ordering.nondelay``): the list built by the parallel scheme, B1024's
+- *non-delay list* (``nondelay``, ``placer.refschedule.nondelay``): the list built by the parallel scheme, B1024's
   order as priority, so that no tile's receive stream waits on a multicast while receives listed after it could
   go (on any phase, relayed or not);
 - *polish* (``polish``): host plans, then gathers by forward, then the non-delay list with the best order as its
@@ -53,12 +53,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from placer.capture.model import Phase
-from placer.ordering.calendar import calendar_order, relay_tiles, replicas_take_direct
-from placer.ordering.hosts import held_gathers, host_order, plan_hosts
-from placer.ordering.nondelay import nondelay_order
-from placer.ordering.reference import ReferenceSchedule, hazard_pairs
-from placer.ordering.slots import aligned_slots, sender_slots
-from placer.ordering.streams import Dependencies
+from placer.refschedule.calendar import calendar_order, relay_tiles, replicas_take_direct
+from placer.refschedule.hosts import held_gathers, host_order, plan_hosts
+from placer.refschedule.nondelay import nondelay_order
+from placer.refschedule.reference import ReferenceSchedule, hazard_pairs
+from placer.refschedule.slots import aligned_slots, sender_slots
+from placer.streams.dependencies import Dependencies
 
 Timer = Callable[[np.ndarray], ReferenceSchedule]  # an order → its schedule (``materialize`` bound to a phase)
 
@@ -340,7 +340,7 @@ class OrderSearch:
             self.offer(self.timed(forwards_first(self.phase, self.deps, self.levels, self.greedy)), "forwards first")
 
     def hosts(self, *, interleave: bool = False) -> None:
-        """The relay hosts' plans (``placer.ordering.hosts``) on the greedy's schedule, their forwards after every
+        """The relay hosts' plans (``placer.refschedule.hosts``) on the greedy's schedule, their forwards after every
         gather or interleaved with them (none without a host of several forwards)."""
         if not len(self.deps) or not self.fits():
             return
@@ -474,7 +474,7 @@ class OrderSearch:
                 return
 
     def aligned(self) -> None:
-        """Aligned slots (``placer.ordering.slots``) on the greedy's order, then again with the spare hosts' gathers
+        """Aligned slots (``placer.refschedule.slots``) on the greedy's order, then again with the spare hosts' gathers
         paced against that schedule's other sends (only where the direct traffic is in columns and some relay
         host is one of their senders)."""
         if not len(self.deps) or not self.fits():
