@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from placer.capture.model import Allocations, Capture, Phase
+
+if TYPE_CHECKING:
+    from placer.machine import Machine
+    from placer.selection.problem import SelectionProblem
 
 BASE = 0x60000
 
@@ -96,3 +103,41 @@ def small_machine(tiles: int = 48):
     from placer.machine import load_machine
 
     return replace(load_machine(), tiles=tiles)
+
+
+def every_plan(cap: Capture, problem: SelectionProblem, machine: Machine,
+               max_segments: int | None = None) -> list[tuple[int, int]]:
+    """(estimate cycles, worst table) of every direct-receive plan of a tiny instance: each group direct or at each
+    of its option counts, every injective choice of eligible hosts (with ``max_segments``: only the plans that
+    relay at most that many segments)."""
+    from placer.alternatives.relay import direct_receive
+    from placer.cost.model import program_cost
+    from placer.modes import PlanMode
+    from placer.selection.plan import Plan, RelayChoice
+
+    groups = [(pi, gi) for pi, pd in enumerate(problem.phases) for gi in range(len(pd.options))]
+    per_group = [[op for op in problem.phases[pi].options[gi] if op.variant != "local-pack"] for pi, gi in groups]
+    out = []
+    for combo in itertools.product(*per_group):
+        relays = [(pi, op) for (pi, _gi), op in zip(groups, combo, strict=True) if op.variant == "direct-receive"]
+        need = sum(op.count for _, op in relays)
+        if max_segments is not None and need > max_segments:
+            continue
+        for perm in itertools.permutations(range(cap.tile_count), need):
+            plan = Plan(PlanMode.CPSAT, machine, 10**6, 16384)
+            ok, i = True, 0
+            for pi, op in relays:
+                hosts = np.array(perm[i: i + op.count], np.int64)
+                i += op.count
+                if any(int(h) in set(op.banned[s].tolist()) for s, h in enumerate(hosts)):
+                    ok = False
+                    break
+                assert op.seg is not None
+                phase = problem.phases[pi].phase
+                buffers = np.full(op.count, 0x70000, np.int64)
+                plan.relays.append(RelayChoice(op.group, "direct-receive", op.seg, hosts, buffers,
+                                               direct_receive(op.group, op.seg, hosts, buffers, phase, 16592)))
+            if ok:
+                cost = program_cost(plan.rewritten(cap), machine)
+                out.append((cost.cycles, cost.worst_table()))
+    return out

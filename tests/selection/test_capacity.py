@@ -5,24 +5,19 @@ checked against every plan of an enumerable instance."""
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import json
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from placer.alternatives.relay import direct_receive
 from placer.capture.model import Capture, PanelHint, Phase
-from placer.cost.model import program_cost
 from placer.selection import capacity
 from placer.selection.greedy import budget_plan
-from placer.selection.plan import Plan, RelayChoice
 from placer.selection.select import lower_bounds, model_slack, plan_objectives, prepare
 from placer.solver import Cutoff, SolverParams, Status
 from placer.validation import validate
-from tests.builders import group_phase, relay_capture, small_machine
+from tests.builders import every_plan, group_phase, relay_capture, small_machine
 
 M = small_machine(48)
 PARAMS = SolverParams(time_limit=5, workers=1, seed=0)
@@ -68,36 +63,6 @@ def test_constructive_plans_validate_at_the_cycles_bound(seed: int, groups: int,
         assert validate(cap, relieved.to_json(cap), M).valid == r_obj.fits
 
 
-def _every_plan(cap: Capture, problem: object, machine: object) -> list[tuple[int, int]]:
-    """(cycles, worst table) of every direct-receive plan of the instance: each group direct or at each of its
-    option counts, every injective choice of eligible hosts."""
-    groups = [(pi, gi) for pi, pd in enumerate(problem.phases) for gi in range(len(pd.options))]  # type: ignore
-    per_group = [[op for op in problem.phases[pi].options[gi] if op.variant != "local-pack"]  # type: ignore
-                 for pi, gi in groups]
-    out = []
-    tiles = cap.tile_count
-    for combo in itertools.product(*per_group):
-        relays = [(pi, op) for (pi, _gi), op in zip(groups, combo, strict=True) if op.variant == "direct-receive"]
-        need = sum(op.count for _, op in relays)
-        for perm in itertools.permutations(range(tiles), need):
-            plan = Plan("brute", machine, 10**6, 16384)  # type: ignore[arg-type]
-            ok, i = True, 0
-            for pi, op in relays:
-                hosts = np.array(perm[i: i + op.count], np.int64)
-                i += op.count
-                if any(int(h) in set(op.banned[s].tolist()) for s, h in enumerate(hosts)):
-                    ok = False
-                    break
-                phase = problem.phases[pi].phase  # type: ignore[attr-defined]
-                buffers = np.full(op.count, 0x70000, np.int64)
-                plan.relays.append(RelayChoice(op.group, "direct-receive", op.seg, hosts, buffers,
-                                               direct_receive(op.group, op.seg, hosts, buffers, phase, 16592)))
-            if ok:
-                cost = program_cost(plan.rewritten(cap), machine)  # type: ignore[arg-type]
-                out.append((cost.cycles, cost.worst_table()))
-    return out
-
-
 def test_capacity_bound_below_the_best_plan_at_the_bound() -> None:
     """Two groups on 8 tiles, small enough to enumerate every plan: the capacity model's proved bound is at most
     the best table any plan at the cycles bound reaches, and the constructive search finds a plan at the bound."""
@@ -107,7 +72,7 @@ def test_capacity_bound_below_the_best_plan_at_the_bound() -> None:
                   panels=[PanelHint(0, (0, 1), (0, 96, 192, 288)), PanelHint(0, (4, 5), (0, 96, 192))])
     machine = small_machine(8)
     problem, cycles_bound = _at_bound(cap, machine, 10**5)
-    plans = _every_plan(cap, problem, machine)
+    plans = every_plan(cap, problem, machine)  # type: ignore[arg-type]
     at_bound = [t for c, t in plans if c == cycles_bound]
     assert at_bound
     res = capacity.solve(problem, PARAMS, model_slack(problem), capacity.phase_caps(problem))  # type: ignore
