@@ -256,7 +256,7 @@ def _load_timed(capture: CaptureLike, deadline: Deadline) -> Capture:
     return cap
 
 
-def solve(capture: CaptureLike, machine: MachineLike = None, *, budget: int | str | None = None,
+def solve(capture: CaptureLike, machine: MachineLike = None, *, budget: int | str | None = None,  # noqa: PLR0913
           fragments: int | None = None, mode: SelectionMode | str = SelectionMode.CPSAT,
           objective: str | Sequence[str] | None = None, params: SolverParams | None = None, local_pack: bool = True,
           schedule: bool = False, deadline: Deadline | None = None, writes_capture: bool = False,

@@ -13,7 +13,7 @@ import numpy as np
 
 from placer.alternatives.groups import GroupScan, scan_capture
 from placer.capture.model import Capture
-from placer.cost.model import program_cost, program_tiles
+from placer.cost.model import ProgramCost, program_cost, program_tiles
 from placer.machine import Machine
 from placer.modes import PlanMode, SelectionMode
 from placer.progress import SolverCallback, task, track
@@ -202,7 +202,47 @@ class SearchClock:
         self.backstop |= staged.backstop
 
 
-def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit: int, *,  # noqa: PLR0912, PLR0915
+@dataclass(frozen=True)
+class Incumbent:
+    """The best plan so far, its exact figures, and where it came from (``Outcome.source``)."""
+
+    plan: Plan
+    objectives: Objectives
+    source: str
+
+
+@dataclass(frozen=True, eq=False)
+class Search:
+    """What every stage of one budget's search shares, so the stages agree on it by construction: the model, the
+    CP-SAT parameters, the production rule's plan (every outcome is reported against it), the progress display,
+    and the allowance. The clock is the one mutable part: each stage charges the work it spent to it."""
+
+    capture: Capture
+    problem: SelectionProblem
+    params: SolverParams
+    greedy: Plan  # the production rule's plan
+    greedy_objectives: Objectives
+    decisions: list[Decision]
+    progress: SolverCallback | None
+    start: float  # when ``select`` was called (perf_counter): every outcome's runtime counts from here
+    scans: list[GroupScan]
+    clock: SearchClock
+
+
+@dataclass(frozen=True, eq=False)
+class _Rule:
+    """What ``select`` needs whichever path it takes: the direct program, what may be relayed, and the production
+    rule's plan with its figures."""
+
+    direct: ProgramCost
+    scans: list[GroupScan]
+    plan: Plan
+    objectives: Objectives
+    decisions: list[Decision]
+    costing: float  # wall seconds costing the rule's plan took: the constructions stop early enough to cost theirs
+
+
+def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit: int, *,  # noqa: PLR0913
            mode: SelectionMode | str = SelectionMode.CPSAT,
            params: SolverParams | None = None, order: tuple[str, ...] = OBJECTIVES, local_pack: bool = True,
            progress: SolverCallback | None = None, max_rounds: int = 3, deadline: Deadline | None = None,
@@ -220,7 +260,48 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     start = time.perf_counter()
     params = params or SolverParams()
     deadline = deadline or Deadline(params.time_limit, start)
-    t = start
+    rule = _production_rule(capture, machine, table_budget, fragment_limit, params, prepared)
+    t = deadline.mark("production rule", start)
+    end = SEARCH_END * deadline.seconds if search_end is None else search_end
+    # no measurement starts after the search's end: what is unmeasured then is reported so (UNMEASURED)
+    until = deadline.start + end
+    if mode == SelectionMode.GREEDY:
+        return _rule_only(_light_problem(capture, rule, prepared), rule, params.workers, until, start)
+    est = estimate_order(order)
+    if deadline.elapsed() >= end:
+        return _out_of_time(_light_problem(capture, rule, prepared), rule, hints, est, params.workers, until, start)
+    if prepared is not None:
+        problem = prepared.for_budget(table_budget)
+    else:
+        problem = build_problem(capture, machine, table_budget, fragment_limit, scans=rule.scans, local_pack=local_pack,
+                                direct=rule.direct, workers=params.workers)
+    t = deadline.mark("options", t)
+    large = not monolithic(problem)
+    best, candidates, cutoff = _incumbents(problem, rule, order, large, hints, deadline, end)
+    t = deadline.mark("incumbent", t)
+    proof = irreducible_tiles(problem)
+    if proof:
+        return _proved_infeasible(problem, rule, best, proof, params.workers, until, start)
+    # a construction the wall clock skipped or stopped is reported like a search the backstop cut
+    clock = SearchClock(deadline, params.work_per_second * params.time_limit if work is None else work, end,
+                        backstop=cutoff.fired)
+    search = Search(capture, problem, params, rule.plan, rule.objectives, rule.decisions, progress, start, rule.scans,
+                    clock)
+    searched: Outcome | None = None
+    if order[0] != "cycles" or not large or not rule.objectives.fits:
+        # the estimate's searches (table first, a program small enough for the exact model, or one the rule's
+        # plan does not fit, where the smallest table matters most): their plan is one more source of
+        # configurations
+        searched = _estimate_search(search, est, best, large, max_rounds, local_pack)
+        best = Incumbent(searched.plan, searched.objectives, searched.source)
+    plans = [(best.plan, best.source)] + [(p, n) for p, n in candidates if p is not best.plan]
+    out = _scheduled(search, order, cycle_slack, plans, searched)
+    deadline.mark("search", t)
+    return out
+
+
+def _production_rule(capture: Capture, machine: Machine, table_budget: int, fragment_limit: int,
+                     params: SolverParams, prepared: Prepared | None) -> _Rule:
     if prepared is not None:
         direct, full, scans = prepared.problem.direct, prepared.full, prepared.scans
     else:
@@ -234,63 +315,72 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
         if prepared is not None:
             prepared.rule = ruled
     greedy = Plan(ruled[0].mode, machine, table_budget, fragment_limit, list(ruled[0].relays))
-    decisions = ruled[1]
     costed = time.perf_counter()
     g_obj = plan_objectives(capture, greedy)
-    costing = time.perf_counter() - costed  # what costing one more plan takes
-    t = deadline.mark("production rule", t)
-    # no measurement starts after the search's end: what is unmeasured then is reported so (UNMEASURED)
-    until = deadline.start + (SEARCH_END * deadline.seconds if search_end is None else search_end)
-    if mode == SelectionMode.GREEDY:
-        light = prepared.problem if prepared is not None else SelectionProblem(
-            capture, machine, program_tiles(capture, machine), table_budget, fragment_limit, scans, direct)
-        scheduled: Scheduled | None = None
-        with contextlib.suppress(OutOfTime):
-            [(g_obj, scheduled)] = measure_plans(light, decisions, [(greedy, "production rule")], params.workers,
-                                                 until)
-        return Outcome(plan=greedy, objectives=g_obj, greedy=greedy, greedy_objectives=g_obj, decisions=decisions,
-                       status=Status.UNKNOWN, staged=None, source="greedy", runtime=time.perf_counter() - start,
-                       scans=scans, scheduled=scheduled, greedy_scheduled=scheduled,
-                       note="" if scheduled is not None else UNMEASURED)
-    est = estimate_order(order)
-    if deadline.elapsed() >= (SEARCH_END * deadline.seconds if search_end is None else search_end):
-        # no time to search; a sweep's smaller budgets may have found a better plan that fits this one too (the
-        # last is the best of them: each budget starts from the plans before it), and costing it is cheap
-        kept, k_obj, source = greedy, g_obj, "greedy"
-        if hints:
-            hinted = Plan(PlanMode.CPSAT, machine, table_budget, fragment_limit, list(hints[-1].relays))
-            h_obj = plan_objectives(capture, hinted)
-            if h_obj.key(est) < k_obj.key(est):
-                kept, k_obj, source = hinted, h_obj, "other budget"
-        what = "the production rule's plan" if source == "greedy" else "the plan of a smaller budget"
-        light = prepared.problem if prepared is not None else SelectionProblem(
-            capture, machine, program_tiles(capture, machine), table_budget, fragment_limit, scans, direct)
-        k_sched = g_sched = None
-        with contextlib.suppress(OutOfTime):
-            (k_obj, k_sched), (g_obj, g_sched) = measure_plans(light, decisions, [(kept, source), (greedy, "rule")],
-                                                               params.workers, until)
-        return Outcome(plan=kept, objectives=k_obj, greedy=greedy, greedy_objectives=g_obj, decisions=decisions,
-                       status=Status.UNKNOWN, staged=StagedResult(None, [], {}), source=source,
-                       note=f"the time limit was reached before the search could start: {what} is kept"
-                       + ("" if k_sched is not None else f"; {UNMEASURED}"),
-                       runtime=time.perf_counter() - start, scans=scans, backstop=True, scheduled=k_sched,
-                       greedy_scheduled=g_sched)
-    if prepared is not None:
-        problem = prepared.for_budget(table_budget)
-    else:
-        problem = build_problem(capture, machine, table_budget, fragment_limit, scans=scans, local_pack=local_pack,
-                                direct=direct, workers=params.workers)
-    t = deadline.mark("options", t)
+    return _Rule(direct, scans, greedy, g_obj, ruled[1], time.perf_counter() - costed)
 
-    # the incumbent: the production rule, placer's budget-aware construction, or a plan of another budget
-    best_plan, best_obj, source = greedy, g_obj, "greedy"
+
+def _light_problem(capture: Capture, rule: _Rule, prepared: Prepared | None) -> SelectionProblem:
+    """A problem without relay options, enough to measure plans when there is no search."""
+    if prepared is not None:
+        return prepared.problem
+    g = rule.plan
+    return SelectionProblem(capture, g.machine, program_tiles(capture, g.machine), g.table_budget, g.fragment_limit,
+                            rule.scans, rule.direct)
+
+
+def _rule_only(light: SelectionProblem, rule: _Rule, workers: int, until: float, start: float) -> Outcome:
+    """Greedy mode: the production rule's plan, measured if the clock allows."""
+    greedy, g_obj = rule.plan, rule.objectives
+    scheduled: Scheduled | None = None
+    with contextlib.suppress(OutOfTime):
+        [(g_obj, scheduled)] = measure_plans(light, rule.decisions, [(greedy, "production rule")], workers, until)
+    return Outcome(plan=greedy, objectives=g_obj, greedy=greedy, greedy_objectives=g_obj, decisions=rule.decisions,
+                   status=Status.UNKNOWN, staged=None, source="greedy", runtime=time.perf_counter() - start,
+                   scans=rule.scans, scheduled=scheduled, greedy_scheduled=scheduled,
+                   note="" if scheduled is not None else UNMEASURED)
+
+
+def _out_of_time(light: SelectionProblem, rule: _Rule, hints: Sequence[Plan], order: tuple[str, ...],
+                 workers: int, until: float, start: float) -> Outcome:
+    """No time is left to search; a sweep's smaller budgets may have found a better plan that fits this one too (the
+    last is the best of them: each budget starts from the plans before it), and costing it is cheap."""
+    greedy, g_obj = rule.plan, rule.objectives
+    kept, k_obj, source = greedy, g_obj, "greedy"
+    if hints:
+        hinted = Plan(PlanMode.CPSAT, greedy.machine, greedy.table_budget, greedy.fragment_limit,
+                      list(hints[-1].relays))
+        h_obj = plan_objectives(light.capture, hinted)
+        if h_obj.key(order) < k_obj.key(order):
+            kept, k_obj, source = hinted, h_obj, "other budget"
+    what = "the production rule's plan" if source == "greedy" else "the plan of a smaller budget"
+    k_sched = g_sched = None
+    with contextlib.suppress(OutOfTime):
+        (k_obj, k_sched), (g_obj, g_sched) = measure_plans(light, rule.decisions, [(kept, source), (greedy, "rule")],
+                                                           workers, until)
+    return Outcome(plan=kept, objectives=k_obj, greedy=greedy, greedy_objectives=g_obj, decisions=rule.decisions,
+                   status=Status.UNKNOWN, staged=StagedResult(None, [], {}), source=source,
+                   note=f"the time limit was reached before the search could start: {what} is kept"
+                   + ("" if k_sched is not None else f"; {UNMEASURED}"),
+                   runtime=time.perf_counter() - start, scans=rule.scans, backstop=True, scheduled=k_sched,
+                   greedy_scheduled=g_sched)
+
+
+def _incumbents(problem: SelectionProblem, rule: _Rule, order: tuple[str, ...], large: bool, hints: Sequence[Plan],
+                deadline: Deadline, end: float) -> tuple[Incumbent, list[tuple[Plan, str]], Cutoff]:
+    """The incumbent: the production rule's plan, placer's budget-aware constructions, or a plan of another budget
+    (the best by the estimate's order), with every candidate (each is measured later) and the constructions'
+    cutoff (``fired`` when the wall clock stopped or skipped one)."""
+    capture, greedy = problem.capture, rule.plan
+    machine, table_budget, fragment_limit = greedy.machine, greedy.table_budget, greedy.fragment_limit
+    est = estimate_order(order)
+    best = Incumbent(greedy, rule.objectives, "greedy")
     candidates: list[tuple[Plan, str]] = []
-    large = not monolithic(problem)
-    end = SEARCH_END * deadline.seconds if search_end is None else search_end
     # the constructions stop where the search would, less the costing of what they built by then (a valid plan)
+    costing = rule.costing
     cutoff = Cutoff(deadline.start + end - costing)
     scheduled_first = order[0] == "cycles"
-    targets = [1.0] if not g_obj.fits or (large and not scheduled_first) else []
+    targets = [1.0] if not rule.objectives.fits or (large and not scheduled_first) else []
     if large and not scheduled_first:
         # the constructive search at the estimate's cycles bound (budget-independent: computed once per capture);
         # when it fits there, the estimate's cycles are settled and the budget-aware constructions have nothing
@@ -302,8 +392,8 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
         # its own plan and the incumbent's selection to be costed before the search's end
         costing = max(costing, time.perf_counter() - costed)
         cutoff.at = deadline.start + end - 2 * costing
-        if a_obj.key(est) < best_obj.key(est):
-            best_plan, best_obj, source = at_bound, a_obj, "capacity search"
+        if a_obj.key(est) < best.objectives.key(est):
+            best = Incumbent(at_bound, a_obj, "capacity search")
         if a_obj.fits and a_obj.estimate <= lower_bounds(problem)["estimate"]:
             targets = []
         else:
@@ -317,7 +407,7 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
             break
         target = int(share * table_budget)
         began = time.perf_counter()
-        plan = budget_plan(capture, scans, machine, target, fragment_limit, cutoff=cutoff)
+        plan = budget_plan(capture, rule.scans, machine, target, fragment_limit, cutoff=cutoff)
         last = time.perf_counter() - began
         candidates.append((Plan(plan.mode, machine, table_budget, fragment_limit, plan.relays),
                            "budget-greedy" if share == 1.0 else f"budget-greedy aimed at {target:,} B"))
@@ -325,52 +415,44 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
         candidates.append((Plan(PlanMode.CPSAT, machine, table_budget, fragment_limit, list(h.relays)), "other budget"))
     for plan, name in track(candidates, "cost incumbent candidates", unit="plans"):
         obj = plan_objectives(capture, plan)
-        if obj.key(est) < best_obj.key(est):
-            best_plan, best_obj, source = plan, obj, name
-    t = deadline.mark("incumbent", t)
-    proof = irreducible_tiles(problem)
-    if proof:
-        # some tile stays over budget whatever is chosen: proved without search
-        b_sched = g_sched = None
-        with contextlib.suppress(OutOfTime):
-            (best_obj, b_sched), (g_obj, g_sched) = measure_plans(problem, decisions, [(best_plan, source),
-                                                                                       (greedy, "rule")],
-                                                                  params.workers, until)
-        return Outcome(plan=best_plan, objectives=best_obj, greedy=greedy, greedy_objectives=g_obj,
-                       decisions=decisions, status=Status.INFEASIBLE, staged=None, source=source,
-                       note="proved infeasible by a per-tile lower bound (every group touching the tile at its best "
-                       "option, no relay hosted)", rounds=0, runtime=time.perf_counter() - start, problem=problem,
-                       scans=scans, irreducible=proof, scheduled=b_sched, greedy_scheduled=g_sched)
-    # a construction the wall clock skipped or stopped is reported like a search the backstop cut
-    clock = SearchClock(deadline, params.work_per_second * params.time_limit if work is None else work, end,
-                        backstop=cutoff.fired)
-    searched: Outcome | None = None
-    if not scheduled_first or not large or not g_obj.fits:
-        # the estimate's searches (table first, a program small enough for the exact model, or one the rule's
-        # plan does not fit, where the smallest table matters most): their plan is one more source of
-        # configurations. On a large program it leaves part of the search's time to measuring what it and the
-        # schedule-true constructions find (each measured phase is scheduled)
-        end = clock.end
-        if large:
-            clock.end = clock.deadline.elapsed() + ESTIMATE_SHARE * (end - clock.deadline.elapsed())
-            # the estimate at its bound, then the table: the estimate's best plans when the table comes first
-            searched = _at_cycles_bound(capture, problem, params, ("estimate", *(n for n in est if n != "estimate")),
-                                        best_plan, best_obj, source, greedy, g_obj, decisions, progress, start,
-                                        scans, clock)
-            if searched is None:
-                searched = _lns(problem, params, est, best_plan, best_obj, source, greedy, g_obj,
-                                decisions, progress, start, scans, clock)
-        else:
-            searched = _monolithic(capture, problem, params, est, best_plan, best_obj, source, greedy, g_obj,
-                                   decisions, progress, start, scans, clock, selection_from_plan(problem, best_plan),
-                                   max_rounds, local_pack)
-        clock.end = end
-        best_plan, source = searched.plan, searched.source
-    plans = [(best_plan, source)] + [(p, n) for p, n in candidates if p is not best_plan]
-    out = _scheduled(capture, problem, params, order, cycle_slack, plans, greedy, g_obj, decisions, start, scans,
-                     clock, searched)
-    deadline.mark("search", t)
-    return out
+        if obj.key(est) < best.objectives.key(est):
+            best = Incumbent(plan, obj, name)
+    return best, candidates, cutoff
+
+
+def _proved_infeasible(problem: SelectionProblem, rule: _Rule, best: Incumbent, proof: list[tuple[int, int]],
+                       workers: int, until: float, start: float) -> Outcome:
+    """Some tile stays over budget whatever is chosen: proved without search."""
+    greedy = rule.plan
+    best_obj, g_obj = best.objectives, rule.objectives
+    b_sched = g_sched = None
+    with contextlib.suppress(OutOfTime):
+        (best_obj, b_sched), (g_obj, g_sched) = measure_plans(problem, rule.decisions, [(best.plan, best.source),
+                                                                                        (greedy, "rule")],
+                                                              workers, until)
+    return Outcome(plan=best.plan, objectives=best_obj, greedy=greedy, greedy_objectives=g_obj,
+                   decisions=rule.decisions, status=Status.INFEASIBLE, staged=None, source=best.source,
+                   note="proved infeasible by a per-tile lower bound (every group touching the tile at its best "
+                   "option, no relay hosted)", rounds=0, runtime=time.perf_counter() - start, problem=problem,
+                   scans=rule.scans, irreducible=proof, scheduled=b_sched, greedy_scheduled=g_sched)
+
+
+def _estimate_search(search: Search, order: tuple[str, ...], best: Incumbent, large: bool, max_rounds: int,
+                     local_pack: bool) -> Outcome:
+    """CP-SAT by the estimate's cycles (``order``). On a large program it leaves part of the search's time to
+    measuring what it and the schedule-true constructions find (each measured phase is scheduled)."""
+    clock = search.clock
+    end = clock.end
+    if large:
+        clock.end = clock.deadline.elapsed() + ESTIMATE_SHARE * (end - clock.deadline.elapsed())
+        # the estimate at its bound, then the table: the estimate's best plans when the table comes first
+        searched = _at_cycles_bound(search, ("estimate", *(n for n in order if n != "estimate")), best)
+        if searched is None:
+            searched = _lns(search, order, best)
+    else:
+        searched = _monolithic(search, order, best, max_rounds, local_pack)
+    clock.end = end
+    return searched
 
 
 SLACKS = (0.0, 0.02, 0.05, 0.1)  # the schedule-true construction's targets: each phase's bound + this share
@@ -404,15 +486,14 @@ def measure(pool: Pool, choice: list[int]) -> tuple[Objectives, Scheduled]:
     return replace(obj, cycles=sched.bound, b1024=sched.b1024_change), sched
 
 
-def _scheduled(capture: Capture, problem: SelectionProblem, params: SolverParams, order: tuple[str, ...],
-               cycle_slack: float, plans: list[tuple[Plan, str]], greedy: Plan, g_obj: Objectives,
-               decisions: list[Decision], start: float, scans: list[GroupScan], clock: SearchClock,
+def _scheduled(search: Search, order: tuple[str, ...], cycle_slack: float, plans: list[tuple[Plan, str]],
                searched: Outcome | None) -> Outcome:
     """Choose by scheduled cycles (docs/selection.md, "Scheduled cycles"): measure the configurations of the
     production rule, the incumbents, the estimate's search (when it ran) and the schedule-true construction at
     each of ``SLACKS``, then combine them (``columns.combine``) under the cycle caps when cycles come first."""
+    capture, problem, params, clock, greedy = search.capture, search.problem, search.params, search.clock, search.greedy
     workers = params.workers
-    ids = sorted({pd.phase.phase for pd in problem.phases} | set(rule_phases(decisions)))
+    ids = sorted({pd.phase.phase for pd in problem.phases} | set(rule_phases(search.decisions)))
     until = clock.deadline.start + clock.end
     try:
         # what every choice needs: the direct phases, the rule's configurations, the unchanged phases' bounds
@@ -420,7 +501,7 @@ def _scheduled(capture: Capture, problem: SelectionProblem, params: SolverParams
         rule_choice = pool.add(greedy, "production rule")
         other = other_bounds(problem, ids, workers, until)
     except OutOfTime:
-        return _unmeasured(capture, problem, order, plans, greedy, g_obj, decisions, start, scans, clock, searched)
+        return _unmeasured(search, order, plans, searched)
     cut = False
     try:
         for plan, name in plans:
@@ -464,7 +545,7 @@ def _scheduled(capture: Capture, problem: SelectionProblem, params: SolverParams
         source = "combined: " + "; ".join(used) if used else "all direct"
     if obj.key(_capped(order)) > g_obj.key(_capped(order)) and obj.fits <= g_obj.fits:
         plan, obj, sched, choice, source = greedy, g_obj, g_sched, rule_choice, "production rule"
-    runtime = time.perf_counter() - start
+    runtime = time.perf_counter() - search.start
     bounds = lower_bounds(problem)
     cycles_bound = other + sum(relay_free_bound(problem, pid) * capture.iterations(pid) for pid in ids)
     table_bound = bounds["table"]  # the estimate searches' bounds hold at the estimate's cycles only
@@ -492,30 +573,31 @@ def _scheduled(capture: Capture, problem: SelectionProblem, params: SolverParams
         # the estimate's search proved that no plan fits the budget, whatever its cycles
         status, irreducible = Status.INFEASIBLE, searched.irreducible
     staged = StagedResult(None, stages_out, {n: getattr(obj, n) for n in order})
-    return Outcome(plan=plan, objectives=obj, greedy=greedy, greedy_objectives=g_obj, decisions=decisions,
+    return Outcome(plan=plan, objectives=obj, greedy=greedy, greedy_objectives=g_obj, decisions=search.decisions,
                    status=status, staged=staged, source=source, note=note, rounds=pool.size(), runtime=runtime,
-                   problem=problem, scans=scans, irreducible=irreducible, work=clock.spent, work_budget=clock.work,
+                   problem=problem, scans=search.scans, irreducible=irreducible, work=clock.spent,
+                   work_budget=clock.work,
                    backstop=clock.backstop or cut, scheduled=sched, greedy_scheduled=g_sched, caps=held, pool=pool,
                    greedy_choice=rule_choice)
 
 
-def _unmeasured(capture: Capture, problem: SelectionProblem, order: tuple[str, ...], plans: list[tuple[Plan, str]],
-                greedy: Plan, g_obj: Objectives, decisions: list[Decision], start: float, scans: list[GroupScan],
-                clock: SearchClock, searched: Outcome | None) -> Outcome:
+def _unmeasured(search: Search, order: tuple[str, ...], plans: list[tuple[Plan, str]], searched: Outcome | None
+                ) -> Outcome:
     """The time limit passed before even the production rule's plan was measured: with cycles first the rule's
     plan is kept when it fits (its schedule is the rule's by definition), otherwise the estimate's best plan; the
     cycles are reported unmeasured (0, no schedule)."""
+    greedy, g_obj, clock = search.greedy, search.greedy_objectives, search.clock
     best_plan, source = plans[0]
     if order[0] == "cycles" and g_obj.fits:
         plan, obj, source = greedy, g_obj, "production rule"
     else:
-        plan, obj = best_plan, plan_objectives(capture, best_plan)
+        plan, obj = best_plan, plan_objectives(search.capture, best_plan)
         if obj.key(estimate_order(order)) > g_obj.key(estimate_order(order)):
             plan, obj, source = greedy, g_obj, "production rule"
-    return Outcome(plan=plan, objectives=obj, greedy=greedy, greedy_objectives=g_obj, decisions=decisions,
+    return Outcome(plan=plan, objectives=obj, greedy=greedy, greedy_objectives=g_obj, decisions=search.decisions,
                    status=Status.UNKNOWN, staged=searched.staged if searched is not None else None, source=source,
-                   note=UNMEASURED, rounds=0, runtime=time.perf_counter() - start, problem=problem, scans=scans,
-                   work=clock.spent, work_budget=clock.work, backstop=True)
+                   note=UNMEASURED, rounds=0, runtime=time.perf_counter() - search.start, problem=search.problem,
+                   scans=search.scans, work=clock.spent, work_budget=clock.work, backstop=True)
 
 
 def scheduled_constructions(problem: SelectionProblem, clock: SearchClock
@@ -629,11 +711,13 @@ def _capped(order: tuple[str, ...]) -> tuple[str, ...]:
     return (order[1], "cycles", *order[2:]) if order[0] == "cycles" and len(order) > 1 else order
 
 
-def _monolithic(capture: Capture, problem: SelectionProblem, params: SolverParams, order: tuple[str, ...],
-                best_plan: Plan, best_obj: Objectives, source: str, greedy: Plan, g_obj: Objectives,
-                decisions: list[Decision], progress: SolverCallback | None, start: float, scans: list[GroupScan],
-                clock: SearchClock, incumbent: Selection, max_rounds: int, local_pack: bool) -> Outcome:
+def _monolithic(search: Search, order: tuple[str, ...], best: Incumbent, max_rounds: int, local_pack: bool
+                ) -> Outcome:
+    """CP-SAT on the whole selection model from ``best``, re-costing what it finds exactly; a realised plan that
+    breaks the budget tightens the tiles it broke for another round."""
+    capture, problem, params, clock = search.capture, search.problem, search.params, search.clock
     machine, table_budget, fragment_limit = problem.machine, problem.table_budget, problem.fragment_limit
+    incumbent = selection_from_plan(problem, best.plan)
     staged: StagedResult | None = None
     tighten: dict[int, int] = {}
     note = ""
@@ -648,7 +732,7 @@ def _monolithic(capture: Capture, problem: SelectionProblem, params: SolverParam
         # the work of the one before (fixed shares: deterministic)
         share = clock.work / (2 ** (rounds - 1)) / (2 - 2 ** (1 - max_rounds))
         staged = solve_staged(problem, replace(params, time_limit=share), order, start=incumbent,
-                              progress=progress, tighten=tighten, lower=bounds if not tighten else None,
+                              progress=search.progress, tighten=tighten, lower=bounds if not tighten else None,
                               wall=clock.wall_left)
         clock.charge(staged)
         if staged.selection is None:
@@ -658,11 +742,11 @@ def _monolithic(capture: Capture, problem: SelectionProblem, params: SolverParam
         except RuntimeError as e:
             # the model's hosting counts could not be matched to tiles (aggregated tile classes): the incumbent
             # stays, and the measured configurations decide
-            note = f"CP-SAT's plan could not be realised ({e}); the {source} plan is kept"
+            note = f"CP-SAT's plan could not be realised ({e}); the {best.source} plan is kept"
             break
         obj = plan_objectives(capture, plan)
-        if obj.key(order) < best_obj.key(order):
-            best_plan, best_obj, source = plan, obj, "cp-sat"
+        if obj.key(order) < best.objectives.key(order):
+            best = Incumbent(plan, obj, "cp-sat")
         if obj.fits:
             break
         # the realised plan broke a budget the model kept (seam effects between groups): tighten those tiles
@@ -677,7 +761,7 @@ def _monolithic(capture: Capture, problem: SelectionProblem, params: SolverParam
         # The model may be a little pessimistic (aggregated tile classes, seams between groups, a local-pack
         # replica's entry, lazy tightening): re-prove on a relaxation -- every tile named, every such slack given
         # back to the budget -- and claim infeasibility only if that fails too.
-        explicit = build_problem(capture, machine, table_budget, fragment_limit, scans=scans,
+        explicit = build_problem(capture, machine, table_budget, fragment_limit, scans=search.scans,
                                  local_pack=local_pack, aggregate=False, workers=params.workers)
         if exact_host_pairs(explicit) <= EXACT_HOST_LIMIT:
             relaxed = {t: -s for t, s in model_slack(explicit).items()}
@@ -690,23 +774,24 @@ def _monolithic(capture: Capture, problem: SelectionProblem, params: SolverParam
             status = Status.UNKNOWN
         if status is not Status.INFEASIBLE:
             note = "CP-SAT found no plan within the budget, but could not prove that none exists"
-    if source == "cp-sat" and staged is not None and status is Status.OPTIMAL:
+    if best.source == "cp-sat" and staged is not None and status is Status.OPTIMAL:
         model_values = staged.values
-        if any(model_values.get(n) is not None and model_values[n] != getattr(best_obj, n) for n in order):
+        if any(model_values.get(n) is not None and model_values[n] != getattr(best.objectives, n) for n in order):
             # the realised plan differs from the model's optimum (matching or seam effects): say so
             status = Status.FEASIBLE
             note = "the realised plan's exact figures differ from the model's optimum (host matching or seams)"
     irreducible = []
     if status is Status.INFEASIBLE:
         irreducible = irreducible_tiles(problem)
-    if source != "cp-sat" and staged is not None and staged.selection is not None and not note:
-        note = f"CP-SAT found nothing better than the {source} incumbent"
+    if best.source != "cp-sat" and staged is not None and staged.selection is not None and not note:
+        note = f"CP-SAT found nothing better than the {best.source} incumbent"
     if staged is not None and staged.selection is None and status is Status.UNKNOWN:
-        note = f"CP-SAT found no solution in time; the {source} plan is kept"
-    return Outcome(plan=best_plan, objectives=best_obj, greedy=greedy, greedy_objectives=g_obj, decisions=decisions,
-                   status=status, staged=staged, source=source, note=note, rounds=rounds,
-                   runtime=time.perf_counter() - start, problem=problem, scans=scans, irreducible=irreducible,
-                   work=clock.spent, work_budget=clock.work, backstop=clock.backstop)
+        note = f"CP-SAT found no solution in time; the {best.source} plan is kept"
+    return Outcome(plan=best.plan, objectives=best.objectives, greedy=search.greedy,
+                   greedy_objectives=search.greedy_objectives, decisions=search.decisions, status=status,
+                   staged=staged, source=best.source, note=note, rounds=rounds,
+                   runtime=time.perf_counter() - search.start, problem=problem, scans=search.scans,
+                   irreducible=irreducible, work=clock.spent, work_budget=clock.work, backstop=clock.backstop)
 
 
 MONOLITHIC_OPTIONS = 1_500  # above this many relay options, CP-SAT works on one phase at a time (LNS)
@@ -893,19 +978,17 @@ def _windows(problem: SelectionProblem, fixed: list[PhaseFixed]) -> list[tuple[i
     return [w for w in out if not (w in seen or seen.add(w))]  # type: ignore[func-returns-value]
 
 
-def _at_cycles_bound(capture: Capture, problem: SelectionProblem, params: SolverParams, order: tuple[str, ...],
-                     best_plan: Plan, best_obj: Objectives, source: str, greedy: Plan, g_obj: Objectives,
-                     decisions: list[Decision], progress: SolverCallback | None, start: float, scans: list[GroupScan],
-                     clock: SearchClock) -> Outcome | None:
+def _at_cycles_bound(search: Search, order: tuple[str, ...], best: Incumbent) -> Outcome | None:
     """The table stage of a large program whose cycles are at their lower bound (``placer.selection.capacity``):
     the constructive search, then CP-SAT on the capacity model for a better plan and the stage's bound. None when
     the objectives are not cycles then table, or no plan reaches the cycles bound (the caller searches
     neighbourhoods instead)."""
     if tuple(order[:2]) != ("estimate", "table"):
         return None
+    problem, clock = search.problem, search.clock
     bounds = lower_bounds(problem)
     caps = capacity.phase_caps(problem)
-    if not best_obj.fits or best_obj.estimate > bounds["estimate"]:
+    if not best.objectives.fits or best.objectives.estimate > bounds["estimate"]:
         return None
     slack = model_slack(problem)
     notes = []
@@ -921,10 +1004,10 @@ def _at_cycles_bound(capture: Capture, problem: SelectionProblem, params: Solver
     if lp is not None:
         table_bound = max(table_bound, lp)
     result = None
-    if clock.work - clock.spent > 0.05 and clock.wall_left() > 1.0 and best_obj.table > table_bound:
-        result = capacity.solve(problem, replace(params, time_limit=clock.work - clock.spent), slack, caps,
-                                start=best_plan,
-                                progress=progress, wall=clock.wall_left)
+    if clock.work - clock.spent > 0.05 and clock.wall_left() > 1.0 and best.objectives.table > table_bound:
+        result = capacity.solve(problem, replace(search.params, time_limit=clock.work - clock.spent), slack, caps,
+                                start=best.plan,
+                                progress=search.progress, wall=clock.wall_left)
         clock.spent += result.work
         clock.backstop |= result.backstop
         if result.table.bound is not None:
@@ -933,13 +1016,14 @@ def _at_cycles_bound(capture: Capture, problem: SelectionProblem, params: Solver
             placed = capacity.place_segments(problem, result.choice, caps)
             relieved = capacity.relieve_hosts(problem, caps, placed)  # ``placed`` itself if nothing moved
             for found in dict.fromkeys([placed, relieved]):
-                f_obj = plan_objectives(capture, found)
-                if f_obj.key(order) < best_obj.key(order):
-                    best_plan, best_obj, source = found, f_obj, "cp-sat"
+                f_obj = plan_objectives(search.capture, found)
+                if f_obj.key(order) < best.objectives.key(order):
+                    best = Incumbent(found, f_obj, "cp-sat")
             notes.append(f"capacity model {result.table.status.value}, objective "
                          f"{result.table.objective:,.0f}, realised {f_obj.table:,} B")
     shared["table_bound_at_cycles"] = table_bound
-    runtime = time.perf_counter() - start
+    runtime = time.perf_counter() - search.start
+    best_obj = best.objectives
     stages = [("estimate", SolveResult(Status.OPTIMAL, float(best_obj.estimate), float(bounds["estimate"]),
                                        runtime, solver="lower bound")),
               ("table", SolveResult(Status.OPTIMAL if best_obj.table <= table_bound else Status.FEASIBLE,
@@ -950,9 +1034,10 @@ def _at_cycles_bound(capture: Capture, problem: SelectionProblem, params: Solver
     note = ("large program at the cycles bound: the constructive search and CP-SAT on the capacity model "
             "(docs/selection.md); the table bound holds for every plan at the cycles bound"
             + (f"; {'; '.join(notes)}" if notes else ""))
-    return Outcome(plan=best_plan, objectives=best_obj, greedy=greedy, greedy_objectives=g_obj, decisions=decisions,
-                   status=status, staged=staged, source=source, note=note, rounds=1, runtime=runtime,
-                   problem=problem, scans=scans, irreducible=[], work=clock.spent, work_budget=clock.work,
+    return Outcome(plan=best.plan, objectives=best_obj, greedy=search.greedy,
+                   greedy_objectives=search.greedy_objectives, decisions=search.decisions, status=status,
+                   staged=staged, source=best.source, note=note, rounds=1, runtime=runtime, problem=problem,
+                   scans=search.scans, irreducible=[], work=clock.spent, work_budget=clock.work,
                    backstop=clock.backstop)
 
 
@@ -1010,10 +1095,7 @@ def capacity_lp_bound(problem: SelectionProblem, slack: dict[int, int], caps: li
                           caps={pi: (pc.rx_cap, pc.tx_cap) for pi, pc in enumerate(caps)})
 
 
-def _lns(problem: SelectionProblem, params: SolverParams, order: tuple[str, ...],
-         best_plan: Plan, best_obj: Objectives, source: str, greedy: Plan, g_obj: Objectives,
-         decisions: list[Decision], progress: SolverCallback | None, start: float, scans: list[GroupScan],
-         clock: SearchClock) -> Outcome:
+def _lns(search: Search, order: tuple[str, ...], best: Incumbent) -> Outcome:
     """CP-SAT over neighbourhoods of a few phases each, the rest held at the incumbent, never losing it.
 
     Each neighbourhood minimises (cycles, worst table) in one weighted solve with a fixed share of the work; the
@@ -1021,10 +1103,11 @@ def _lns(problem: SelectionProblem, params: SolverParams, order: tuple[str, ...]
     solves' results only. The search ends when the work is spent, no untried neighbourhood is left, or the wall
     clock's backstop fires (reported: such a run is not reproducible).
     """
+    problem, params, clock = search.problem, search.params, search.clock
     if any(pd.buckets is None for pd in problem.phases):
         bucket_hosts(problem)
-    incumbent = selection_from_plan(problem, best_plan)
-    fixed = phase_fixed(problem, best_plan)
+    incumbent = selection_from_plan(problem, best.plan)
+    fixed = phase_fixed(problem, best.plan)
     bounds = lower_bounds(problem)
     step = clock.work / MIN_WINDOWS
     tried: set[tuple[int, ...]] = set()
@@ -1043,20 +1126,20 @@ def _lns(problem: SelectionProblem, params: SolverParams, order: tuple[str, ...]
             break
         tried.add(window)
         staged = solve_staged(problem, replace(params, time_limit=min(step, clock.work - clock.spent)),
-                              order[:2], start=incumbent, progress=progress, active=set(window), fixed=fixed,
+                              order[:2], start=incumbent, progress=search.progress, active=set(window), fixed=fixed,
                               combine=True, lower=bounds, wall=clock.wall_left, tuning=WINDOW_TUNING)
         clock.charge(staged)
         solved += 1
         if staged.selection is None:
             continue
         try:
-            plan = realise(problem, staged.selection, PlanMode.CPSAT, only=set(window), keep=best_plan)
+            plan = realise(problem, staged.selection, PlanMode.CPSAT, only=set(window), keep=best.plan)
         except RuntimeError:
             continue
         new_fixed = phase_fixed(problem, plan, only=set(window), previous=fixed)
         obj = objectives_from_fixed(problem, new_fixed)
-        if obj.key(order) < best_obj.key(order):
-            best_plan, best_obj, source = plan, obj, "cp-sat"
+        if obj.key(order) < best.objectives.key(order):
+            best = Incumbent(plan, obj, "cp-sat")
             incumbent = staged.selection
             fixed = new_fixed
             improved += 1
@@ -1069,7 +1152,8 @@ def _lns(problem: SelectionProblem, params: SolverParams, order: tuple[str, ...]
         if lp is not None:
             problem.shared["table_lp"] = lp
         bounds = lower_bounds(problem)
-    runtime = time.perf_counter() - start
+    runtime = time.perf_counter() - search.start
+    best_obj = best.objectives
     stages = []
     for name in order[:2]:
         value = getattr(best_obj, name)
@@ -1088,9 +1172,10 @@ def _lns(problem: SelectionProblem, params: SolverParams, order: tuple[str, ...]
         note = (f"large program: best of the incumbent constructions; neighbourhood search needs a work allowance "
                 f"of {LNS_MIN_WORK:g} deterministic s (--time-limit {LNS_MIN_WORK / params.work_per_second:g} or "
                 f"more), this run had {clock.work:g}; bounds are valid lower bounds, not CP-SAT's")
-    return Outcome(plan=best_plan, objectives=best_obj, greedy=greedy, greedy_objectives=g_obj, decisions=decisions,
-                   status=status, staged=staged_all, source=source, note=note, rounds=solved, runtime=runtime,
-                   problem=problem, scans=scans, irreducible=[], work=clock.spent, work_budget=clock.work,
+    return Outcome(plan=best.plan, objectives=best_obj, greedy=search.greedy,
+                   greedy_objectives=search.greedy_objectives, decisions=search.decisions, status=status,
+                   staged=staged_all, source=best.source, note=note, rounds=solved, runtime=runtime,
+                   problem=problem, scans=search.scans, irreducible=[], work=clock.spent, work_budget=clock.work,
                    backstop=clock.backstop)
 
 

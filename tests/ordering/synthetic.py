@@ -21,7 +21,7 @@ BASE = 0x4C000
 MAX_WORDS = 4148
 
 
-def replica_phase(
+def replica_phase(  # noqa: PLR0913
     *,
     groups: int = 40,
     replicas: int = 36,

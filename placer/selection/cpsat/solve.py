@@ -41,7 +41,7 @@ class StagedResult:
         return Status.OPTIMAL if all(r.status is Status.OPTIMAL for _, r in self.stages) else Status.FEASIBLE
 
 
-def solve_staged(problem: SelectionProblem, params: SolverParams, order: Sequence[str], *,
+def solve_staged(problem: SelectionProblem, params: SolverParams, order: Sequence[str], *,  # noqa: PLR0913
                  start: Selection | None = None, progress: SolverCallback | None = None,
                  tighten: dict[int, int] | None = None, active: set[int] | None = None,
                  fixed: list[PhaseFixed] | None = None, combine: bool = False,
