@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from placer.capture.model import Allocations, Capture, Phase
 from placer.selection import capacity
-from placer.selection.select import model_slack, plan_objectives, prepare
+from placer.selection.select import OBJECTIVES, model_slack, plan_objectives, prepare, select
+from placer.solver import SolverParams
 from placer.validation import validate
 from tests.builders import group_phase, relay_capture, small_machine
 
@@ -58,3 +59,21 @@ def test_budget_first_plans_validate_and_never_raise_the_worst_tile(seed: int, g
     assert obj.table <= problem.direct.worst_table() + slack
     again = capacity.relay_greedy(problem, capacity.memory_caps(problem), by_hosts=True)
     assert again.to_json(cap) == plan.to_json(cap)
+
+
+def test_select_keeps_the_construction_when_the_rule_does_not_fit() -> None:
+    """On the instance above with a budget the production rule's plan breaks, the selection fits it (the host-aware
+    plan is one of its candidates), and with the table first it is never above the construction's table."""
+    phase = Phase.concat(0, [group_phase(0, [0, 1, 2, 3, 4, 5], [6, 7], 96),
+                             group_phase(0, [8, 9, 10, 11], [12, 13], 8, seed=1)])
+    cap = Capture(tile_count=48, phases=[phase], allocations=Allocations.empty())
+    problem = prepare(cap, M, 600, 16384).problem
+    built = plan_objectives(cap, capacity.relay_greedy(problem, capacity.memory_caps(problem), by_hosts=True))
+    params = SolverParams(time_limit=10, workers=1, seed=0)
+    for order in (OBJECTIVES, ("table", "cycles", "scratch", "relays")):
+        out = select(cap, M, 600, 16384, params=params, order=order)
+        assert not out.greedy_objectives.fits
+        assert out.objectives.fits
+        assert validate(cap, out.plan.to_json(cap), M).valid
+        if order[0] == "table":
+            assert out.objectives.table <= built.table
