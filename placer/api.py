@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, TypeAlias
 from placer import interrupt
 from placer.clock import command_start
 from placer.errors import InputError
-from placer.fileio import read_json
+from placer.fileio import read_json, write_json
 from placer.modes import OrderingRules, PlacementMode, ScheduleMode, SelectionMode
 from placer.results import (
     ComparisonResult,
@@ -447,6 +447,25 @@ def validate(capture: CaptureLike, plan: str | Path | Mapping[str, object] | Sel
     return ValidationResult(checked.report, checked.notes, replayed)
 
 
+def save_interrupted(result: SelectionResult, path: str | Path) -> ValidationResult:
+    """Write the best plan of a solve a signal stopped (``result.interrupted``) to ``path``, only if the independent
+    validator passes it against the budget it was made for: the search was cut short, so nothing else has checked
+    it (``placer solve`` interrupted with ``-o``).
+
+    Returns
+    -------
+    ValidationResult
+        ``valid``: the file was written; otherwise ``errors`` says why not.
+    """
+    from placer.validation.validator import validate as _validate
+
+    doc = result.interrupted_plan_json()
+    report = _validate(result.capture, doc, result.machine)
+    if report.valid:
+        write_json(path, doc)
+    return ValidationResult(report, [], None)
+
+
 def replay(program: CaptureLike, order: str | Path, machine: MachineLike = None) -> ReplayResult:
     """Check an order file against ``program`` (``placer schedule --replay``, ``placer validate --order``): it
     must name this program (by digest) and machine, and every phase's order must be a permutation that respects
@@ -600,8 +619,9 @@ def schedule(capture: CaptureLike, machine: MachineLike = None, *, phases: Seque
     ScheduleResult
     """
     from placer.ordering.check import check_reference_schedule, check_schedule
-    from placer.ordering.schedule import RULES, OrderingParams, schedule_capture
-    from placer.progress import task, track
+    from placer.ordering.schedule import RULES, OrderingParams
+    from placer.progress import track
+    from placer.sweep.fanout import schedule_phases
 
     mode = ScheduleMode(mode)
     if wave_words < 1:
@@ -619,13 +639,7 @@ def schedule(capture: CaptureLike, machine: MachineLike = None, *, phases: Seque
             listed = ", ".join(map(str, known[:20])) + (" ..." if len(known) > 20 else "")
             raise InputError(f"no phase {pid} (phases: {listed})", path=name)
     ordering = OrderingParams(wave_words=wave_words, rules=OrderingRules(rules))
-    if ray is not None:
-        from placer.sweep.fanout import schedule_phases
-
-        with task(f"schedule {len(ids)} phase(s) as Ray tasks"):
-            results = schedule_phases(cap, mach, mode, params, ids, ordering, ray)
-    else:
-        results = schedule_capture(cap, mach, mode, params, phases=ids, ordering=ordering)
+    results = schedule_phases(cap, mach, mode, params, ids, ordering, ray, use_ray=ray is not None)
     invalid: dict[int, list[str]] = {}
     if check:
         for ps in track(results, "check schedules", unit="phases"):
@@ -724,6 +738,7 @@ __all__ = [
     "read_capture",
     "replay",
     "report",
+    "save_interrupted",
     "schedule",
     "solve",
     "validate",

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from placer.errors import ExitCode, InputError
 from placer.fileio import write_json
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from placer.report.summary import PlanSummaryDoc
     from placer.report.validation import ReplayDoc, ValidationDoc
     from placer.selection.greedy import Decision
-    from placer.selection.plan import Plan
+    from placer.selection.plan import Plan, PlanDoc
     from placer.selection.select import Objectives, Outcome
     from placer.validation.validator import ValidationReport
 
@@ -186,7 +186,7 @@ class SelectionResult:
 
         return outcome_summary(self.capture, self.outcome)
 
-    def plan_json(self, *, rendered: bool = False) -> dict[str, Any]:
+    def plan_json(self, *, rendered: bool = False) -> PlanDoc:
         """The plan file (docs/plan.md): the delta, the relays, the capture's and machine's digests. ``rendered``
         gives the transfer lists as pre-rendered JSON (the same bytes once serialised, faster to write); without
         it they are lists, as an in-memory reader (the validator) wants them."""
@@ -195,6 +195,15 @@ class SelectionResult:
     def write_plan(self, path: str | Path) -> None:
         """Write the plan file to ``path`` (gzipped when the name ends in ``.gz``), atomically."""
         write_json(path, self.plan_json(rendered=True))
+
+    def interrupted_plan_json(self) -> PlanDoc:
+        """The plan file of a run a signal stopped (:func:`placer.api.save_interrupted`): its summary is costed
+        afresh on the capture, without the outcome's direct program or scheduled figures, which the stopped
+        search may have left unset."""
+        from placer.report.summary import plan_summary
+
+        outcome = self.outcome
+        return outcome.plan.to_json(self.capture, plan_summary(self.capture, outcome.scans, outcome.plan, None))
 
     def order_json(self) -> OrderDoc:
         """The order file of the plan's program (``schedule=True``): placer's best order of every phase

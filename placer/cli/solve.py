@@ -10,18 +10,16 @@ import typer
 
 from placer import api, interrupt
 from placer.capture import write_capture as save_capture
-from placer.capture.model import Capture
 from placer.cli import options
 from placer.clock import command_start
 from placer.errors import ExitCode, InputError
-from placer.fileio import check_output, print_json, write_json
+from placer.fileio import check_output, print_json
 from placer.machine import Machine, load_machine
 from placer.modes import SelectionMode
 from placer.progress import install
 from placer.report.changes import render_changes
 from placer.report.selection import SolveDoc, render_comparisons, render_schedule, render_time, status_line
-from placer.report.summary import plan_summary, render_decisions, render_summary
-from placer.selection.select import Outcome
+from placer.report.summary import render_decisions, render_summary
 from placer.solver import Deadline
 from placer.units import count_option, size_list_option, size_option
 
@@ -111,7 +109,7 @@ def solve(
                        writes_capture=write_capture is not None, cycle_slack=cycle_slack, order_params=order_params)
     stopped = interrupt.received()
     if stopped is not None:
-        _interrupted(stopped, result.capture, mach, result.outcome, output)
+        _interrupted(stopped, result, output)
     unbuilt = _rule_unbuilt(result)
     t = time.perf_counter()
     # in greedy mode the rule's plan is the result: when it cannot be built, no file is written and it exits 3
@@ -183,25 +181,18 @@ def order_path(plan: Path) -> Path:
     return plan.with_name(name + ".order.json")
 
 
-def _interrupted(signal: interrupt.Interrupted, cap: Capture, mach: Machine, outcome: Outcome,
-                 output: Path | None) -> None:
+def _interrupted(signal: interrupt.Interrupted, result: api.SelectionResult, output: Path | None) -> None:
     """SIGINT/SIGTERM stopped the search: write the best plan so far if it passes the independent validator
     (budget included), say so in one line, and end with 130/143."""
-    from placer.validation.plan import bind_plan, parse_plan
-    from placer.validation.validator import validate
-
+    outcome = result.outcome
     status = f"cp-sat {outcome.status.value}, plan from {outcome.source}"
     written = "no -o given"
     if output is not None:
-        doc = outcome.plan.to_json(cap, plan_summary(cap, outcome.scans, outcome.plan, None))
-        checked = parse_plan(doc, "<plan>")
-        bind_plan(checked, cap, "<plan>")
-        report = validate(cap, checked, mach)
-        if report.valid:
-            write_json(output, doc)
+        checked = api.save_interrupted(result, output)
+        if checked.valid:
             written = f"best plan so far written to {output}"
         else:
-            written = f"nothing written: the best plan so far fails validation ({report.errors[0]})"
+            written = f"nothing written: the best plan so far fails validation ({checked.report.errors[0]})"
     typer.echo(f"interrupted by {signal.name}: search stopped ({status}); {written}", err=True)
     raise typer.Exit(signal.exit_code)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import NotRequired, TypedDict
 
 from placer.ordering.orders import Replayed
-from placer.validation.validator import ValidationReport, ValidationStats
+from placer.validation.validator import ValidationReport, ValidationReportDoc
 
 
 class ReplayPhaseDoc(TypedDict):
@@ -26,12 +26,10 @@ class ReplayDoc(TypedDict):
     phases: list[ReplayPhaseDoc]
 
 
-class ValidationDoc(ValidationStats):
+class ValidationDoc(ValidationReportDoc):
     """``placer validate --json``: the verdict, every finding, the figures of the program the plan produces, the
     notes, and (``--order``) the order replayed."""
 
-    valid: bool
-    errors: list[str]
     notes: list[str]
     order: NotRequired[ReplayDoc]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, NotRequired, TypeAlias, TypedDict
 
 import numpy as np
 
@@ -17,7 +17,92 @@ from placer.capture.model import Capture, Phase, Repeat
 from placer.machine import Machine
 from placer.modes import PlanMode
 
+if TYPE_CHECKING:
+    import orjson
+
 PLAN_VERSION = 1
+
+# A phase's transfer records (docs/capture.md), or the same records pre-rendered for a writer (``rendered``)
+TransfersDoc: TypeAlias = "list[dict[str, object]] | orjson.Fragment"
+
+
+class PlanSegmentDoc(TypedDict):
+    """One segment of a relay: the byte range it carries, its host tile and staging buffer."""
+
+    start: int
+    end: int
+    tile: int
+    buffer: int
+    phase: int
+    # local-pack: the unpacked runs' scratch and the extra phase holding the forwards
+    scratch: NotRequired[int]
+    scratch_bytes: NotRequired[int]
+    extra_phase: NotRequired[int | None]
+
+
+class PlanRelayDoc(TypedDict):
+    """One relayed group."""
+
+    phase: int
+    group: int
+    variant: Variant
+    replicas: list[int]
+    bases: list[int]
+    extent: int
+    segments: list[PlanSegmentDoc]
+
+
+class PlanDeltaDoc(TypedDict):
+    """A phase's rewrite: transfer indices removed, transfers appended."""
+
+    phase: int
+    remove: list[int]
+    append: TransfersDoc
+
+
+class PlanInsertedDoc(TypedDict):
+    """A local-pack extra phase, run after ``after``."""
+
+    after: int
+    phase: int | None
+    label: str
+    transfers: TransfersDoc
+
+
+class PlanKernelDoc(TypedDict):
+    """A local-pack tile's copies ([from, to, bytes]) after phase ``after``."""
+
+    after: int
+    tile: int
+    copies: list[list[int]]
+
+
+class PlanCaptureDoc(TypedDict):
+    sha256: str
+    tile_count: int
+    transfers: int
+
+
+class PlanBudgetDoc(TypedDict):
+    table_bytes: int
+    fragments: int
+
+
+class PlanDoc(TypedDict):
+    """The plan file (docs/plan.md): what ``Plan.to_json`` and ``SelectionResult.plan_json`` return."""
+
+    plan_version: int
+    kind: str
+    mode: PlanMode
+    machine: str
+    machine_sha256: str  # provenance: placer validate refuses a plan checked against another capture or machine
+    capture: PlanCaptureDoc
+    budget: PlanBudgetDoc
+    relays: list[PlanRelayDoc]
+    delta: list[PlanDeltaDoc]
+    inserted_phases: list[PlanInsertedDoc]
+    kernels: list[PlanKernelDoc]
+    summary: Mapping[str, object]  # the per-phase summary (placer.report.summary.PlanSummaryDoc), {} without one
 
 
 @dataclass(eq=False)
@@ -101,7 +186,7 @@ class Plan:
         return out
 
     def to_json(self, capture: Capture, summary: Mapping[str, object] | None = None, *,
-                rendered: bool = False) -> dict[str, Any]:
+                rendered: bool = False) -> PlanDoc:
         """The plan file's document. ``rendered`` gives the transfer lists as pre-rendered JSON (``orjson.Fragment``,
         the numpy writer's text): the same bytes once serialised, a few times faster for a writer; in-memory
         readers (the validator) want the lists."""
@@ -110,19 +195,20 @@ class Plan:
 
             from placer.capture.writer import render_transfers
 
-            def transfers(ph: Phase) -> Any:
+            def transfers(ph: Phase) -> TransfersDoc:
                 return orjson.Fragment(render_transfers(ph))
         else:
-            def transfers(ph: Phase) -> Any:
-                return phase_to_json(ph)["transfers"]
+            def transfers(ph: Phase) -> TransfersDoc:
+                transfer_list: list[dict[str, object]] = phase_to_json(ph)["transfers"]
+                return transfer_list
 
         by_phase: dict[int, list[RelayChoice]] = {}
         for r in self.relays:
             by_phase.setdefault(r.group.phase, []).append(r)
-        relays = []
-        delta = []
-        inserted = []
-        kernels = []
+        relays: list[PlanRelayDoc] = []
+        delta: list[PlanDeltaDoc] = []
+        inserted: list[PlanInsertedDoc] = []
+        kernels: list[PlanKernelDoc] = []
         for p in capture.phases:
             chosen = by_phase.get(p.phase, [])
             if not chosen:
@@ -171,13 +257,13 @@ class Plan:
         }
 
 
-def _relay_json(r: RelayChoice) -> dict[str, Any]:
+def _relay_json(r: RelayChoice) -> PlanRelayDoc:
     g = r.group
     seg = r.segmentation
     scratch = r.scratch_bytes
     segments = []
     for s in range(seg.count):
-        rec: dict[str, Any] = {
+        rec: PlanSegmentDoc = {
             "start": int(seg.bounds[s]),
             "end": int(seg.bounds[s + 1]),
             "tile": int(r.hosts[s]),

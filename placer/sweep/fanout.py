@@ -16,14 +16,21 @@ from placer.sweep.cluster import ray_map
 
 
 def schedule_phases(capture: Any, machine: Any, mode: ScheduleMode, params: Any, phase_ids: Sequence[int],
-                    ordering: Any, address: str | None) -> list[Any]:
-    """``schedule_capture(..., phases=[p])`` for every ``p`` in ``phase_ids``, one Ray task each; the capture is put
-    in the object store once. Returns the PhaseSchedules in ``phase_ids`` order."""
+                    ordering: Any, address: str | None, use_ray: bool = True) -> list[Any]:
+    """``schedule_capture(..., phases=phase_ids)`` here, or with ``use_ray`` ``schedule_capture(..., phases=[p])``
+    for every ``p`` in ``phase_ids``, one Ray task each (the capture is put in the object store once). Returns the
+    PhaseSchedules in ``phase_ids`` order."""
+    from placer.ordering.schedule import schedule_capture
+    from placer.progress import task
+
+    if not use_ray:
+        return schedule_capture(capture, machine, mode, params, phases=list(phase_ids), ordering=ordering)
     sizes = {p.phase: p.n for p in capture.phases}
     biggest_first = sorted(phase_ids, key=lambda pid: (-sizes[pid], pid))
     cpus = params.workers if mode == ScheduleMode.CPSAT else 1
-    done = ray_map(_schedule_one, biggest_first, shared=(capture, machine, mode, params, ordering), cpus=cpus,
-                   address=address)
+    with task(f"schedule {len(phase_ids)} phase(s) as Ray tasks"):
+        done = ray_map(_schedule_one, biggest_first, shared=(capture, machine, mode, params, ordering), cpus=cpus,
+                       address=address)
     by_phase = dict(zip(biggest_first, done, strict=True))
     return [by_phase[pid] for pid in phase_ids]
 

@@ -11,7 +11,7 @@ import hashlib
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -19,6 +19,9 @@ from placer.capture.model import Capture
 from placer.fileio import json_bytes
 from placer.machine import Machine
 from placer.sweep.spec import JobConfig, Workload
+
+if TYPE_CHECKING:
+    from placer.validation.validator import ValidationReportDoc
 
 PLAN_FILE = "plan.json.gz"  # a program-sized plan is ~10 MB of JSON; gzip level 1 makes it ~10x smaller, fast
 
@@ -28,7 +31,7 @@ class JobOutput:
     """What a job hands back to the driver. ``error`` set means the job failed (no plan, no summary)."""
 
     plan: bytes | None = None
-    validation: dict[str, Any] | None = None
+    validation: ValidationReportDoc | None = None
     summary: dict[str, Any] | None = None
     error: str | None = None  # one line: exception type and message
     detail: str | None = None  # the traceback, kept in the job's error file for whoever debugs it

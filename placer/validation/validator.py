@@ -9,6 +9,7 @@ compared byte interval by byte interval.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
@@ -41,6 +42,13 @@ class ValidationStats(TypedDict, total=False):
     machine_budget_fragments: int
 
 
+class ValidationReportDoc(ValidationStats):
+    """``ValidationReport.to_json``: the verdict, every finding, and the figures."""
+
+    valid: bool
+    errors: list[str]
+
+
 @dataclass
 class ValidationReport:
     valid: bool
@@ -60,7 +68,7 @@ class ValidationReport:
             out.append(f"and {len(self.errors) - limit} more")
         return out
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ValidationReportDoc:
         return {"valid": self.valid, "errors": self.errors, **self.stats}
 
 
@@ -147,7 +155,7 @@ class _Window:
         return f"tile {tile} addresses [{shown}] over iterations"
 
 
-def validate(capture: Capture, plan: dict[str, Any] | Plan, machine: Machine) -> ValidationReport:
+def validate(capture: Capture, plan: Mapping[str, object] | Plan, machine: Machine) -> ValidationReport:
     """Check ``plan`` against ``capture``. Raises :class:`InputError` if the plan is malformed or does not
     refer to this capture; returns a report (``valid`` False with precise error lines) if it is well formed
     but wrong."""
