@@ -18,13 +18,18 @@ from tests.builders import group_phase, relay_capture, small_machine
 M = small_machine(48)
 
 
+def _heavy_and_light() -> Capture:
+    """A 96-fragment operand on six replicas and an 8-fragment one on four; 32 tiles idle."""
+    phase = Phase.concat(0, [group_phase(0, [0, 1, 2, 3, 4, 5], [6, 7], 96),
+                             group_phase(0, [8, 9, 10, 11], [12, 13], 8, seed=1)])
+    return Capture(tile_count=48, phases=[phase], allocations=Allocations.empty())
+
+
 def test_a_heavy_operand_is_cut_so_that_no_host_takes_it_whole() -> None:
     # a 96-fragment operand on six replicas, a light one on four, 32 idle tiles: judged by its replicas alone the
     # heavy operand goes whole to one idle tile, which then holds all 96 rows (the worst tile rises); judged by its
     # host too it is cut in two
-    phase = Phase.concat(0, [group_phase(0, [0, 1, 2, 3, 4, 5], [6, 7], 96),
-                             group_phase(0, [8, 9, 10, 11], [12, 13], 8, seed=1)])
-    cap = Capture(tile_count=48, phases=[phase], allocations=Allocations.empty())
+    cap = _heavy_and_light()
     problem = prepare(cap, M, 10**6, 16384).problem
     direct = problem.direct.worst_table()
     by_replicas = plan_objectives(cap, capacity.relay_greedy(problem, capacity.memory_caps(problem)))
@@ -64,9 +69,7 @@ def test_budget_first_plans_validate_and_never_raise_the_worst_tile(seed: int, g
 def test_select_keeps_the_construction_when_the_rule_does_not_fit() -> None:
     """On the instance above with a budget the production rule's plan breaks, the selection fits it (the host-aware
     plan is one of its candidates), and with the table first it is never above the construction's table."""
-    phase = Phase.concat(0, [group_phase(0, [0, 1, 2, 3, 4, 5], [6, 7], 96),
-                             group_phase(0, [8, 9, 10, 11], [12, 13], 8, seed=1)])
-    cap = Capture(tile_count=48, phases=[phase], allocations=Allocations.empty())
+    cap = _heavy_and_light()
     problem = prepare(cap, M, 600, 16384).problem
     built = plan_objectives(cap, capacity.relay_greedy(problem, capacity.memory_caps(problem), by_hosts=True))
     params = SolverParams(time_limit=10, workers=1, seed=0)
