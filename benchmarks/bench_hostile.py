@@ -73,9 +73,9 @@ def _csv20k(d: Path) -> None:
     # the capacity: the peak live bytes (every buffer must fit)
     events: dict[int, int] = {}
     for line in lines[1:]:
-        _, lo, hi, size = line.split(",")
-        events[int(lo)] = events.get(int(lo), 0) + int(size)
-        events[int(hi)] = events.get(int(hi), 0) - int(size)
+        start, end, size = (int(v) for v in line.split(",")[1:])
+        events[start] = events.get(start, 0) + size
+        events[end] = events.get(end, 0) - size
     live = peak = 0
     for t in sorted(events):
         live += events[t]
@@ -112,6 +112,16 @@ def _sweep_many(d: Path) -> None:
 
 def _demo(d: Path) -> None:
     shutil.copy(DEMO, d / "cap.json")
+
+
+def _sweep_huge_budget(d: Path) -> None:
+    _sweep("")(d)
+    (d / "s.toml").write_text((d / "s.toml").read_text().replace("budgets = [640]", f"budgets = [{2**63 - 1}]"))
+
+
+def _deep_params(d: Path) -> None:
+    _demo(d)
+    (d / "deep.toml").write_text("a = " + "[" * 5000 + "]" * 5000)
 
 
 def _alloc_huge(d: Path) -> None:
@@ -154,13 +164,10 @@ CASES = [
     Case("sweep-time-inf", "$P sweep s.toml -o out --serial", _sweep("[solver]\ntime_limit = inf")),
     Case("sweep-gap-nan", "$P sweep s.toml -o out --serial", _sweep("[solver]\nrelative_gap = nan")),
     Case("sweep-workers-huge", "$P sweep s.toml -o out --serial", _sweep("[solver]\nworkers = 100000")),
-    Case("sweep-budget-2^63-1", "$P sweep s.toml -o out --serial",
-         lambda d: (_sweep("")(d), (d / "s.toml").write_text((d / "s.toml").read_text().replace(
-             "budgets = [640]", f"budgets = [{2**63 - 1}]")))),
+    Case("sweep-budget-2^63-1", "$P sweep s.toml -o out --serial", _sweep_huge_budget),
     Case("sweep-seed-2^63-1", "$P sweep s.toml -o out --serial", _sweep(f"seeds = [{2**63 - 1}]")),
     Case("sweep-2000-jobs", "$P sweep s.toml -o out --serial", _sweep_many),
-    Case("params-nested-deep", "$P solve cap.json --params deep.toml",
-         lambda d: (_demo(d), (d / "deep.toml").write_text("a = " + "[" * 5000 + "]" * 5000))),
+    Case("params-nested-deep", "$P solve cap.json --params deep.toml", _deep_params),
     Case("capture-alloc-2^63", "$P inspect cap.json", _alloc_huge),
     Case("csv-capacity-2^64", "$P place x.18446744073709551616.csv",
          _csv("x.18446744073709551616.csv", "id,lower,upper,size\nb1,0,3,4\n")),

@@ -48,7 +48,7 @@ def synthetic_phases() -> dict[str, Phase]:
 
 def run(name: str, phase: Phase, mode: str, params: SolverParams, machine: Any) -> dict[str, Any]:
     clock = time.perf_counter()
-    ps = schedule_phase(phase, machine, mode, params)  # type: ignore[arg-type]
+    ps = schedule_phase(phase, machine, mode, params)
     wall = time.perf_counter() - clock
     clock = time.perf_counter()
     check = check_reference_schedule if ps.rules == "reference" else check_schedule

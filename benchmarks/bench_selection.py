@@ -29,6 +29,7 @@ import time
 from placer.allocator import keep_freed_arrays
 from placer.capture.headroom import headroom
 from placer.machine import load_machine
+from placer.selection.plan import Plan
 from placer.selection.programs import schedule_programs
 from placer.selection.select import Outcome, prepare, select
 from placer.solver import Deadline, SolverParams
@@ -93,7 +94,8 @@ def main() -> None:
     for model, batch in runs:
         layers = int(load_model(model).layers) if full else int(args.layers)
         cap = generate(model, batch, layers, machine, 0)
-        prepared, hints = None, []
+        prepared = None
+        hints: list[Plan] = []
         if args.sweep:
             began = time.perf_counter()
             prepared = prepare(cap, machine, min(budgets), machine.budget.fragments, workers=params.workers)
@@ -128,11 +130,11 @@ def main() -> None:
               "Σ bound (cycles) | B1024 Δ |")
         print("|---|---|---:|---|---:|---:|---:|---:|---:|")
         for model, batch, cap, out, _wall, _valid in readme:
-            direct = out.problem.direct if out.problem is not None else None
+            direct_cost = out.problem.direct if out.problem is not None else None
             d_bound = out.scheduled.direct_bound if out.scheduled is not None else 0
             name = f"{model} b{batch}, {cap.repeat.iterations if cap.repeat else 1} layers"
-            plans = [("all direct", None, direct.worst_table() if direct else 0,
-                      direct.fits(machine.budget.table_bytes, machine.budget.fragments) if direct else False,
+            plans = [("all direct", None, direct_cost.worst_table() if direct_cost else 0,
+                      direct_cost.fits(machine.budget.table_bytes, machine.budget.fragments) if direct_cost else False,
                       0, d_bound, 0),
                      ("production rule", out.greedy, out.greedy_objectives.table, out.greedy_objectives.fits,
                       out.greedy_objectives.relays, out.greedy_objectives.cycles, out.greedy_objectives.b1024),
@@ -167,11 +169,11 @@ def main() -> None:
                       "production_rule": out.greedy_objectives.table, "plan": out.objectives.table}
             estimates = {"direct": out.problem.direct.cycles if out.problem is not None else 0,
                          "production_rule": out.greedy_objectives.estimate, "plan": out.objectives.estimate}
-            rule, direct = programs["production_rule"], programs["direct"]
+            rule_fig, direct_fig = programs["production_rule"], programs["direct"]
             for key, fig in programs.items():
                 print(f"{model.split('-')[0] + ' b' + str(batch):<14}{key:<16}{tables[key]:>9,}{estimates[key]:>10,}"
-                      f"{fig.b1024:>10,}{fig.b1024 / rule.b1024 - 1:>+9.2%}{fig.best:>10,}{fig.bound:>10,}"
-                      f"{fig.bound / direct.bound - 1:>+10.2%}{'yes' if fig.valid else 'NO':>6}", flush=True)
+                      f"{fig.b1024:>10,}{fig.b1024 / rule_fig.b1024 - 1:>+9.2%}{fig.best:>10,}{fig.bound:>10,}"
+                      f"{fig.bound / direct_fig.bound - 1:>+10.2%}{'yes' if fig.valid else 'NO':>6}", flush=True)
         print(load())
 
 

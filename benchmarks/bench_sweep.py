@@ -130,7 +130,8 @@ def run_schedule(folder: Path, mode: str, time_limit: float) -> dict[str, Any]:
 
     capture = folder / "siglip-b2.json"
     write_capture(generate("siglip-so400m", batch=2), capture)
-    args = ["schedule", capture, "--json", "--mode", mode, "--time-limit", str(time_limit), "--workers", "1"]
+    args: list[str | Path] = ["schedule", capture, "--json", "--mode", mode, "--time-limit", str(time_limit),
+                              "--workers", "1"]
     out: dict[str, Any] = {}
     for name, extra in (("serial", []), ("ray", ["--ray", "auto"])):
         print(f"schedule {name} ... ({load()})", file=sys.stderr, flush=True)

@@ -19,6 +19,8 @@ import argparse
 import os
 import time
 
+import numpy as np
+
 from placer.capture.headroom import headroom
 from placer.cost.model import program_cost
 from placer.errors import InputError
@@ -82,7 +84,7 @@ def programs(machine: Machine, seed: int, layers: int) -> int:
             cost = program_cost(cap, machine)
             big = max(cap.phases, key=lambda p: p.n)
             worst = cost.worst_table()
-            unshared = int(sum(ph.table_bytes for ph in cost.phases).max())
+            unshared = int(np.add.reduce([ph.table_bytes for ph in cost.phases]).max())
             print(f"| {label} | {batch} | {cap.transfer_count():,} | {big.n:,} ({big.phase}) | {worst:,} | "
                   f"{unshared:,} | {cost.row_estimate:,} | {cost.worst_fragments():,} | "
                   f"{'yes' if worst <= machine.budget.table_bytes else 'no'} |")

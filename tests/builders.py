@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -93,11 +94,12 @@ def striped_allocations(tiles: int, start: int, end: int, stripe: int, first: in
 
 def joined(*parts: Allocations) -> Allocations:
     """The allocations of every part, in order."""
-    cols = [np.concatenate([getattr(p, k) for p in parts]) for k in ("tile", "start", "end", "first", "last")]
-    return Allocations(*cols, [n for p in parts for n in p.name])
+    tile, start, end, first, last = (np.concatenate([getattr(p, k) for p in parts])
+                                     for k in ("tile", "start", "end", "first", "last"))
+    return Allocations(tile, start, end, first, last, [n for p in parts for n in p.name])
 
 
-def small_machine(tiles: int = 48):
+def small_machine(tiles: int = 48) -> Machine:
     from dataclasses import replace
 
     from placer.machine import load_machine
@@ -141,3 +143,8 @@ def every_plan(cap: Capture, problem: SelectionProblem, machine: Machine,
                 cost = program_cost(plan.rewritten(cap), machine)
                 out.append((cost.cycles, cost.worst_table()))
     return out
+
+
+def excluding(values: Collection[int]) -> Callable[[int], bool]:
+    """A hypothesis filter that keeps what is not in ``values`` (bound when it is made, not when it is called)."""
+    return lambda value: value not in values

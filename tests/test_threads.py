@@ -43,6 +43,8 @@ def test_two_threads_cost_scan_rule_and_options_like_one(seed: int, phases: int,
     cap = relay_capture(groups=4, replicas=4, fragments=fragments, phases=phases, seed=seed)
     one, two = program_cost(cap, M, 1), program_cost(cap, M, 2)
     assert np.array_equal(one.table_bytes, two.table_bytes)
+    assert one.sharing is not None
+    assert two.sharing is not None
     assert np.array_equal(one.sharing.charged, two.sharing.charged)
     assert [p.cycles for p in one.phases] == [p.cycles for p in two.phases]
     s1, s2 = scan_capture(cap, False, 1), scan_capture(cap, False, 2)

@@ -8,23 +8,25 @@ from hypothesis import strategies as st
 
 from placer.alternatives.groups import scan_phase, scan_phase_reference
 from placer.capture.model import PanelHint, Phase
+from tests.builders import excluding
 
 TILES = 12
+Hints = dict[tuple[int, tuple[int, ...]], PanelHint]  # the panel hints by (phase, destination tiles)
 
 
 @st.composite
-def phases(draw: st.DrawFn) -> tuple[Phase, dict]:
+def phases(draw: st.DrawFn) -> tuple[Phase, Hints]:
     """A few replica groups (random destination sets and offsets, some skewed, overlapping or repeating a tile)
     plus unicasts, listed in a random order."""
     rows: list[tuple[int, list[tuple[int, int]], int]] = []
-    hints: dict = {}
+    hints: Hints = {}
     for _ in range(draw(st.integers(0, 4))):
         dests = sorted(draw(st.lists(st.integers(0, TILES - 1), min_size=2, max_size=5, unique=True)))
         bases = [0x60000 + 0x1000 * draw(st.integers(0, 3)) for _ in dests]
         for _ in range(draw(st.integers(1, 6))):
             off = 8 * draw(st.integers(0, 12))
             words = draw(st.integers(1, 4))
-            src = draw(st.integers(0, TILES - 1).filter(lambda s, d=dests: s not in d))
+            src = draw(st.integers(0, TILES - 1).filter(excluding(dests)))
             skew = draw(st.integers(0, 9)) == 0
             shuffled = draw(st.permutations(list(zip(dests, bases, strict=True))))
             rows.append((src, [(t, b + off + (4 if skew and i == 0 else 0)) for i, (t, b) in enumerate(shuffled)],
@@ -42,7 +44,7 @@ def phases(draw: st.DrawFn) -> tuple[Phase, dict]:
 
 @settings(max_examples=150, deadline=None)
 @given(case=phases())
-def test_vectorised_scan_matches_the_reference(case: tuple[Phase, dict]) -> None:
+def test_vectorised_scan_matches_the_reference(case: tuple[Phase, Hints]) -> None:
     phase, hints = case
     fast = scan_phase(phase, hints, gainful_only=False)
     slow = scan_phase_reference(phase, hints)

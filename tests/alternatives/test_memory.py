@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from placer.alternatives.memory import BUFFER_ALIGNMENT, PhaseMemory
 from placer.capture.model import Allocations, Capture, Phase
 from placer.units import round_up
-from tests.builders import small_machine
+from tests.builders import excluding, small_machine
 
 TILES = 6
 M = small_machine(TILES)
@@ -23,7 +23,7 @@ def captures(draw: st.DrawFn) -> Capture:
     addr = st.integers(lo - 64, hi + 64).map(lambda a: a - a % 4)
     n = draw(st.integers(0, 8))
     src = [draw(st.integers(0, TILES - 1)) for _ in range(n)]
-    dst = [draw(st.integers(0, TILES - 1).filter(lambda d, s=s: d != s)) for s in src]
+    dst = [draw(st.integers(0, TILES - 1).filter(excluding([s]))) for s in src]
     phase = Phase.build(0, src, [draw(st.integers(1, 300)) for _ in range(n)], [1] * n, dst,
                         [draw(addr) for _ in range(n)], [draw(addr) for _ in range(n)])
     k = draw(st.integers(0, 6))

@@ -10,7 +10,7 @@ from placer.alternatives.groups import ReplicaGroup, scan_phase
 from placer.alternatives.relay import direct_receive_all, forward_intervals
 from placer.alternatives.segments import Segmentation, native
 from placer.capture.model import WORD32, Phase, csr_gather
-from tests.alternatives.test_group_scan import phases
+from tests.alternatives.test_group_scan import Hints, phases
 
 FIELDS = ("source", "words", "width", "src_ptr", "src_addr", "dst_ptr", "dst_tile", "dst_addr")
 
@@ -36,7 +36,7 @@ def one_group(group: ReplicaGroup, seg: Segmentation, hosts: np.ndarray, buffers
 
 @settings(max_examples=150, deadline=None)
 @given(phases(), st.sampled_from([4, 8, 16, 1 << 20]), st.randoms(use_true_random=False))
-def test_all_at_once_equals_one_at_a_time(case: tuple[Phase, dict], max_bytes: int, rnd: object) -> None:
+def test_all_at_once_equals_one_at_a_time(case: tuple[Phase, Hints], max_bytes: int, rnd: object) -> None:
     phase, hints = case
     groups = scan_phase(phase, hints, gainful_only=False).groups
     if not groups:

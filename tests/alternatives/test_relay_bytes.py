@@ -15,9 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from placer.alternatives.groups import ReplicaGroup, scan_phase
-from placer.alternatives.relay import RelayRewrite, direct_receive, direct_receive_all, local_pack
+from placer.alternatives.relay import RelayRewrite, Variant, direct_receive, direct_receive_all, local_pack
 from placer.alternatives.segments import Segmentation, candidates, native, with_count
 from placer.capture.model import Capture, Phase
+from placer.modes import PlanMode
 from placer.selection.plan import Plan, RelayChoice
 from placer.validation import validate
 from tests.builders import BASE, group_phase, small_capture, small_machine
@@ -28,6 +29,7 @@ Origin = tuple[Word, ...]  # the source words a word holds, one per Repeat itera
 HOSTS = 100  # relay tiles from here up: no other traffic touches them
 BUFFER = 0x70000
 M = small_machine(256)
+Relay = tuple[ReplicaGroup, Segmentation, np.ndarray, np.ndarray]  # a group, its segments, hosts and buffers
 
 
 def replay(phase: Phase, memory: dict[Word, Origin], rows: Iterable[int] | None = None) -> dict[Word, Origin]:
@@ -152,7 +154,7 @@ def test_a_source_read_from_other_addresses_in_each_iteration_is_gathered_with_t
 
 
 @st.composite
-def relay_cases(draw: st.DrawFn) -> tuple[Phase, list[tuple[ReplicaGroup, Segmentation, np.ndarray, np.ndarray]]]:
+def relay_cases(draw: st.DrawFn) -> tuple[Phase, list[Relay]]:
     """One to three replica groups on disjoint destination sets (fragments of 1-6 words, some holes, one to three
     senders whose consecutive fragments are sometimes back to back in their memory, a few read per iteration),
     plus unicasts, in a random listing order; each group cut into a random candidate segmentation."""
@@ -195,7 +197,7 @@ def relay_cases(draw: st.DrawFn) -> tuple[Phase, list[tuple[ReplicaGroup, Segmen
 
 @settings(max_examples=150, deadline=None)
 @given(relay_cases(), st.sampled_from([24, 28, 32, 64, 1 << 20]))  # a fragment (a transfer) is 24 bytes at most
-def test_any_rewrite_conserves_bytes_and_destinations(case: tuple[Phase, list], max_bytes: int) -> None:
+def test_any_rewrite_conserves_bytes_and_destinations(case: tuple[Phase, list[Relay]], max_bytes: int) -> None:
     phase, relays = case
     groups = [g for g, _, _, _ in relays]
     assert sum(g.fragments for g in groups) == int((phase.fanout >= 2).sum())  # every multicast is in a group
@@ -207,7 +209,7 @@ def test_any_rewrite_conserves_bytes_and_destinations(case: tuple[Phase, list], 
         check_conserved(phase, [g], local_pack(g, seg, hosts, buffers, phase, max_bytes, extra_phase=1))
 
 
-def _plan(cap: Capture, count: int, variant: str) -> Plan:
+def _plan(cap: Capture, count: int, variant: Variant) -> Plan:
     phase = cap.phases[0]
     group = group_of(phase)
     seg = with_count(group, native(group), count)
@@ -219,12 +221,12 @@ def _plan(cap: Capture, count: int, variant: str) -> Plan:
         choice = RelayChoice(group, variant, seg, hosts, buffers, local_pack(group, seg, hosts, buffers, phase,
                                                                             M.exchange.max_transfer_words * 4, 2),
                              extra_phase=2)
-    return Plan("test", M, 81920, 16384, [choice])
+    return Plan(PlanMode.CPSAT, M, 81920, 16384, [choice])
 
 
 @pytest.mark.parametrize("variant", ["direct-receive", "local-pack"])
 @pytest.mark.parametrize("count", [1, 2, 3, 6])
-def test_the_validator_accepts_the_relayed_program(variant: str, count: int) -> None:
+def test_the_validator_accepts_the_relayed_program(variant: Variant, count: int) -> None:
     """The tiny capture's group (twelve slots, two senders, a hole) relayed through spare tiles 10..15: the
     independent validator replays both programs and finds the same bytes on every replica."""
     cap = small_capture()
@@ -236,6 +238,7 @@ def test_the_validator_rejects_a_rewrite_that_drops_a_forward() -> None:
     cap = small_capture()
     doc = _plan(cap, 2, "direct-receive").to_json(cap)
     appended = doc["delta"][0]["append"]
-    forwards = [i for i, t in enumerate(appended) if t["source"] >= 10]
+    assert isinstance(appended, list)  # not pre-rendered: to_json(rendered=False)
+    forwards = [i for i, t in enumerate(appended) if isinstance(src := t["source"], int) and src >= 10]
     del appended[forwards[-1]]
     assert not validate(cap, doc, M).valid

@@ -15,7 +15,7 @@ from tests.builders import group_phase
 REPLICAS = [1, 2, 3]
 
 
-def group_of(phase: Phase, hints: dict | None = None) -> ReplicaGroup:
+def group_of(phase: Phase, hints: dict[tuple[int, tuple[int, ...]], PanelHint] | None = None) -> ReplicaGroup:
     """The phase's one replica group."""
     groups = scan_phase(phase, hints, gainful_only=False).groups
     assert len(groups) == 1

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import gzip
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -112,7 +113,7 @@ phases = st.lists(
 
 @settings(max_examples=40, deadline=None)
 @given(transfers=phases)
-def test_round_trip_property(transfers: list) -> None:
+def test_round_trip_property(transfers: list[tuple[int, list[int], list[tuple[int, int]], int, str]]) -> None:
     doc = {"schema_version": 1, "tile_count": 8, "phases": [{"phase": 3, "transfers": [
         {"source": s, "source_addresses": sa, "destinations": [{"tile": t, "address": a} for t, a in ds],
          "words": w, "width": wd} for s, sa, ds, w, wd in transfers]}]}
@@ -139,21 +140,19 @@ allocation = st.one_of(
 
 @settings(max_examples=200, deadline=None)
 @given(raw=st.lists(allocation, max_size=6))
-def test_allocations_column_wise_as_the_loop(raw: list) -> None:
+def test_allocations_column_wise_as_the_loop(raw: list[Any]) -> None:
     """The column-wise reading of the allocations gives the loop's result, or declines and the loop names the
     error."""
     from placer.capture import io
 
     def outcome(fast: bool) -> Allocations | str:
-        saved = io._allocations_fast
-        if not fast:
-            io._allocations_fast = lambda _raw, _tiles: None
-        try:
-            return io._allocations(raw, 8, "c.json")
-        except InputError as exc:
-            return str(exc)
-        finally:
-            io._allocations_fast = saved
+        with pytest.MonkeyPatch.context() as m:
+            if not fast:
+                m.setattr(io, "_allocations_fast", lambda _raw, _tiles: None)
+            try:
+                return io._allocations(raw, 8, "c.json")
+            except InputError as exc:
+                return str(exc)
 
     fast, loop = outcome(True), outcome(False)
     if isinstance(loop, str):

@@ -9,6 +9,7 @@ import json
 import random
 import tempfile
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,10 @@ transfer = st.tuples(
     st.sampled_from(["Word32", "Paired64"]),
 ).filter(lambda tr: all(t != tr[0] for t, _ in tr[2]))  # the reader refuses a tile sending to itself
 phase_st = st.tuples(st.lists(transfer, max_size=8), st.one_of(st.none(), label_text))
+# what the strategies draw: (source, its addresses, (tile, address) per destination, words, width) per transfer, and
+# a phase's transfers with its label
+Transfer = tuple[int, list[int], list[tuple[int, int]], int, str]
+PhaseCase = tuple[list[Transfer], str | None]
 
 
 def _shuffled(d: dict[str, Any], rng: random.Random) -> dict[str, Any]:
@@ -47,7 +52,7 @@ def _shuffled(d: dict[str, Any], rng: random.Random) -> dict[str, Any]:
     return dict(items)
 
 
-def _doc(phases: list, labels: bool, seed: int) -> dict[str, Any]:
+def _doc(phases: list[PhaseCase], labels: bool, seed: int) -> dict[str, Any]:
     rng = random.Random(seed)
     out = []
     for pid, (ts, note) in enumerate(phases):
@@ -92,7 +97,7 @@ def _same_columns(fast: Capture, slow: Capture) -> None:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(phases=st.lists(phase_st, max_size=4), labels=st.booleans(), seed=st.integers(0, 2**16),
        style=st.integers(0, 4))
-def test_the_scanner_matches_the_orjson_path(phases: list, labels: bool, seed: int, style: int) -> None:
+def test_the_scanner_matches_the_orjson_path(phases: list[PhaseCase], labels: bool, seed: int, style: int) -> None:
     doc = _doc(phases, labels, seed)
     raw = _dump(doc, style)
     slow = capture_from_json(orjson.loads(raw))
@@ -102,7 +107,7 @@ def test_the_scanner_matches_the_orjson_path(phases: list, labels: bool, seed: i
     _same_columns(fast, slow)
 
 
-def _outcome(path: Path, read: Any) -> Capture | str:
+def _outcome(path: Path, read: Callable[[Path], Capture]) -> Capture | str:
     try:
         return read(path)
     except InputError as exc:
@@ -228,7 +233,8 @@ def test_every_piece_boundary_scans_alike(indent: bool) -> None:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(phases=st.lists(phase_st, max_size=4), labels=st.booleans(), seed=st.integers(0, 2**16),
        style=st.integers(0, 4), cuts=st.lists(st.integers(0, 2**20), max_size=40))
-def test_random_pieces_scan_alike(phases: list, labels: bool, seed: int, style: int, cuts: list[int]) -> None:
+def test_random_pieces_scan_alike(phases: list[PhaseCase], labels: bool, seed: int, style: int,
+                                  cuts: list[int]) -> None:
     raw = _dump(_doc(phases, labels, seed), style)
     _same_split(scan._scan_pieces(iter(_pieces(raw, cuts)), _SCAN_LIMITS), scan.scan_bytes(raw, _SCAN_LIMITS))
 
@@ -291,7 +297,7 @@ edge_transfer = st.fixed_dictionaries({
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(phases=st.lists(st.lists(edge_transfer, max_size=4), min_size=1, max_size=3), indent=st.booleans())
-def test_range_limits_read_as_before(phases: list, indent: bool) -> None:
+def test_range_limits_read_as_before(phases: list[list[dict[str, Any]]], indent: bool) -> None:
     """A value at or past any limit (tile count, words, 2^32, alignment, address + bytes, own source, a tile
     twice): the scanner declines or agrees, and the message is the orjson path's."""
     doc = {"schema_version": 1, "tile_count": 8,

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from placer.capture.model import PAIRED64, Capture, Phase, Repeat
 from placer.cost.model import program_cost, receive_resets, tile_counters
-from placer.machine import load_machine
+from placer.machine import Machine, load_machine
 from placer.validation.table import phase_table
 from tests.builders import striped_allocations
 
@@ -149,7 +149,7 @@ def test_row_estimate_sums_phase_maxima_not_one_tile() -> None:
 
 # -- shared phase tables (docs/reference.md §3, the finer per-tile estimator) ------------------------------------
 
-def sharing_program(*phases: Phase, machine=M) -> tuple[np.ndarray, np.ndarray]:
+def sharing_program(*phases: Phase, machine: Machine = M) -> tuple[np.ndarray, np.ndarray]:
     cost = program_cost(Capture(tile_count=T, phases=list(phases)), machine)
     return cost.table_bytes, cost.charged
 

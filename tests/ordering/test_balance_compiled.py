@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pytest
@@ -179,7 +180,7 @@ def test_the_compiled_heap_checks_its_arguments() -> None:
     n = np.zeros(2, np.int64)
     one = np.ones(2, np.int64)
     names = ("rank", "wave", "words", "stream", "source", "dset", "set_ptr", "set_res", "work", "picked")
-    args = dict(zip(names, [np.array([0, 1]), n, one, n, n, n, np.array([0, 1]), np.array([1]),
+    args: dict[str, Any] = dict(zip(names, [np.array([0, 1]), n, one, n, n, n, np.array([0, 1]), np.array([1]),
                             np.zeros(2, np.int64), n.copy()], strict=True))
     assert _balance.picks(**args) == 2
     # the types, checked by nanobind: int64, one dimension, C order; nothing converted

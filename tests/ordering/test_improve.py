@@ -481,8 +481,10 @@ def test_forwards_to_the_same_replicas_go_in_the_order_their_gathers_land() -> N
         if phase.source[first] != 30 + busy - 1:
             continue  # B1024 lists the ready forward first here: nothing to gain
         order = forwards_by_landing(phase, search.deps, greedy, 30)
+        again = forwards_by_landing(phase, search.deps, greedy, 31)
         assert order is not None
-        assert np.array_equal(order, forwards_by_landing(phase, search.deps, greedy, 31))
+        assert again is not None
+        assert np.array_equal(order, again)
         at = np.empty(phase.n, np.int64)
         at[order] = np.arange(phase.n)
         assert (at[first], at[second]) == (place[second], place[first])  # the two swap places

@@ -6,6 +6,7 @@ with ValueError."""
 from __future__ import annotations
 
 import heapq
+from typing import Any
 
 import numpy as np
 import pytest
@@ -78,7 +79,14 @@ def hazard_phases(draw: st.DrawFn, max_transfers: int = 24, max_tiles: int = 16)
     # after it (a lead under 6, where the lane's hold outlasts the send)
     pool = draw(st.lists(st.integers(0, CHIP - 1), min_size=2, max_size=max_tiles, unique=True))
     n = draw(st.integers(1, max_transfers))
-    source, words, counts, dtile, daddr, saddr, scount, width = [], [], [], [], [], [], [], []
+    source: list[int] = []
+    words: list[int] = []
+    counts: list[int] = []
+    dtile: list[int] = []
+    daddr: list[int] = []
+    saddr: list[int] = []
+    scount: list[int] = []
+    width: list[int] = []
     for k in range(n):
         source.append(draw(st.sampled_from(pool)))
         words.append(draw(st.one_of(st.integers(1, 6), st.sampled_from([52, 64]), st.integers(1, 600))))
@@ -228,7 +236,7 @@ def test_the_compiled_loop_checks_its_arguments() -> None:
     assert p is not None
     n, entries = phase.n, int(phase.dst_tile.shape[0])
     pred_ptr = np.zeros(n + 1, np.int64)
-    args = dict(order=order.astype(np.int64), source=p.source, words=p.words, dst_ptr=p.dst_ptr,
+    args: dict[str, Any] = dict(order=order.astype(np.int64), source=p.source, words=p.words, dst_ptr=p.dst_ptr,
                 dst_tile=p.dst_tile, dst_addr=p.dst_addr, select=p.plan.select, pointer=p.plan.pointer,
                 lead=p.plan.lead, guard=p.plan.guard, pred_ptr=pred_ptr, pred=np.zeros(0, np.int64),
                 src_key_ptr=p.src_key_ptr, src_key=p.src_key, dst_key_ptr=p.dst_key_ptr,

@@ -38,7 +38,7 @@ def definition(phase: Phase, deps: Dependencies, rank: np.ndarray, lag: int, til
                         phase.dst_tile.tolist())
 
     def start(x: int) -> int:
-        return max([ready[x], lane[src[x]]] + [port[dst[k]] for k in range(ptr[x], ptr[x + 1])])
+        return int(max([ready[x], lane[src[x]]] + [port[dst[k]] for k in range(ptr[x], ptr[x + 1])]))
 
     heap = [(0, int(rank[x]), x) for x in range(n) if preds[x] == 0]
     heapq.heapify(heap)

@@ -11,6 +11,7 @@ from placer.chunkmodel.chunks import build_chunks
 from placer.chunkmodel.greedy import balanced_order, balanced_order_heap, greedy_starts, row_builder
 from placer.chunkmodel.rows import expand, timed_rows
 from placer.machine import load_machine
+from placer.modes import OrderingRules
 from placer.ordering.check import check_schedule
 from placer.ordering.schedule import OrderingParams, schedule_phase
 from tests.ordering.synthetic import relay_phase, replica_phase
@@ -18,7 +19,7 @@ from tests.ordering.synthetic import relay_phase, replica_phase
 from .helpers import small_phases
 
 MACHINE = load_machine()
-MODEL = OrderingParams(rules="model")  # placer's chunk model (these tests pin its rules)
+MODEL = OrderingParams(rules=OrderingRules.MODEL)  # placer's chunk model (these tests pin its rules)
 TILES = 64
 
 
@@ -138,9 +139,9 @@ def test_outgoing_base_write_costs_13_lane_cycles() -> None:
     _valid(phase, s.tx_start, s.rx_start, s.horizon)
     # the checker wants the 13 idle lane cycles
     bad = _phase([(0, 20, [(1, 0)], 0), (0, 20, [(2, 0)], 400)])
-    tx = np.array([13, 33], np.int64)
-    rx = tx + MACHINE.latency(np.array([1, 2]))
-    assert any("lane" in p for p in check_schedule(bad, tx, rx, int(rx.max() + 20), MACHINE))
+    sends = np.array([13, 33], np.int64)
+    receives = sends + MACHINE.latency(np.array([1, 2]))
+    assert any("lane" in p for p in check_schedule(bad, sends, receives, int(receives.max() + 20), MACHINE))
 
 
 def test_control_conflicts_pushed_one_cycle() -> None:

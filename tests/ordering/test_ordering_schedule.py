@@ -16,20 +16,23 @@ import placer.ordering.schedule as schedule_module
 from placer.capture.model import Phase
 from placer.chunkmodel.bounds import lower_bound
 from placer.chunkmodel.chunks import build_chunks
-from placer.chunkmodel.cpsat import horizon_of, solve_exact
+from placer.chunkmodel.cpsat import horizon_of, improve_lns, solve_exact
 from placer.chunkmodel.greedy import RULES, greedy_starts, retime
 from placer.chunkmodel.justify import forward_backward
 from placer.chunkmodel.rows import expand
 from placer.machine import load_machine
+from placer.modes import OrderingRules
 from placer.ordering.check import check_reference_schedule, check_schedule
 from placer.ordering.schedule import OrderingParams, schedule_phase
+from placer.refschedule.improve import OrderSearch
+from placer.refschedule.reference import reference_table_bytes
 from placer.solver import SolverParams, Status
 from tests.ordering.synthetic import relay_phase, replica_phase
 
 from .helpers import brute_force_horizon, small_phases
 
 MACHINE = load_machine()
-MODEL = OrderingParams(rules="model")  # placer's chunk model (these tests pin its rules)
+MODEL = OrderingParams(rules=OrderingRules.MODEL)  # placer's chunk model (these tests pin its rules)
 FAST = SolverParams(time_limit=5.0, workers=2, seed=0)
 
 
@@ -108,7 +111,7 @@ def test_workload_shapes(mode: str) -> None:
 def test_large_phase_uses_neighbourhoods_and_keeps_incumbent() -> None:
     phase = replica_phase(groups=8, replicas=10, fragments=200, sources=16, weight_words=2500, tiles=256)
     ps = schedule_phase(phase, MACHINE, "cpsat", SolverParams(time_limit=1.5, workers=2),
-                        OrderingParams(exact_chunks=10, rules="model"))
+                        OrderingParams(exact_chunks=10, rules=OrderingRules.MODEL))
     assert ps.method == "neighbourhood"
     assert ps.horizon <= ps.greedy_horizon
     assert ps.cpsat is not None
@@ -176,7 +179,7 @@ def test_same_seed_same_schedule(phase: Phase) -> None:
 def test_neighbourhood_search_is_deterministic() -> None:
     phase = replica_phase(groups=4, replicas=6, fragments=80, sources=8, weight_words=1200, tiles=128)
     params = SolverParams(time_limit=1.5, workers=2, seed=3)
-    ordering = OrderingParams(exact_chunks=10, rules="model")
+    ordering = OrderingParams(exact_chunks=10, rules=OrderingRules.MODEL)
     runs = [schedule_phase(phase, MACHINE, "cpsat", params, ordering) for _ in range(2)]
     assert runs[0].method == "neighbourhood"
     assert runs[0].schedule.tx_start.tolist() == runs[1].schedule.tx_start.tolist()
@@ -192,7 +195,7 @@ def test_the_time_limit_bounds_the_whole_call_row_encoding_included(monkeypatch:
     # greedy's encoding (``encode`` s or more here) has elapsed and as much again is held back, so at most the limit
     # less twice that is left (without the reservation: the limit less one encoding and the preparation)
     limit, encode = 2.0, 0.5
-    real_encoding, real_search = schedule_module.reference_table_bytes, schedule_module.OrderSearch
+    real_encoding, real_search = reference_table_bytes, OrderSearch
     encodings: list[float] = []
     searches: list[tuple[float, float]] = []  # (seconds left to the search's deadline when it starts, deadline)
     timings: list[float] = []  # when each order the search tries is timed
@@ -231,7 +234,7 @@ def test_the_neighbourhoods_get_the_same_work_however_long_the_passes_took(monke
     # deterministic mode: the neighbourhood search's budget is work (the limit less the passes' work), not what
     # the clock left after the passes, so a slow machine does not change the schedule
     phase = replica_phase(groups=8, replicas=10, fragments=200, sources=16, weight_words=2500, tiles=256)
-    passes, search = search_module.forward_backward, search_module.improve_lns
+    passes, search = forward_backward, improve_lns
     budgets: list[float] = []
 
     def slow_passes(*args: object, **kwargs: object) -> np.ndarray:
@@ -239,14 +242,14 @@ def test_the_neighbourhoods_get_the_same_work_however_long_the_passes_took(monke
         return passes(*args, **kwargs)  # type: ignore[arg-type]
 
     def recorded_search(chunks: object, incumbent: np.ndarray, lower: int, params: SolverParams,
-                        **kwargs: object) -> np.ndarray:
+                        **kwargs: object) -> tuple[np.ndarray, bool]:
         budgets.append(params.time_limit)
         return search(chunks, incumbent, lower, params, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(search_module, "forward_backward", slow_passes)
     monkeypatch.setattr(search_module, "improve_lns", recorded_search)
     ps = schedule_phase(phase, MACHINE, "cpsat", SolverParams(time_limit=2.0, workers=2, seed=0),
-                        OrderingParams(exact_chunks=10, rules="model"))
+                        OrderingParams(exact_chunks=10, rules=OrderingRules.MODEL))
     assert budgets == [1.5]
     assert ps.horizon <= ps.greedy_horizon
 
@@ -256,7 +259,7 @@ def test_the_chunk_models_neighbourhoods_stop_at_the_time_limit(monkeypatch: pyt
     # instead of running to its own backstop at three times the limit (plus 5 s). Checked on the deadline the
     # neighbourhoods get and on when their CP-SAT solves start and must stop, then, generously, on the clock
     limit = 2.0
-    real_search, real_window = search_module.improve_lns, cpsat_module._solve_window
+    real_search, real_window = improve_lns, cpsat_module._solve_window
     deadlines: list[float | None] = []
     windows: list[tuple[float, float]] = []  # each CP-SAT solve: when it began, its wall-clock backstop
 
@@ -276,7 +279,7 @@ def test_the_chunk_models_neighbourhoods_stop_at_the_time_limit(monkeypatch: pyt
     phase = replica_phase(groups=16, replicas=12, fragments=300, sources=24, weight_words=4000, tiles=512)
     clock = time.perf_counter()
     ps = schedule_phase(phase, MACHINE, "cpsat", SolverParams(time_limit=limit, workers=2, seed=0),
-                        OrderingParams(exact_chunks=10, rules="model"))
+                        OrderingParams(exact_chunks=10, rules=OrderingRules.MODEL))
     wall = time.perf_counter() - clock
     assert len(deadlines) == 1, (clock, deadlines)
     assert deadlines[0] is not None, (clock, deadlines)

@@ -34,7 +34,7 @@ def _naive_pairs(phase: Phase) -> set[tuple[int, int]]:
 
 
 def _closure(n: int, pred: np.ndarray, succ: np.ndarray) -> set[tuple[int, int]]:
-    reach = [set() for _ in range(n)]
+    reach: list[set[int]] = [set() for _ in range(n)]
     for a, b in sorted(zip(pred.tolist(), succ.tolist(), strict=True), key=lambda e: -e[0]):
         reach[a] |= {b} | reach[b]
     return {(a, b) for a in range(n) for b in reach[a]}

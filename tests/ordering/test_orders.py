@@ -18,7 +18,7 @@ DIGEST = "0" * 64
 
 
 def _doc(**changes: Any) -> dict[str, Any]:
-    doc = order_document(DIGEST, M, [PhaseOrder(0, np.arange(3), 10, 9, "greedy")])
+    doc: dict[str, Any] = dict(order_document(DIGEST, M, [PhaseOrder(0, np.arange(3), 10, 9, "greedy")]))
     doc.update(changes)
     return doc
 

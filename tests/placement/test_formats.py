@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -11,7 +12,7 @@ from placer.placement.model import END_OF_PROGRAM, MemoryClass
 from placer.solver import SolverParams
 
 
-def test_reads_dump_fields(fixtures):
+def test_reads_dump_fields(fixtures: Path) -> None:
     p = read_problem(fixtures / "tiny_dump.json")
     assert p.tile == 7
     assert p.n == 4
@@ -22,7 +23,7 @@ def test_reads_dump_fields(fixtures):
     assert p.conflict_pairs == ((0, 1),)
 
 
-def test_reads_minimalloc_with_capacity_from_name_and_alignment(fixtures):
+def test_reads_minimalloc_with_capacity_from_name_and_alignment(fixtures: Path) -> None:
     p = read_problem(fixtures / "aligned.16.csv")
     assert p.ranges == ((0, 16),)
     assert [r.alignment for r in p.requests] == [1, 4, 8]
@@ -30,28 +31,29 @@ def test_reads_minimalloc_with_capacity_from_name_and_alignment(fixtures):
     assert p.is_flat
 
 
-def test_capacity_flag_overrides_and_is_required_without_name(fixtures):
+def test_capacity_flag_overrides_and_is_required_without_name(fixtures: Path) -> None:
     assert read_problem(fixtures / "fixed_cap.csv", capacity=6).ranges == ((0, 6),)
     with pytest.raises(InputError, match="no capacity"):
         read_problem(fixtures / "fixed_cap.csv")
 
 
-def test_reference_dumps_read(data):
+def test_reference_dumps_read(data: Path) -> None:
     for name in ("fragmented.json", "bank-branching.json"):
         p = read_problem(data / "ipu-placement-dumps" / name)
         assert p.n > 100
         assert not p.is_flat
 
 
-def test_csv_writer_adds_offset_column(fixtures):
+def test_csv_writer_adds_offset_column(fixtures: Path) -> None:
     p = read_problem(fixtures / "aligned.16.csv")
     r = solve_placement(p, SolverParams(time_limit=5, workers=2))
+    assert r.addresses is not None
     lines = minimalloc_csv(p, r.addresses).splitlines()
     assert lines[0] == "id,lower,upper,size,alignment,offset"
     assert lines[1].startswith("x,0,10,3,1,")
 
 
-def test_json_writer_lists_aliases(fixtures):
+def test_json_writer_lists_aliases(fixtures: Path) -> None:
     p = read_problem(fixtures / "tiny_dump.json")
     r = solve_placement(p, SolverParams(time_limit=5, workers=2))
     out = solution_json(p, r)
@@ -73,7 +75,7 @@ def test_json_writer_lists_aliases(fixtures):
         ("bad_lifetime.64.csv", "line 2 (id a): lifetime [lower, upper) must be non-empty, got [4, 4)"),
     ],
 )
-def test_malformed_inputs_give_one_line_naming_file_field_value(fixtures, name, needle):
+def test_malformed_inputs_give_one_line_naming_file_field_value(fixtures: Path, name: str, needle: str) -> None:
     with pytest.raises(InputError) as info:
         read_problem(fixtures / name)
     message = str(info.value)
@@ -82,6 +84,6 @@ def test_malformed_inputs_give_one_line_naming_file_field_value(fixtures, name, 
     assert needle in message
 
 
-def test_missing_file_is_an_input_error(fixtures):
+def test_missing_file_is_an_input_error(fixtures: Path) -> None:
     with pytest.raises(InputError, match="no such file"):
         read_problem(fixtures / "absent.json")

@@ -61,7 +61,7 @@ def test_the_compiled_and_python_searches_agree_on_random_instances(problem: Pla
     _agree(problem)
 
 
-def test_both_answers_come_up_on_a_fixed_set():
+def test_both_answers_come_up_on_a_fixed_set() -> None:
     rng = random.Random(3)
     seen = set()
     for _ in range(150):
@@ -71,7 +71,7 @@ def test_both_answers_come_up_on_a_fixed_set():
     assert seen == {"placed", "infeasible"}  # both answers were exercised
 
 
-def test_the_compiled_search_places_perfect_packings_and_is_deterministic():
+def test_the_compiled_search_places_perfect_packings_and_is_deterministic() -> None:
     pieces = perfect_packing(60, seed=5, capacity=1 << 16, max_alignment=1)
     problem = parse_minimalloc_csv(minimalloc_csv(pieces), "pp.65536.csv")
     a = _build(problem).solve(20)
@@ -83,7 +83,7 @@ def test_the_compiled_search_places_perfect_packings_and_is_deterministic():
     assert check_placement(problem, list(a.offsets)) == []
 
 
-def test_the_compiled_search_reports_progress_and_respects_the_time_limit():
+def test_the_compiled_search_reports_progress_and_respects_the_time_limit() -> None:
     calls = []
     pieces = perfect_packing(300, seed=0)
     problem = parse_minimalloc_csv(minimalloc_csv(pieces), "pp.1048576.csv")
@@ -98,7 +98,7 @@ def test_the_compiled_search_reports_progress_and_respects_the_time_limit():
         assert out.runtime < limit + 5.0, out.runtime
 
 
-def test_an_exception_of_the_progress_callback_stops_every_search_and_is_raised():
+def test_an_exception_of_the_progress_callback_stops_every_search_and_is_raised() -> None:
     class Stop(Exception):
         pass
 

@@ -12,16 +12,17 @@ from hypothesis import strategies as st
 
 from placer.placement import check_placement, solve_placement
 from placer.placement.formats import parse_minimalloc_csv
-from placer.placement.generate import minimalloc_csv, perfect_packing
+from placer.placement.generate import Piece, minimalloc_csv, perfect_packing
+from placer.placement.model import PlacementProblem
 from placer.placement.peak import full_steps, peak_first
 from placer.solver import SolverParams, Status
 
 
-def _csv(pieces, capacity=1 << 20):
+def _csv(pieces: list[Piece], capacity: int = 1 << 20) -> PlacementProblem:
     return parse_minimalloc_csv(minimalloc_csv(pieces), f"pph.{capacity}.csv")
 
 
-def test_places_the_packing_with_holes_nothing_else_places():
+def test_places_the_packing_with_holes_nothing_else_places() -> None:
     # pph-500-s0 of the benchmark set: the canonical search finds nothing in 180 s, MiniMalloc nothing in 30 s
     problem = _csv(perfect_packing(500, seed=0, holes=0.4))
     cpu = time.process_time()
@@ -34,7 +35,7 @@ def test_places_the_packing_with_holes_nothing_else_places():
     assert time.process_time() - cpu < 10
 
 
-def test_full_steps():
+def test_full_steps() -> None:
     problem = _csv(perfect_packing(100, seed=0, holes=0.4))
     full = full_steps(problem)
     assert any(first <= 50 <= last for first, last in full)  # the generator keeps the middle step full
@@ -45,7 +46,7 @@ def test_full_steps():
     assert peak_first(roomy, 5).reason == "no step fills the memory"
 
 
-def test_same_problem_same_placement():
+def test_same_problem_same_placement() -> None:
     problem = _csv(perfect_packing(500, seed=0, holes=0.4))
     a, b = peak_first(problem, 10), peak_first(problem, 10)
     assert a.addresses is not None
@@ -54,7 +55,8 @@ def test_same_problem_same_placement():
 
 @settings(max_examples=25, deadline=None)
 @given(n=st.integers(2, 120), seed=st.integers(0, 10_000), align=st.sampled_from([1, 64, 256]))
-def test_whatever_it_places_is_legal_and_feasible_packings_are_never_called_infeasible(n, seed, align):
+def test_whatever_it_places_is_legal_and_feasible_packings_are_never_called_infeasible(n: int, seed: int,
+                                                                                    align: int) -> None:
     problem = _csv(perfect_packing(n, seed=seed, capacity=1 << 16, max_alignment=align, holes=0.4), 1 << 16)
     out = peak_first(problem, 5)
     if out.addresses is not None:

@@ -89,7 +89,8 @@ def selftest(page: Path, work: Path, budget_ms: int = 60_000) -> dict[str, Any]:
     found = re.search(r'<pre id="placer-selftest">(.*?)</pre>', res.stdout, re.S)
     assert found is not None, f"no self-test output; chromium said: {res.stderr[-2000:]}"
     raw = found.group(1).replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
-    return json.loads(raw)
+    result: dict[str, Any] = json.loads(raw)
+    return result
 
 
 def screenshot(page: Path, section: str, out: Path, work: Path, size: str = "1400,900") -> None:

@@ -4,13 +4,15 @@ no console error is raised, and every figure drew the marks it should."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
 from .browser import chromium, selftest
+from .report_cli import Built
 
 
-def test_report_renders_in_chromium(demo_report, tmp_path) -> None:
+def test_report_renders_in_chromium(demo_report: Built, tmp_path: Path) -> None:
     if chromium() is None:
         if os.environ.get("CI"):
             pytest.fail("chromium is missing: .ci/run installs it")

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import io
 import re
+from pathlib import Path
+
+import pytest
 
 from placer import progress
 
@@ -12,7 +15,7 @@ from .report_cli import DEMO, placer
 LINE = re.compile(r"^\d\d:\d\d:\d\d \S.*$")
 
 
-def test_solve_progress_is_plain_timestamped_lines_when_piped(tmp_path) -> None:
+def test_solve_progress_is_plain_timestamped_lines_when_piped(tmp_path: Path) -> None:
     # PLACER_PROGRESS_SECONDS=0: every step leaves its line, however quick, so the format is checked on all of them
     res = placer("solve", DEMO, "--budget", "640", "--time-limit", "60", "-o", tmp_path / "plan.json",
                  env={"PLACER_PROGRESS_SECONDS": "0"})
@@ -35,7 +38,7 @@ def test_solve_progress_is_plain_timestamped_lines_when_piped(tmp_path) -> None:
     assert "plan written" in res.stdout
 
 
-def test_quiet_silences_progress(tmp_path) -> None:
+def test_quiet_silences_progress(tmp_path: Path) -> None:
     res = placer("solve", DEMO, "--budget", "640", "--mode", "greedy", "-q", "-o", tmp_path / "plan.json",
                  env={"PLACER_PROGRESS_SECONDS": "0"})
     assert res.returncode in (0, 4)
@@ -48,7 +51,7 @@ def test_short_steps_leave_no_line_by_default() -> None:
     assert res.stderr.count("\n") == 1, res.stderr
 
 
-def test_plain_reporter_lines_and_solver_detail(monkeypatch) -> None:
+def test_plain_reporter_lines_and_solver_detail(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PLACER_PROGRESS_SECONDS", "0")
     out = io.StringIO()
     with progress.using(progress.plain(out)):
@@ -68,7 +71,7 @@ def test_plain_reporter_lines_and_solver_detail(monkeypatch) -> None:
     assert lines[2].endswith("stop early: done in 0.0 s")
 
 
-def test_failed_long_step_says_stopped(monkeypatch) -> None:
+def test_failed_long_step_says_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PLACER_PROGRESS_SECONDS", "0")
     out = io.StringIO()
     try:
@@ -79,7 +82,7 @@ def test_failed_long_step_says_stopped(monkeypatch) -> None:
     assert out.getvalue().split(" ", 1)[1].startswith("doomed: stopped in")
 
 
-def test_library_use_is_silent(capsys) -> None:
+def test_library_use_is_silent(capsys: pytest.CaptureFixture[str]) -> None:
     with progress.task("quiet by default") as t:
         t.advance()
     assert capsys.readouterr().err == ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,18 +14,19 @@ from placer.machine import load_machine
 from placer.report.data import gather, tile_grid
 from placer.report.figures import busy_runs
 
-from .report_cli import DEMO, placer
+from .report_cli import DEMO, Built, placer
 
 FIGURES = ("heatmap", "phases", "compare", "schedule", "sram")
 
 
-def _data(page: str) -> dict:
+def _data(page: str) -> dict[str, Any]:
     found = re.search(r'<script id="placer-data" type="application/json">(.*?)</script>', page, re.S)
     assert found is not None
-    return json.loads(found.group(1).replace("<\\/", "</"))
+    data: dict[str, Any] = json.loads(found.group(1).replace("<\\/", "</"))
+    return data
 
 
-def test_page_is_self_contained_with_every_figure(demo_report) -> None:
+def test_page_is_self_contained_with_every_figure(demo_report: Built) -> None:
     page = demo_report.html.read_text()
     assert "4 figures" not in demo_report.stdout
     assert "5 figures" in demo_report.stdout
@@ -39,7 +41,7 @@ def test_page_is_self_contained_with_every_figure(demo_report) -> None:
         assert data["figures"][key]["data"], key
 
 
-def test_heatmap_numbers_match_the_plans(demo_report) -> None:
+def test_heatmap_numbers_match_the_plans(demo_report: Built) -> None:
     heat = _data(demo_report.html.read_text())["heatmap"]
     capture = read_capture(DEMO)
     plan = json.loads(demo_report.cpsat.read_text())
@@ -81,7 +83,7 @@ def test_busy_runs_merge_touching_intervals_per_port() -> None:
     assert n.tolist() == [3, 2]
 
 
-def test_pngs_written(demo_report) -> None:
+def test_pngs_written(demo_report: Built) -> None:
     names = sorted(p.name for p in demo_report.png.iterdir())
     assert names == sorted(f"{k}.png" for k in FIGURES)
     for p in demo_report.png.iterdir():
@@ -89,7 +91,7 @@ def test_pngs_written(demo_report) -> None:
         assert p.stat().st_size > 5_000
 
 
-def test_gather_rejects_three_plans_and_bad_phase(demo_report) -> None:
+def test_gather_rejects_three_plans_and_bad_phase(demo_report: Built) -> None:
     from placer.errors import InputError
 
     capture = read_capture(DEMO)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from placer.report.selection import render_time
+from placer.report.selection import TimeDoc, render_time
 from placer.report.table import render
 
 
@@ -22,8 +22,8 @@ def test_short_tables_unchanged() -> None:
 
 
 def test_the_time_line_says_when_the_backstop_cut_the_search_and_what_to_do() -> None:
-    doc = {"limit_s": 30.0, "wall_s": 29.1, "spent_s": {"load": 3.6, "search": 6.2}, "work": 0.0,
-           "work_budget": 12.0, "backstop": False}
+    doc: TimeDoc = {"limit_s": 30.0, "wall_s": 29.1, "spent_s": {"load": 3.6, "search": 6.2}, "work": 0.0,
+                    "work_budget": 12.0, "backstop": False}
     line = render_time(doc)
     assert line == ("time: 29.1 s of a 30 s limit (load 3.6 s, search 6.2 s); CP-SAT work 0.0 of 12.0 "
                     "deterministic s")
@@ -36,8 +36,8 @@ def test_the_time_line_says_when_the_backstop_cut_the_search_and_what_to_do() ->
 
 def test_the_time_line_says_what_writing_the_capture_holds_back() -> None:
     # placer solve --write-capture on a 3.6 M-transfer program: about 22 s of a 30 s limit are held back
-    doc = {"limit_s": 30.0, "wall_s": 27.2, "spent_s": {"load": 2.7, "search": 0.5, "output": 17.9}, "work": 0.0,
-           "work_budget": 12.0, "backstop": False, "write_capture_reserve_s": 21.8}
+    doc: TimeDoc = {"limit_s": 30.0, "wall_s": 27.2, "spent_s": {"load": 2.7, "search": 0.5, "output": 17.9},
+                    "work": 0.0, "work_budget": 12.0, "backstop": False, "write_capture_reserve_s": 21.8}
     assert render_time(doc).endswith("; 21.8 s of the limit held back for --write-capture")
     warned = render_time({**doc, "backstop": True}).splitlines()[1]
     assert warned.endswith("writing the capture takes about 22 s of the limit: --time-limit 52 gives the search "

@@ -134,9 +134,9 @@ def test_the_constructions_return_what_they_have_at_their_cutoff() -> None:
     assert stop.fired
     assert not cut.relays
     assert validate(cap, cut.to_json(cap), M).valid == plan_objectives(cap, cut).fits
-    scans = prepare(cap, M, 600, 16384).scans  # type: ignore[arg-type]
-    built = budget_plan(cap, scans, M, 600, 16384)  # type: ignore[arg-type]
+    scans = prepare(cap, M, 600, 16384).scans
+    built = budget_plan(cap, scans, M, 600, 16384)
     assert built.relays
     stop = Cutoff(0.0)
     assert not budget_plan(cap, scans, M, 600, 16384, cutoff=stop).relays
-    assert stop.fired  # type: ignore[arg-type]
+    assert stop.fired

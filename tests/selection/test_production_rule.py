@@ -282,6 +282,7 @@ def test_transfers_are_split_at_panel_bounds_before_panels_are_checked() -> None
     t = int(cut.group.transfers[crossing])
     pieces = np.flatnonzero(cut.group.transfers == t)
     assert cut.group.nbytes[pieces].tolist() == [16, 16]
+    assert cut.group.skip is not None
     assert cut.group.skip[pieces].tolist() == [0, 16]
     g = cut.rewrite.gathers
     src = cap.phases[0].src_addr[cap.phases[0].src_ptr[t]]
@@ -491,6 +492,7 @@ def test_rule_properties(cap: Capture) -> None:
                 np.add.at(scratch, r.hosts, r.scratch_bytes)
         assert after.cycles <= before.cycles == d.cycles_before
         assert after.cycles == d.cycles_after
+        assert d.rows_after is not None
         assert int((after.table_bytes + scratch).max()) == d.rows_after < d.rows_before == before.worst_table()
         # never splits a phase: every kept group is relayed, at its native panels, on distinct eligible hosts
         assert relayed == set(d.groups) == _kept_groups(phase, cap.allocations)

@@ -9,6 +9,7 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from placer.modes import OrderingRules
 from placer.ordering.schedule import OrderingParams, schedule_phase
 from placer.selection import capacity
 from placer.selection.select import SLACKS, prepare, select
@@ -45,7 +46,8 @@ def test_the_cycle_bounds_never_exceed_a_scheduled_horizon(seed: int, groups: in
     for pid in sorted({r.group.phase for r in plan.relays}):
         main, _ = plan.phase_rewrite(cap.phase_by_id(pid))
         figures = phase_figures(main, M, cap.tile_count)
-        best = schedule_phase(main, M, "cpsat", ORDER, OrderingParams(rules="reference"), tiles=cap.tile_count)
+        best = schedule_phase(main, M, "cpsat", ORDER, OrderingParams(rules=OrderingRules.REFERENCE),
+                              tiles=cap.tile_count)
         assert best.greedy_horizon == figures.b1024
         assert relay_free_bound(problem, pid) <= figures.bound <= min(figures.b1024, best.horizon), pid
     # every plan it builds is a correct rewrite (the caps never put a buffer or a host where it may not go)
@@ -106,7 +108,11 @@ def test_measuring_stops_at_the_search_end_and_says_so() -> None:
 
     with pytest.raises(OutOfTime):
         in_time(lambda x: x, time.perf_counter() - 1)(0)
-    assert in_time(lambda x: x + 1, None)(1) == 2
+
+    def increment(x: int) -> int:
+        return x + 1
+
+    assert in_time(increment, None)(1) == 2
     cap = relay_capture(groups=3, fragments=40, phases=2, seed=4, long_words=2000)
     for mode in ("cpsat", "greedy"):
         # a clock that started long ago: the search's end is behind it

@@ -10,15 +10,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from placer.alternatives.groups import scan_capture, scan_phase
-from placer.alternatives.relay import direct_receive, forward_intervals
-from placer.alternatives.segments import candidates, native
+from placer.alternatives.groups import ReplicaGroup, scan_capture, scan_phase
+from placer.alternatives.relay import Variant, direct_receive, forward_intervals
+from placer.alternatives.segments import Segmentation, candidates, native
 from placer.capture.model import Capture, Phase
 from placer.cost.model import program_cost, tile_counters
 from placer.cost.state import PhaseState
+from placer.machine import Machine
+from placer.modes import PlanMode
 from placer.selection.greedy import greedy_plan
 from placer.selection.plan import Plan, RelayChoice
-from placer.selection.select import plan_objectives, select
+from placer.selection.select import Outcome, plan_objectives, select
 from placer.solver import SolverParams, Status
 from tests.builders import BASE, group_phase, joined, relay_capture, small_machine, striped_allocations
 
@@ -167,36 +169,36 @@ def brute_force_fits(cap: Capture, budget: int) -> bool:
     scans = scan_capture(cap)
     tiles = M.tiles
     groups = [(scan.phase, g) for scan in scans for g in scan.groups]
-    per_group = [[None, *candidates(g).values()] for _, g in groups]
+    per_group: list[list[Segmentation | None]] = [[None, *candidates(g).values()] for _, g in groups]
     for combo in itertools.product(*per_group):
         # hosts per phase: distinct, eligible tiles; enumerate injective assignments over the free tiles
-        by_phase: dict[int, list[tuple[object, object]]] = {}
+        by_phase: dict[int, list[tuple[ReplicaGroup, Segmentation]]] = {}
         for (ph, g), seg in zip(groups, combo, strict=True):
             if seg is not None:
                 by_phase.setdefault(ph, []).append((g, seg))
         phase_options = []
         for ph, items in by_phase.items():
-            need = sum(s.count for _, s in items)  # type: ignore[attr-defined]
+            need = sum(s.count for _, s in items)
             phase_options.append([(ph, items, perm) for perm in itertools.permutations(range(tiles), need)])
         for pick in itertools.product(*phase_options):
-            plan = Plan("brute", M, budget, 16384)
+            plan = Plan(PlanMode.CPSAT, M, budget, 16384)
             ok = True
             for ph, items, perm in pick:
                 phase = cap.phase_by_id(ph)
                 i = 0
                 for g, seg in items:
-                    hosts = np.array(perm[i : i + seg.count], np.int64)  # type: ignore[attr-defined]
-                    i += seg.count  # type: ignore[attr-defined]
+                    hosts = np.array(perm[i : i + seg.count], np.int64)
+                    i += seg.count
                     # docs/reference.md §4: a relay is neither a replica nor a sender *of its segment*
                     for s, h in enumerate(hosts.tolist()):
-                        a, b = seg.frag_start[s], seg.frag_start[s + 1]  # type: ignore[attr-defined]
-                        if h in set(g.replicas.tolist()) | set(g.sources[a:b].tolist()):  # type: ignore[attr-defined]
+                        a, b = seg.frag_start[s], seg.frag_start[s + 1]
+                        if h in set(g.replicas.tolist()) | set(g.sources[a:b].tolist()):
                             ok = False
                     if not ok:
                         break
-                    rw = direct_receive(g, seg, hosts, np.full(len(hosts), 0x70000), phase, 16592)  # type: ignore
+                    rw = direct_receive(g, seg, hosts, np.full(len(hosts), 0x70000), phase, 16592)
                     plan.relays.append(RelayChoice(g, "direct-receive", seg, hosts, np.full(len(hosts), 0x70000),
-                                                   rw))  # type: ignore[arg-type]
+                                                   rw))
                 if not ok:
                     break
             if ok and program_cost(plan.rewritten(cap), M).fits(budget, 16384):
@@ -204,7 +206,7 @@ def brute_force_fits(cap: Capture, budget: int) -> bool:
     return False
 
 
-def tiny_instance() -> tuple[Capture, object]:
+def tiny_instance() -> tuple[Capture, Machine]:
     """Two groups on 8 tiles (panel hints fix their native segments), one spare tile: small enough to enumerate."""
     from placer.capture.model import PanelHint
 
@@ -243,13 +245,14 @@ def test_infeasible_only_when_brute_force_agrees(budget: int) -> None:
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10**6), fragments=st.integers(4, 30), k_pick=st.integers(0, 5),
        variant=st.sampled_from(["direct-receive", "local-pack"]))
-def test_every_rewrite_validates_and_keeps_provenance(seed: int, fragments: int, k_pick: int, variant: str) -> None:
+def test_every_rewrite_validates_and_keeps_provenance(seed: int, fragments: int, k_pick: int,
+                                                     variant: Variant) -> None:
     """Any segment count, either variant, hosts on spare tiles: the independent validator accepts the plan."""
     from placer.alternatives.relay import local_pack
     from placer.validation import validate
 
     cap = relay_capture(groups=2, fragments=fragments, phases=2, seed=seed)
-    plan = Plan("test", M, 10**6, 16384)
+    plan = Plan(PlanMode.CPSAT, M, 10**6, 16384)
     for scan in scan_capture(cap):
         phase = cap.phase_by_id(scan.phase)
         spare = iter(range(M.tiles - 1, 15, -1))  # tiles 16.. take no part in the traffic
@@ -327,11 +330,10 @@ def test_rendered_plan_file_is_the_same_bytes() -> None:
     assert orjson.dumps(out.plan.to_json(cap, {"x": 1}, rendered=True)) == plain
 
 
-def _outcome(cycles: float, table: float, bound: float, *, cycles_optimal: bool = True) -> object:
+def _outcome(cycles: float, table: float, bound: float, *, cycles_optimal: bool = True) -> Outcome:
     from types import SimpleNamespace
 
     from placer.selection.cpsat.solve import StagedResult
-    from placer.selection.select import Outcome
     from placer.solver import SolveResult
 
     stages = [("cycles", SolveResult(Status.OPTIMAL if cycles_optimal else Status.FEASIBLE, cycles, cycles, 1.0)),
@@ -344,20 +346,23 @@ def _outcome(cycles: float, table: float, bound: float, *, cycles_optimal: bool 
 def test_a_table_bound_proved_at_a_larger_budget_holds_at_a_smaller_one_with_the_same_cycles() -> None:
     from placer.selection.select import share_table_bounds
 
-    def bound(out: object) -> float:
-        return out.staged.stages[1][1].bound  # type: ignore[attr-defined]
+    def bound(out: Outcome) -> float | None:
+        assert out.staged is not None
+        return out.staged.stages[1][1].bound
 
     small, mid, other, large = (_outcome(100, 60, 30), _outcome(100, 60, 45), _outcome(100, 60, 55,
                                 cycles_optimal=False), _outcome(90, 60, 59))
     outcomes = [(64, small), (72, mid), (76, other), (80, large)]
-    share_table_bounds(outcomes)  # type: ignore[arg-type]
+    share_table_bounds(outcomes)
     # 64 takes 72's bound (same optimal cycles); not 76's (its cycles are not proved) nor 80's (other cycles)
     assert [bound(o) for _, o in outcomes] == [45, 45, 55, 59]
     assert "from the 72 B budget's" in small.note
-    assert not mid.note  # type: ignore[attr-defined]
-    assert small.staged.stages[1][1].solver.endswith("bound from the 72 B budget")  # type: ignore[attr-defined]
+    assert not mid.note
+    assert small.staged is not None
+    assert small.staged.stages[1][1].solver.endswith("bound from the 72 B budget")
     # a bound that meets the objective proves it optimal
     tight, looser = _outcome(100, 50, 40), _outcome(100, 50, 50)
-    share_table_bounds([(64, tight), (80, looser)])  # type: ignore[list-item]
+    share_table_bounds([(64, tight), (80, looser)])
+    assert tight.staged is not None
     assert tight.staged.stages[1][1].status is Status.OPTIMAL
-    assert tight.status is Status.OPTIMAL  # type: ignore
+    assert tight.status is Status.OPTIMAL

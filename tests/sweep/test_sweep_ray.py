@@ -12,6 +12,7 @@ import pytest
 
 from placer.capture import read_capture
 from placer.sweep import runner
+from placer.sweep.jobs import load_workload
 from placer.sweep.results import job_dir
 from placer.sweep.runner import run_sweep
 from placer.sweep.spec import load_spec
@@ -79,7 +80,7 @@ def swept(ray_local: Any, sweep_file: Path, tmp_path_factory: pytest.TempPathFac
     spec = load_spec(sweep_file)
     out = tmp_path_factory.mktemp("swept")
     loads: list[str] = []
-    real_load = runner.load_workload
+    real_load = load_workload
 
     def counting(workload: Any, machine: Any) -> Any:
         loads.append(workload.name)
@@ -193,6 +194,7 @@ def test_schedule_every_phase_on_ray_equals_serial(tmp_path: Path, capture: str,
 @pytest.mark.usefixtures("ray_local")
 def test_schedule_phases_returns_identical_times() -> None:
     from placer.machine import load_machine
+    from placer.modes import ScheduleMode
     from placer.ordering.schedule import OrderingParams, schedule_capture
     from placer.solver import SolverParams
     from placer.sweep.fanout import schedule_phases
@@ -200,7 +202,7 @@ def test_schedule_phases_returns_identical_times() -> None:
     cap, machine = read_capture(DEMO), load_machine()
     params = SolverParams(time_limit=2.0, workers=1)
     serial = schedule_capture(cap, machine, "greedy", params, ordering=OrderingParams())
-    on_ray = schedule_phases(cap, machine, "greedy", params, cap.phase_ids(), OrderingParams(), None)
+    on_ray = schedule_phases(cap, machine, ScheduleMode.GREEDY, params, cap.phase_ids(), OrderingParams(), None)
     for s, r in zip(serial, on_ray, strict=True):
         assert s.phase == r.phase
         assert s.horizon == r.horizon

@@ -13,6 +13,7 @@ import orjson
 import pytest
 
 from placer.errors import InputError
+from placer.modes import SelectionMode
 from placer.selection.select import OBJECTIVES
 from placer.sweep import spec as sweep_spec
 from placer.sweep.results import COLUMNS, finished, job_dir
@@ -187,8 +188,8 @@ def _stable(row: dict[str, object]) -> dict[str, object]:
 
 
 def test_job_is_hashable_value() -> None:
-    a = Job("w", 700, "cpsat", ("table", "cycles", "scratch", "relays"), 1)
-    assert a == Job("w", 700, "cpsat", ("table", "cycles", "scratch", "relays"), 1)
+    a = Job("w", 700, SelectionMode.CPSAT, ("table", "cycles", "scratch", "relays"), 1)
+    assert a == Job("w", 700, SelectionMode.CPSAT, ("table", "cycles", "scratch", "relays"), 1)
     assert a.id.endswith("__seed1")
 
 

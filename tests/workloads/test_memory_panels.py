@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from placer.capture.model import Capture
+from placer.capture.model import Capture, PanelHint
 from placer.machine import Machine
 
 
@@ -62,7 +62,7 @@ def test_traffic_lands_in_live_allocations(siglip2: Capture) -> None:
 def test_panel_hints_match_groups(siglip2: Capture) -> None:
     counts = {16: 40, 50: 27, 54: 240}
     native = {16: 18, 50: 24, 54: 6}
-    by_phase: dict[int, list] = {}
+    by_phase: dict[int, list[PanelHint]] = {}
     for h in siglip2.panels:
         if h.splits:  # the weights' hints say they do not split (checked in test_weight_hints_do_not_split)
             by_phase.setdefault(h.phase, []).append(h)

@@ -68,6 +68,7 @@ def test_qkv_phase(siglip2: Capture) -> None:
     assert near(float((p.nbytes[w] * 9).sum()) / MIB, 37.97 * 9 / 10, 0.01)  # the homes' own slices stay home
     # activations come from the rows' owners with one source address, weights with one per layer
     assert (np.diff(p.src_ptr)[act] == 1).all()
+    assert siglip2.repeat is not None
     assert (np.diff(p.src_ptr)[w] == siglip2.repeat.iterations).all()
 
 

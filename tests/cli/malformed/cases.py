@@ -42,7 +42,8 @@ def _cap(edit: Callable[[dict[str, Any]], None]) -> Callable[[Any], Any]:
 
 
 def _t0(doc: dict[str, Any]) -> dict[str, Any]:
-    return doc["phases"][0]["transfers"][0]
+    first: dict[str, Any] = doc["phases"][0]["transfers"][0]
+    return first
 
 
 def _set(path: str, value: Any) -> Callable[[Any], Any]:

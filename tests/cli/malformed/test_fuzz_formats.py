@@ -37,8 +37,8 @@ def _demo() -> tuple[Capture, Machine, dict[str, Any], dict[str, Any]]:
     from placer import api
 
     cap, machine = read_capture(DEMO), load_machine("ipu21")
-    plan = api.solve(cap, machine, budget=700, mode="greedy").plan_json()
-    return cap, machine, plan, api.schedule(cap, machine).order_json()
+    plan = dict(api.solve(cap, machine, budget=700, mode="greedy").plan_json())
+    return cap, machine, plan, dict(api.schedule(cap, machine).order_json())
 
 
 def _one_line(exc: InputError, name: str) -> None:

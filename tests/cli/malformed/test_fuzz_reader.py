@@ -26,7 +26,8 @@ TILES = 8
 
 def _examples(ci: int) -> int:
     """``ci`` examples, unless the loaded profile asks for more (``--hypothesis-profile=nightly``: 10,000)."""
-    return max(ci, settings.default.max_examples) if settings.default.max_examples > 100 else ci
+    loaded = settings.default
+    return max(ci, loaded.max_examples) if loaded is not None and loaded.max_examples > 100 else ci
 word_address = st.integers(0, 2**20).map(lambda a: 4 * a)
 
 
@@ -59,7 +60,7 @@ nasty = st.one_of(
 )
 
 
-def _paths(obj: Any, prefix: tuple = ()) -> list[tuple]:
+def _paths(obj: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     out = [prefix]
     if isinstance(obj, dict):
         for k, v in obj.items():
@@ -70,7 +71,7 @@ def _paths(obj: Any, prefix: tuple = ()) -> list[tuple]:
     return out
 
 
-def _mutate(doc: Any, path: tuple, value: Any, delete: bool) -> Any:
+def _mutate(doc: Any, path: tuple[Any, ...], value: Any, delete: bool) -> Any:
     if not path:
         return value
     parent = doc

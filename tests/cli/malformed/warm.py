@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 import traceback
-from typing import NoReturn
+from typing import Any, NoReturn
 
 WORKERS = int(sys.argv[1]) if len(sys.argv) > 1 else 2
 CHILD_SECONDS = 300  # as the console-script variant's subprocess timeout
@@ -48,7 +48,7 @@ def _preload() -> None:
         importlib.import_module(name)
 
 
-def _child(job: dict, out: int, err: int) -> NoReturn:
+def _child(job: dict[str, Any], out: int, err: int) -> NoReturn:
     os.chdir(job["cwd"])
     null = os.open(os.devnull, os.O_RDONLY)
     for fd, to in ((0, null), (1, out), (2, err)):
@@ -139,9 +139,9 @@ def serve(workers: int) -> None:
             _child(job, pipes[0][1], pipes[1][1])  # never returns
         running[pid] = i
         began[pid] = time.monotonic()
-        for (r, w), key in zip(pipes, ("stdout", "stderr"), strict=True):
+        for (r, w), stream in zip(pipes, ("stdout", "stderr"), strict=True):
             os.close(w)
-            streams.register(r, selectors.EVENT_READ, open(job[key], "wb", buffering=0))  # noqa: SIM115
+            streams.register(r, selectors.EVENT_READ, open(job[stream], "wb", buffering=0))  # noqa: SIM115
 
     while running or streams.get_map():
         drain(0.02)
