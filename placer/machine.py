@@ -97,7 +97,7 @@ class PackKernel:
     segment_bytes: tuple[int, ...]
     cycles: tuple[int, ...]
 
-    def estimate(self, nbytes: int | np.ndarray) -> np.ndarray:
+    def estimate(self, nbytes: int | npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.int64]:
         x = np.asarray(self.segment_bytes, float)
         y = np.asarray(self.cycles, float)
         b = np.asarray(nbytes, float)
@@ -121,7 +121,7 @@ class Machine:
     geometry: Geometry
     local_pack: PackKernel
 
-    def row(self, tiles: np.ndarray | int) -> np.ndarray:
+    def row(self, tiles: npt.NDArray[np.integer[Any]] | int) -> npt.NDArray[np.int64]:
         """Geometric row of each logical tile (reversed on odd blocks); latency grows with it."""
         t = np.asarray(tiles, dtype=np.int64)
         pair = t // 2
@@ -129,19 +129,20 @@ class Machine:
         row = pair % self.geometry.rows
         return np.where(block & 1, self.geometry.rows - 1 - row, row)
 
-    def physical(self, tiles: np.ndarray | int) -> np.ndarray:
+    def physical(self, tiles: npt.NDArray[np.integer[Any]] | int) -> npt.NDArray[np.int64]:
         t = np.asarray(tiles, dtype=np.int64)
         g = self.geometry
         block = (t // 2) // g.rows
-        address: np.ndarray = (g.row_stride * self.row(t) + g.block_stride * (block // 2) + (block & 1)
+        address: npt.NDArray[np.int64] = (g.row_stride * self.row(t) + g.block_stride * (block // 2) + (block & 1)
                                + g.lane_stride * (t & 1))
         return address
 
-    def latency(self, destination_tiles: np.ndarray | int) -> np.ndarray:
+    def latency(self, destination_tiles: npt.NDArray[np.integer[Any]] | int) -> npt.NDArray[np.int64]:
         """Cycles from a receiver selecting its source to the payload arriving."""
         return self.geometry.latency_base + self.geometry.latency_per_row * self.row(destination_tiles)
 
-    def mux_time(self, source_tiles: np.ndarray | int, destination_tiles: np.ndarray | int) -> np.ndarray:
+    def mux_time(self, source_tiles: npt.NDArray[np.integer[Any]] | int,
+                 destination_tiles: npt.NDArray[np.integer[Any]] | int) -> npt.NDArray[np.int64]:
         """Cycles from a sender's first payload word to the receiver's source select, by route (the reference
         compiler's ``time_to_mux`` for the C600 exchange: column crossings, the turn at the spine and twice the
         row distance). It is negative where the receiver must select before the sender starts (-77..+108 on

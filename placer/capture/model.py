@@ -11,7 +11,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -25,20 +25,23 @@ WORD_BYTES = 4
 # The version of placer's own optional extensions, stored under the top-level key "placer".
 EXTENSION_VERSION = 1
 
+_Array = TypeVar("_Array", bound="npt.NDArray[Any]")
+Runs: TypeAlias = "tuple[npt.NDArray[np.int32], npt.NDArray[np.int64], npt.NDArray[np.int64]]"  # tile, start, end
+
 
 @dataclass(eq=False)
 class Phase:
     """One exchange phase: ``n`` transfers in listed order (the order pointer resets are counted in)."""
 
     phase: int
-    source: np.ndarray  # int32 (n,)
-    words: np.ndarray  # int32 (n,)
-    width: np.ndarray  # uint8 (n,): WORD32 or PAIRED64
-    src_ptr: np.ndarray  # int64 (n+1,) CSR into src_addr
-    src_addr: np.ndarray  # int64: one source address per Repeat iteration (or one if the read does not vary)
-    dst_ptr: np.ndarray  # int64 (n+1,) CSR into dst_tile/dst_addr
-    dst_tile: np.ndarray  # int32
-    dst_addr: np.ndarray  # int64
+    source: npt.NDArray[np.int32]  # (n,)
+    words: npt.NDArray[np.int32]  # (n,)
+    width: npt.NDArray[np.uint8]  # (n,): WORD32 or PAIRED64
+    src_ptr: npt.NDArray[np.int64]  # (n+1,) CSR into src_addr
+    src_addr: npt.NDArray[np.int64]  # one source address per Repeat iteration (or one if the read does not vary)
+    dst_ptr: npt.NDArray[np.int64]  # (n+1,) CSR into dst_tile/dst_addr
+    dst_tile: npt.NDArray[np.int32]
+    dst_addr: npt.NDArray[np.int64]
     extra: dict[str, Any] = field(default_factory=dict)  # unknown per-phase keys, kept for a lossless round trip
 
     @property
@@ -46,18 +49,18 @@ class Phase:
         return int(self.source.shape[0])
 
     @property
-    def nbytes(self) -> np.ndarray:
+    def nbytes(self) -> npt.NDArray[np.int64]:
         return self.words.astype(np.int64) * WORD_BYTES
 
     @property
-    def fanout(self) -> np.ndarray:
+    def fanout(self) -> npt.NDArray[np.int64]:
         return np.diff(self.dst_ptr)
 
-    def dst_transfer(self) -> np.ndarray:
+    def dst_transfer(self) -> npt.NDArray[np.int64]:
         """For every destination entry, the index of its transfer (the CSR row expanded; cached, read-only)."""
         return _cached(_DST_TRANSFER, self, lambda: np.repeat(np.arange(self.n, dtype=np.int64), self.fanout))
 
-    def dst_set_ids(self) -> np.ndarray:
+    def dst_set_ids(self) -> npt.NDArray[np.int64]:
         """A dense id per transfer such that equal ids mean equal destination tile sets.
 
         Two independent 64-bit random signatures per tile are summed over each set (order-free); a collision of
@@ -95,12 +98,12 @@ class Phase:
         _SET_IDS[self] = ids
         return ids
 
-    def dst_order(self) -> np.ndarray:
+    def dst_order(self) -> npt.NDArray[np.intp]:
         """Destination entries sorted by tile, listed order kept within a tile (cached, read-only): the order
         pointer resets, table rows and busy memory are all read in."""
         return _cached(_DST_ORDER, self, lambda: tile_order(self.dst_tile))
 
-    def dst_runs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def dst_runs(self) -> Runs:
         """The bytes the phase writes, as (tile, start, end) intervals in tile order (cached, read-only): receive
         entries that follow each other on a tile in listed order, each starting where the one before ended, are
         one interval. The same bytes as the entries, about a thousandth of their number (a multicast's fragments
@@ -114,13 +117,12 @@ class Phase:
                 a.flags.writeable = False
         return cached
 
-    def source_order(self) -> np.ndarray:
+    def source_order(self) -> npt.NDArray[np.intp]:
         """Transfers sorted by source tile, listed order kept within a tile (cached, read-only)."""
         return _cached(_SOURCE_ORDER, self, lambda: tile_order(self.source))
 
-    def first_src_addr(self) -> np.ndarray:
-        first: np.ndarray = self.src_addr[self.src_ptr[:-1]]
-        return first
+    def first_src_addr(self) -> npt.NDArray[np.int64]:
+        return self.src_addr[self.src_ptr[:-1]]
 
     def payload_bytes(self) -> int:
         """Receiver payload summed over every receiver (a multicast counts once per destination)."""
@@ -134,7 +136,7 @@ class Phase:
         addresses: list[int] = self.src_addr[self.src_ptr[i] : self.src_ptr[i + 1]].tolist()
         return addresses
 
-    def take(self, index: np.ndarray) -> Phase:
+    def take(self, index: npt.NDArray[np.integer[Any]]) -> Phase:
         """A phase holding only the transfers ``index`` (in that order)."""
         index = np.asarray(index, dtype=np.int64)
         src_counts = np.diff(self.src_ptr)[index]
@@ -213,14 +215,14 @@ class Phase:
 
 
 # a phase is not changed once built, so its destination-set ids are computed once (read-only)
-_SET_IDS: weakref.WeakKeyDictionary[Phase, np.ndarray] = weakref.WeakKeyDictionary()
-_DST_TRANSFER: weakref.WeakKeyDictionary[Phase, np.ndarray] = weakref.WeakKeyDictionary()
-_DST_ORDER: weakref.WeakKeyDictionary[Phase, np.ndarray] = weakref.WeakKeyDictionary()
-_SOURCE_ORDER: weakref.WeakKeyDictionary[Phase, np.ndarray] = weakref.WeakKeyDictionary()
-_DST_RUNS: weakref.WeakKeyDictionary[Phase, tuple[np.ndarray, np.ndarray, np.ndarray]] = weakref.WeakKeyDictionary()
+_SET_IDS: weakref.WeakKeyDictionary[Phase, npt.NDArray[np.int64]] = weakref.WeakKeyDictionary()
+_DST_TRANSFER: weakref.WeakKeyDictionary[Phase, npt.NDArray[np.int64]] = weakref.WeakKeyDictionary()
+_DST_ORDER: weakref.WeakKeyDictionary[Phase, npt.NDArray[np.intp]] = weakref.WeakKeyDictionary()
+_SOURCE_ORDER: weakref.WeakKeyDictionary[Phase, npt.NDArray[np.intp]] = weakref.WeakKeyDictionary()
+_DST_RUNS: weakref.WeakKeyDictionary[Phase, Runs] = weakref.WeakKeyDictionary()
 
 
-def tile_order(tile: np.ndarray) -> np.ndarray:
+def tile_order(tile: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.intp]:
     """Indices that sort entries by tile, keeping listed order within a tile (a stable sort): on 16-bit keys numpy
     sorts by radix, seven times faster than on 32-bit ones, and every machine here has fewer than 2^15 tiles."""
     if tile.size and int(tile.min()) >= 0 and int(tile.max()) < 2**15:
@@ -228,8 +230,7 @@ def tile_order(tile: np.ndarray) -> np.ndarray:
     return np.argsort(tile, kind="stable")
 
 
-def _cached(store: weakref.WeakKeyDictionary[Phase, np.ndarray], phase: Phase,
-            compute: Callable[[], np.ndarray]) -> np.ndarray:
+def _cached(store: weakref.WeakKeyDictionary[Phase, _Array], phase: Phase, compute: Callable[[], _Array]) -> _Array:
     """``store[phase]``, computed on first use and made read-only (a phase is not changed once built)."""
     cached = store.get(phase)
     if cached is None:
@@ -282,11 +283,11 @@ class Allocations:
     Lifetimes are inclusive phase ids; a relay buffer in phase p must avoid every allocation live in p.
     """
 
-    tile: np.ndarray  # int32
-    start: np.ndarray  # int64
-    end: np.ndarray  # int64
-    first: np.ndarray  # int64 phase id
-    last: np.ndarray  # int64 phase id
+    tile: npt.NDArray[np.int32]
+    start: npt.NDArray[np.int64]
+    end: npt.NDArray[np.int64]
+    first: npt.NDArray[np.int64]  # phase id
+    last: npt.NDArray[np.int64]  # phase id
     name: list[str] = field(default_factory=list)  # optional label per allocation ("" when absent)
 
     @staticmethod
@@ -297,7 +298,7 @@ class Allocations:
     def __len__(self) -> int:
         return int(self.tile.shape[0])
 
-    def live_on(self, tile: int, phase: int) -> np.ndarray:
+    def live_on(self, tile: int, phase: int) -> npt.NDArray[np.intp]:
         """Indices of allocations on ``tile`` live during ``phase``."""
         return np.flatnonzero((self.tile == tile) & (self.first <= phase) & (self.last >= phase))
 

@@ -25,9 +25,10 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
 import orjson
 
 from placer import native
@@ -53,6 +54,12 @@ class Limits:
     word_bytes: int
 
 
+# one phase's columns with a Phase's dtypes: source, words, width, src_ptr, src_addr, dst_ptr, dst_tile, dst_addr
+PhaseColumns: TypeAlias = tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], npt.NDArray[np.uint8],
+                                npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64],
+                                npt.NDArray[np.int32], npt.NDArray[np.int64]]
+
+
 @dataclass
 class NativeSplit:
     """The document without its transfers (each phase's ``transfers`` is ``[]``) and each phase's final columns:
@@ -61,7 +68,7 @@ class NativeSplit:
     (``max_tile``, -1 with no transfer) and ``bad`` is false."""
 
     doc: Any
-    columns: list[tuple[np.ndarray, ...]]
+    columns: list[PhaseColumns]
     max_tile: int
     bad: bool
 
@@ -119,7 +126,7 @@ def _scan_pieces(pieces: Iterator[bytes], limits: Limits) -> NativeSplit | None:
     del rest
     if not _markers_ok(doc, nonce, len(regions)):
         return None
-    columns: list[tuple[np.ndarray, ...]] = [tuple(cols) for cols in regions]
+    columns: list[PhaseColumns] = list(regions)
     return NativeSplit(doc, columns, max_tile, bad)
 
 

@@ -22,11 +22,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from placer.capture.model import Phase
 from placer.machine import Machine
 from placer.streams.balance import incidence
 from placer.streams.dependencies import Dependencies, transfer_dependencies, transfer_levels
+
+I64 = npt.NDArray[np.int64]
 
 
 @dataclass(eq=False)
@@ -39,26 +42,26 @@ class Chunks:
 
     phase: int
     tiles: int
-    words: np.ndarray  # int64 (C,) cycles on each receive port (sends, internal base writes, short-receive holds)
+    words: I64  # (C,) cycles on each receive port (sends, internal base writes, short-receive holds)
     lead: int  # cycles of the chunk's first outgoing base write: the lane is busy for lead + words
-    source: np.ndarray  # int64 (C,)
-    dset: np.ndarray  # int64 (C,) destination set id
-    stream: np.ndarray  # int64 (C,) stream id: streams numbered in (source, destination set) order
-    stream_total: np.ndarray  # int64 (C,) words of the chunk's whole stream
-    wave: np.ndarray  # int64 (C,) ⌊words of the stream before the chunk / wave_words⌋
-    level: np.ndarray  # int64 (C,) dependency depth
-    tail: np.ndarray  # int64 (C,) payload landed everywhere by start + words + tail (lead + largest latency −
+    source: I64  # (C,)
+    dset: I64  # (C,) destination set id
+    stream: I64  # (C,) stream id: streams numbered in (source, destination set) order
+    stream_total: I64  # (C,) words of the chunk's whole stream
+    wave: I64  # (C,) ⌊words of the stream before the chunk / wave_words⌋
+    level: I64  # (C,) dependency depth
+    tail: I64  # (C,) payload landed everywhere by start + words + tail (lead + largest latency −
     # the hold that ends the chunk: the port stays busy past the payload)
     hold: int  # the largest such hold (short-receive hold cycles)
-    hold_end: np.ndarray  # int64 (C,) the hold that ends each chunk's port window (0 or ``hold``)
-    ptr: np.ndarray  # int64 (C+1,)
-    order: np.ndarray  # int64 (n,) transfers in chunk order
-    offset: np.ndarray  # int64 (n,) start of order[k] relative to its chunk
-    set_tiles: list[np.ndarray]  # destination tiles of each destination set
-    set_latency: list[np.ndarray]  # their latencies, same order
-    latency: np.ndarray  # int64 (tiles,) latency of every tile as a destination
-    dep_pred: np.ndarray  # int64 chunk dependency edges (data: start(b) >= start(a) + words(a) + tail(a))
-    dep_succ: np.ndarray
+    hold_end: I64  # (C,) the hold that ends each chunk's port window (0 or ``hold``)
+    ptr: I64  # (C+1,)
+    order: I64  # (n,) transfers in chunk order
+    offset: I64  # (n,) start of order[k] relative to its chunk
+    set_tiles: list[I64]  # destination tiles of each destination set
+    set_latency: list[I64]  # their latencies, same order
+    latency: I64  # (tiles,) latency of every tile as a destination
+    dep_pred: I64  # chunk dependency edges (data: start(b) >= start(a) + words(a) + tail(a))
+    dep_succ: I64
     transfer_deps: Dependencies
 
     @property
@@ -66,19 +69,18 @@ class Chunks:
         return int(self.words.shape[0])
 
     @property
-    def lane_words(self) -> np.ndarray:
+    def lane_words(self) -> I64:
         """Cycles each chunk holds its transmit lane: the base write, then its sends (the lane does not wait for
         the short-receive hold that ends the chunk's port window)."""
-        lane: np.ndarray = self.words + self.lead - self.hold_end
-        return lane
+        return self.words + self.lead - self.hold_end
 
-    def stream_edges(self) -> tuple[np.ndarray, np.ndarray]:
+    def stream_edges(self) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
         """Consecutive chunks of a stream: order edges (start(b) >= start(a) + words(a))."""
         same = self.stream[1:] == self.stream[:-1]
         a = np.flatnonzero(same)
         return a, a + 1
 
-    def resources(self) -> tuple[np.ndarray, np.ndarray]:
+    def resources(self) -> tuple[I64, I64]:
         """Incidence (chunk, resource): resource ``s`` is tile s's transmit lane, ``tiles + d`` d's receive port."""
         return incidence(self.tiles, self.source, self.dset, self.set_tiles)
 

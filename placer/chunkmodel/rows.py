@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 from placer.capture.model import Phase
 from placer.chunkmodel.chunks import Chunks, Timing, continues_previous
@@ -46,15 +47,15 @@ class Schedule:
     """Per-transfer times of one phase: ``tx_start[i]`` on the source's lane (``words[i]`` cycles), and
     ``rx_start[e]`` for destination entry ``e`` (the phase's ``dst_*`` order) on that tile's receive port."""
 
-    tx_start: np.ndarray  # int64 (n,)
-    rx_start: np.ndarray  # int64 (destination entries,)
+    tx_start: npt.NDArray[np.int64]  # (n,)
+    rx_start: npt.NDArray[np.int64]  # (destination entries,)
     horizon: int
 
     def to_json(self) -> dict[str, Any]:
         return {"horizon": self.horizon, "tx_start": self.tx_start.tolist(), "rx_start": self.rx_start.tolist()}
 
 
-def expand(phase: Phase, chunks: Chunks, starts: np.ndarray) -> Schedule:
+def expand(phase: Phase, chunks: Chunks, starts: npt.NDArray[np.int64]) -> Schedule:
     """Chunk starts → transfer times: a chunk's transfers go back to back in its send order."""
     tx = np.zeros(phase.n, np.int64)
     chunk_of = np.repeat(np.arange(chunks.count), np.diff(chunks.ptr))
@@ -67,10 +68,10 @@ def expand(phase: Phase, chunks: Chunks, starts: np.ndarray) -> Schedule:
 
 @dataclass(eq=False)
 class TimedRows:
-    table_bytes: np.ndarray  # per tile, rounded
-    delay_words: np.ndarray  # per tile
-    resets: np.ndarray  # per tile, in scheduled receive order
-    base_writes: np.ndarray  # per tile, outgoing
+    table_bytes: npt.NDArray[np.int64]  # per tile, rounded
+    delay_words: npt.NDArray[np.int64]  # per tile
+    resets: npt.NDArray[np.int64]  # per tile, in scheduled receive order
+    base_writes: npt.NDArray[np.int64]  # per tile, outgoing
 
 
 def timed_rows(phase: Phase, schedule: Schedule, machine: Machine, tiles: int,

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from placer.capture.model import Capture, Phase
 from placer.chunkmodel.bounds import LowerBound, lower_bound
@@ -74,10 +75,10 @@ class PhaseSchedule:
     seconds: float
     greedy_seconds: float
     schedule: Schedule = field(repr=False)
-    starts: np.ndarray = field(repr=False)  # chunk starts (model rules; empty under the reference's rules)
+    starts: npt.NDArray[np.int64] = field(repr=False)  # chunk starts (model rules; empty under the reference's rules)
     rules: OrderingRules = OrderingRules.REFERENCE
     # the transfers in the order the reference's row builder appends them (reference rules; empty under the model)
-    order: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
+    order: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
 
     @property
     def lower(self) -> int:

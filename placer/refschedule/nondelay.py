@@ -20,8 +20,10 @@ stays as its test oracle (the same order, compared on random phases).
 from __future__ import annotations
 
 import heapq
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from placer import native
 from placer.capture.model import Phase
@@ -34,9 +36,11 @@ native.require(_balance)
 # its send starts (row ≤ 22 on IPU21), the route adds up to about a hundred more
 LAG = 150
 
+I64 = npt.NDArray[np.int64]  # the compiled loop's columns (``_balance.nondelay`` takes contiguous int64)
 
-def nondelay_order(phase: Phase, deps: Dependencies, priority: np.ndarray, *, tiles: int,
-                   lag: int = LAG) -> np.ndarray:
+
+def nondelay_order(phase: Phase, deps: Dependencies, priority: npt.NDArray[np.integer[Any]], *, tiles: int,
+                   lag: int = LAG) -> npt.NDArray[np.int64]:
     """The non-delay list order of ``phase`` (see the module docstring): a topological order of ``deps``.
 
     ``priority`` gives each transfer a distinct rank (lower first among transfers that can start at the same
@@ -53,12 +57,12 @@ def nondelay_order(phase: Phase, deps: Dependencies, priority: np.ndarray, *, ti
     return order
 
 
-def _columns(phase: Phase) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _columns(phase: Phase) -> tuple[I64, I64, I64, I64]:
     return (np.ascontiguousarray(phase.source, np.int64), np.ascontiguousarray(phase.words, np.int64),
             np.ascontiguousarray(phase.dst_ptr, np.int64), np.ascontiguousarray(phase.dst_tile, np.int64))
 
 
-def _successors(n: int, deps: Dependencies) -> tuple[np.ndarray, np.ndarray]:
+def _successors(n: int, deps: Dependencies) -> tuple[I64, I64]:
     """Each transfer's dependents, as CSR (``succ_ptr``, ``succ``), in input order."""
     o = np.argsort(deps.pred, kind="stable")
     succ_ptr = np.zeros(n + 1, np.int64)
@@ -66,8 +70,8 @@ def _successors(n: int, deps: Dependencies) -> tuple[np.ndarray, np.ndarray]:
     return succ_ptr, np.ascontiguousarray(deps.succ[o], np.int64)
 
 
-def _nondelay_python(phase: Phase, priority: np.ndarray, succ_ptr: np.ndarray, succ: np.ndarray, lag: int,
-                     tiles: int) -> tuple[np.ndarray, int]:
+def _nondelay_python(phase: Phase, priority: npt.NDArray[np.integer[Any]], succ_ptr: I64, succ: I64, lag: int,
+                     tiles: int) -> tuple[I64, int]:
     """The loop of ``nondelay_order`` in Python, the test oracle of the compiled one; returns (order, how many
     transfers it placed).
 

@@ -42,7 +42,7 @@ from __future__ import annotations
 import bisect
 import weakref
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -63,17 +63,19 @@ _XPIC, _PIC, _SEND = 1, 2, 4  # event flags per (tile, cycle)
 
 native.require(_materialize)
 
+I64 = npt.NDArray[np.int64]  # what the compiled loop takes and fills: contiguous int64 (``_materialize.pyi``)
+
 
 @dataclass(eq=False)
 class ReferenceSchedule:
     """Times of one phase under the reference's rules (exchange cycles, sync excluded)."""
 
-    order: np.ndarray  # transfers in append order
-    tx_start: np.ndarray  # (n,) S: the sender's first payload word
-    rx_start: np.ndarray  # (destination entries,) P: the payload's first word lands
-    cutover: np.ndarray  # (destination entries,) bool: the select replaced the previous receive's teardown
-    carries: np.ndarray  # (destination entries,) bool: the address continues the previous receive (no pointer)
-    tile_horizon: np.ndarray  # (tiles,)
+    order: I64  # transfers in append order
+    tx_start: I64  # (n,) S: the sender's first payload word
+    rx_start: I64  # (destination entries,) P: the payload's first word lands
+    cutover: npt.NDArray[np.bool_]  # (destination entries,): the select replaced the previous receive's teardown
+    carries: npt.NDArray[np.bool_]  # (destination entries,): the address continues the previous receive (no pointer)
+    tile_horizon: I64  # (tiles,)
     horizon: int
 
 
@@ -306,10 +308,10 @@ def _grouped(owner: np.ndarray, columns: list[np.ndarray]) -> dict[int, list[lis
 class _Plan:
     """Per-transfer and per-entry constants of the reference's rows: lead, select and pointer offsets."""
 
-    lead: np.ndarray  # (n,)
-    select: np.ndarray  # (entries,) X − O
-    pointer: np.ndarray  # (entries,) P − O
-    guard: np.ndarray  # (n,)
+    lead: I64  # (n,)
+    select: I64  # (entries,) X − O
+    pointer: I64  # (entries,) P − O
+    guard: I64  # (n,)
 
 
 def _plan(phase: Phase, machine: Machine, tiles: int) -> _Plan:
@@ -329,7 +331,7 @@ def _plan(phase: Phase, machine: Machine, tiles: int) -> _Plan:
     return _Plan(lead, select.astype(np.int64), pointer.astype(np.int64), guard.astype(np.int64))
 
 
-def materialize(phase: Phase, order: np.ndarray, deps: Dependencies, machine: Machine,
+def materialize(phase: Phase, order: npt.NDArray[np.integer[Any]], deps: Dependencies, machine: Machine,
                 tiles: int) -> ReferenceSchedule:
     """Time the transfers of ``phase`` in ``order`` (a topological order of ``deps``) by the reference's rules.
 
@@ -353,17 +355,17 @@ class _Prepared:
     phase: weakref.ref[Phase]
     machine: Machine
     tiles: int
-    source: np.ndarray
-    words: np.ndarray
-    dst_ptr: np.ndarray
-    dst_tile: np.ndarray
-    dst_addr: np.ndarray
+    source: I64
+    words: I64
+    dst_ptr: I64
+    dst_tile: I64
+    dst_addr: I64
     plan: _Plan
-    src_key_ptr: np.ndarray
-    src_key: np.ndarray
-    dst_key_ptr: np.ndarray
-    dst_key_entry: np.ndarray
-    dst_key: np.ndarray
+    src_key_ptr: I64
+    src_key: I64
+    dst_key_ptr: I64
+    dst_key_entry: I64
+    dst_key: I64
     keys: int
 
 
@@ -396,7 +398,7 @@ def _prepare(phase: Phase, machine: Machine, tiles: int) -> _Prepared:
     ids = ids.reshape(-1).astype(np.int64)
     t = phase.dst_transfer()[entry]  # entries in order, so grouped by transfer, as in _hazard_keys
 
-    def flat(a: np.ndarray) -> np.ndarray:
+    def flat(a: npt.NDArray[np.integer[Any]]) -> I64:
         return np.ascontiguousarray(a, np.int64)
 
     prepared = _Prepared(weakref.ref(phase), machine, tiles, flat(source), flat(phase.words), flat(phase.dst_ptr),
@@ -408,7 +410,7 @@ def _prepare(phase: Phase, machine: Machine, tiles: int) -> _Prepared:
     return prepared
 
 
-def _materialize_compiled(phase: Phase, order: np.ndarray, deps: Dependencies, machine: Machine,
+def _materialize_compiled(phase: Phase, order: npt.NDArray[np.integer[Any]], deps: Dependencies, machine: Machine,
                           tiles: int) -> ReferenceSchedule:
     """``_materialize_python`` compiled; raises ValueError as :func:`materialize` says."""
     n = phase.n
@@ -446,11 +448,11 @@ def _empty_schedule(entries: int, tiles: int) -> ReferenceSchedule:
                              np.zeros(entries, bool), np.zeros(entries, bool), np.zeros(tiles, np.int64), 0)
 
 
-def _within(values: np.ndarray, top: int) -> bool:
+def _within(values: npt.NDArray[np.integer[Any]], top: int) -> bool:
     return values.size == 0 or (int(values.min()) >= 0 and int(values.max()) < top)
 
 
-def _csr_pointers(owner: np.ndarray, n: int) -> np.ndarray:
+def _csr_pointers(owner: npt.NDArray[np.integer[Any]], n: int) -> I64:
     """(n + 1,) int64 offsets of each owner's run in ``owner`` sorted."""
     ptr = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(owner, minlength=n), out=ptr[1:])

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NotRequired, TypeAlias, TypedDict
 
 import numpy as np
+import numpy.typing as npt
 
 from placer.alternatives.groups import ReplicaGroup
 from placer.alternatives.relay import RelayRewrite, Variant
@@ -110,13 +111,13 @@ class RelayChoice:
     group: ReplicaGroup
     variant: Variant
     segmentation: Segmentation
-    hosts: np.ndarray  # relay tile of each segment
-    buffers: np.ndarray  # staging buffer address of each segment
+    hosts: npt.NDArray[np.int64]  # relay tile of each segment
+    buffers: npt.NDArray[np.int64]  # staging buffer address of each segment
     rewrite: RelayRewrite
     extra_phase: int | None = None  # local-pack: id of the extra phase holding the forwards
 
     @property
-    def scratch_bytes(self) -> np.ndarray:
+    def scratch_bytes(self) -> npt.NDArray[np.int64]:
         """Bytes of relay memory per segment (local-pack also keeps the unpacked runs)."""
         seg = self.segmentation.segment_bytes()
         if self.variant == "local-pack":

@@ -16,8 +16,11 @@ compiled (``benchmarks/bench_balance.py``).
 from __future__ import annotations
 
 import heapq
+from collections.abc import Sequence
+from typing import Any, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
 
 from placer import native
 from placer.streams import _balance
@@ -28,9 +31,12 @@ native.require(_balance)
 # margin covers the rounding of the float sum that decides here)
 _MAX_WORDS = 2.0**61
 
+# any integer dtype: the compiled heap takes int64, and ``balanced_picks`` converts (or refuses) what it is given
+Ints: TypeAlias = "npt.NDArray[np.integer[Any]]"
 
-def balanced_picks(tiles: int, words: np.ndarray, stream: np.ndarray, wave: np.ndarray, stream_total: np.ndarray,
-                   source: np.ndarray, dset: np.ndarray, set_tiles: list[np.ndarray]) -> np.ndarray:
+
+def balanced_picks(tiles: int, words: Ints, stream: Ints, wave: Ints, stream_total: Ints, source: Ints, dset: Ints,
+                   set_tiles: Sequence[Ints]) -> npt.NDArray[np.int64]:
     """When each item (a wave of one stream, sending ``words`` from ``source`` to the tiles of set ``dset``) is
     taken by the balancing heap (see :func:`_balanced_picks_python`, the same heap in Python); returns the pick
     number of every item.
@@ -70,7 +76,7 @@ def balanced_picks(tiles: int, words: np.ndarray, stream: np.ndarray, wave: np.n
     return picked
 
 
-def _int64(values: np.ndarray, size: int) -> np.ndarray | None:
+def _int64(values: Ints, size: int) -> npt.NDArray[np.int64] | None:
     """``values`` as a contiguous int64 array of ``size`` entries, or None if they are not integers that int64
     holds."""
     if values.ndim != 1 or values.shape[0] != size or values.dtype.kind not in "iu":
@@ -80,13 +86,12 @@ def _int64(values: np.ndarray, size: int) -> np.ndarray | None:
     return np.ascontiguousarray(values, np.int64)
 
 
-def _within(values: np.ndarray, top: int) -> bool:
+def _within(values: Ints, top: int) -> bool:
     return values.size == 0 or (int(values.min()) >= 0 and int(values.max()) < top)
 
 
-def _balanced_picks_python(tiles: int, words: np.ndarray, stream: np.ndarray, wave: np.ndarray,
-                           stream_total: np.ndarray, source: np.ndarray, dset: np.ndarray,
-                           set_tiles: list[np.ndarray]) -> np.ndarray:
+def _balanced_picks_python(tiles: int, words: Ints, stream: Ints, wave: Ints, stream_total: Ints, source: Ints,
+                           dset: Ints, set_tiles: Sequence[Ints]) -> npt.NDArray[np.int64]:
     """The balancing heap in Python: the test oracle of the compiled one (``_balance.cpp``, a line-by-line port
     that :func:`balanced_picks` runs). When each item (a wave of one stream, sending ``words`` from ``source`` to
     the tiles of set ``dset``) is taken by the balancing heap: wave by wave, by (latest ready endpoint, larger
@@ -200,8 +205,8 @@ def _balanced_picks_python(tiles: int, words: np.ndarray, stream: np.ndarray, wa
     return np.asarray(picked, np.int64)
 
 
-def incidence(tiles: int, source: np.ndarray, dset: np.ndarray,
-              set_tiles: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def incidence(tiles: int, source: Ints, dset: Ints,
+              set_tiles: Sequence[Ints]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """(item, resource) pairs of items that each send from ``source`` to the tiles of destination set ``dset``:
     resource ``s`` is tile s's transmit lane, ``tiles + d`` tile d's receive port."""
     count = int(source.shape[0])

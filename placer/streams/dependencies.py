@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from placer.capture.model import Phase
 
@@ -23,8 +24,8 @@ _ADDR_BITS = 40  # addresses are < 2^40; a tile id above it makes one sortable (
 class Dependencies:
     """Transfer-level dependency edges ``pred[k] -> succ[k]`` (``pred < succ`` in listed order, unique)."""
 
-    pred: np.ndarray  # int64
-    succ: np.ndarray  # int64
+    pred: npt.NDArray[np.int64]
+    succ: npt.NDArray[np.int64]
 
     def __len__(self) -> int:
         return int(self.pred.shape[0])
@@ -113,7 +114,7 @@ def _conflicting_accesses(lo_key: np.ndarray, hi_key: np.ndarray, is_write: np.n
     return keep
 
 
-def transfer_levels(n: int, deps: Dependencies) -> np.ndarray:
+def transfer_levels(n: int, deps: Dependencies) -> npt.NDArray[np.int64]:
     """Longest dependency chain ending at each transfer (0 for transfers with no predecessor)."""
     level = np.zeros(n, np.int64)
     if len(deps) == 0:

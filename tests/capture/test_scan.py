@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -209,7 +210,9 @@ def _same_split(a: scan.NativeSplit | None, b: scan.NativeSplit | None) -> None:
     assert a.doc == b.doc
     assert (a.max_tile, a.bad) == (b.max_tile, b.bad)
     for ca, cb in zip(a.columns, b.columns, strict=True):
-        for x, y in zip(ca, cb, strict=True):
+        xs: tuple[npt.NDArray[Any], ...] = ca  # the eight columns, each of its own dtype
+        ys: tuple[npt.NDArray[Any], ...] = cb
+        for x, y in zip(xs, ys, strict=True):
             assert x.dtype == y.dtype
             assert np.array_equal(x, y)
 
