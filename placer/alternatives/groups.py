@@ -89,6 +89,78 @@ class GroupScan:
     rejected: list[Rejection]
 
 
+SHARED_BYTES = "another transfer of the phase writes some of the same bytes (a relay would reorder the writes)"
+
+
+class SharedBytes:
+    """The phase's destination byte ranges that overlap on a tile, as runs (a run: ranges on one tile, each
+    starting before the ones before it end): which transfers write into each run with another transfer."""
+
+    def __init__(self, phase: Phase) -> None:
+        self.runs: dict[int, set[int]] = {}  # run -> the transfers writing into it
+        self.of: dict[int, set[int]] = {}  # transfer -> its runs shared with another transfer
+        if not _overlapping(phase):
+            return
+        owner = phase.dst_transfer()
+        tile = phase.dst_tile.astype(np.int64)
+        start = phase.dst_addr.astype(np.int64)
+        end = start + phase.nbytes.astype(np.int64)[owner]
+        o = np.lexsort((start, tile))
+        t, a, e, w = tile[o], start[o], end[o], owner[o]
+        # the furthest end so far on the tile: addresses are below 2^40, so offsetting by the tile keeps tiles apart
+        reach = np.maximum.accumulate(e + (t << 40)) - (t << 40)
+        fresh = np.r_[True, (t[1:] != t[:-1]) | (a[1:] >= reach[:-1])] if t.size else np.zeros(0, bool)
+        run = np.cumsum(fresh) - 1
+        shared = np.bincount(run)[run] > 1 if t.size else np.zeros(0, bool)
+        for r, x in zip(run[shared].tolist(), w[shared].tolist(), strict=True):
+            self.runs.setdefault(r, set()).add(x)
+            self.of.setdefault(x, set()).add(r)
+        for r in [r for r, xs in self.runs.items() if len(xs) < 2]:  # one transfer's own ranges overlapping
+            for x in self.runs.pop(r):
+                self.of[x].discard(r)
+
+    def foreign(self, transfers: np.ndarray) -> int | None:
+        """A transfer outside ``transfers`` that writes some of their bytes, or None."""
+        if not self.runs:
+            return None
+        mine = set(transfers.tolist())
+        for x in mine:
+            for r in self.of.get(x, ()):
+                other = self.runs[r] - mine
+                if other:
+                    return min(other)
+        return None
+
+
+def _overlapping(phase: Phase) -> bool:
+    """Whether any two of the phase's destination ranges overlap on a tile, read from its cached write runs (about
+    a thousandth of its entries: ranges that follow each other back to back are one run, so overlapping ranges lie
+    in overlapping runs)."""
+    tile, start, end = phase.dst_runs()
+    if tile.size < 2:
+        return False
+    o = np.lexsort((start, tile))
+    t, a, e = tile[o].astype(np.int64), start[o].astype(np.int64), end[o].astype(np.int64)
+    reach = np.maximum.accumulate(e + (t << 40)) - (t << 40)
+    return bool(((t[1:] == t[:-1]) & (a[1:] < reach[:-1])).any())
+
+
+def refuse_shared_bytes(phase: Phase, found: list[ReplicaGroup | Rejection]) -> list[ReplicaGroup | Rejection]:
+    """``found`` with each group whose bytes another transfer of the phase also writes (on a replica) turned into
+    a rejection: the original's last writer would no longer be last once the group's bytes arrive by a forward.
+    Compiled programs never write one byte twice in a phase; a capture may (docs/reference.md §4). placer's scan;
+    the production rule's mirror checks the same after the reference's own checks (``greedy.decide_phase``)."""
+    shared = SharedBytes(phase)
+    if not shared.runs:
+        return found
+    out: list[ReplicaGroup | Rejection] = []
+    for g in found:
+        x = shared.foreign(g.transfers) if isinstance(g, ReplicaGroup) else None
+        out.append(g if x is None or not isinstance(g, ReplicaGroup) else
+                   Rejection(g.phase, g.index, g.replica_count, g.fragments, SHARED_BYTES, x))
+    return out
+
+
 NOTHING_TO_GAIN = "nothing to gain: every fragment is already its own contiguous run"
 NO_PANELS = "its operand does not split into native panels (the capture's panel hint says so)"
 
@@ -135,7 +207,7 @@ def scan_phase(phase: Phase, hints: dict[tuple[int, tuple[int, ...]], PanelHint]
     firsts = members_sorted[starts]
     rank = np.empty(starts.shape[0], np.int64)
     rank[np.argsort(firsts, kind="stable")] = np.arange(starts.shape[0])
-    for g in _check_groups(phase, members_sorted, starts, ends, rank, hints):
+    for g in refuse_shared_bytes(phase, _check_groups(phase, members_sorted, starts, ends, rank, hints)):
         if isinstance(g, Rejection):
             rejected.append(g)
         else:
@@ -161,8 +233,9 @@ def scan_phase_reference(phase: Phase, hints: dict[tuple[int, tuple[int, ...]], 
     ids_sorted, members_sorted = ids[order], multi[order]
     cuts = np.flatnonzero(np.diff(ids_sorted)) + 1
     starts, ends = np.concatenate([[0], cuts]), np.concatenate([cuts, [len(order)]])
-    for index, g in enumerate(np.argsort(members_sorted[starts], kind="stable")):
-        group = _check_group(phase, index, members_sorted[starts[g]: ends[g]], hints)
+    found = [_check_group(phase, index, members_sorted[starts[g]: ends[g]], hints)
+             for index, g in enumerate(np.argsort(members_sorted[starts], kind="stable"))]
+    for group in refuse_shared_bytes(phase, found):
         if isinstance(group, Rejection):
             rejected.append(group)
         else:

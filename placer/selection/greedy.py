@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from placer.alternatives.groups import GroupScan, ReplicaGroup, panel_index, scan_buffers
+from placer.alternatives.groups import GroupScan, ReplicaGroup, SharedBytes, panel_index, scan_buffers
 from placer.alternatives.memory import PhaseMemory
 from placer.alternatives.relay import RelayRewrite, direct_receive, direct_receive_all
 from placer.alternatives.segments import Segmentation, native, panel_coverage, split_at
@@ -67,6 +67,7 @@ PANELS_OUTNUMBER_TILES = "panels outnumber tiles"
 NO_HOST = "no host"
 CYCLES_ROSE = "cycles rose"
 ROWS_NOT_LOWER = "rows not lower"
+SHARED_BYTES = "bytes written twice"  # placer's own veto (docs/reference.md §4), after the reference's checks
 
 
 @dataclass(frozen=True)
@@ -316,6 +317,14 @@ def decide_phase(phase: Phase, before: PhaseCost, capture: Capture, machine: Mac
     if hole is not None:
         return [], Decision(phase.phase, INCOMPLETE_PANEL, detail=incomplete_panel(
             cand.groups[hole[0]], cand.panels[hole[0]], hole[1]), **base)
+    shared = SharedBytes(phase)
+    for g in cand.groups:
+        other = shared.foreign(g.transfers)
+        if other is not None:
+            # placer's one departure from the reference (docs/reference.md §4): it would relay the group and the
+            # original's last writer of those bytes would change
+            return [], Decision(phase.phase, SHARED_BYTES, detail=f"group {g.index}: transfer {other} also writes "
+                                "some of its bytes", **base)
     memory = PhaseMemory(capture, phase, machine)
     # the trial's buffers: where the allocator will put them (a receive's pointer reset can depend on the address);
     # a host without room gets an address no receive ends at, and the candidate is judged all the same

@@ -288,11 +288,12 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     search = Search(capture, problem, params, rule.plan, rule.objectives, rule.decisions, progress, start, rule.scans,
                     clock)
     searched: Outcome | None = None
-    if order[0] != "cycles" or not large or (not rule.objectives.fits and best.source != HOST_AWARE):
-        # the estimate's searches (table first, a program small enough for the exact model, or one the rule's
-        # plan does not fit, where the smallest table matters most): their plan is one more source of
-        # configurations. When only the host-aware construction fits, its time goes to measuring instead (SigLIP
-        # b4: 33 s of neighbourhoods, none improving, left the plan unmeasured)
+    if order[0] != "cycles" or not large or not best.objectives.fits:
+        # the estimate's searches (table first, a program small enough for the exact model, or one no incumbent
+        # fits, where the smallest table matters most): their plan is one more source of configurations. When a
+        # construction fits, its time goes to measuring instead (SigLIP b4: 33 s of neighbourhoods, none
+        # improving, left the plan unmeasured; SigLIP b2 at 64 KiB: they left the schedule-true construction that
+        # fits at 50,640 B unmeasured, and the plan was 61,784 B)
         searched = _estimate_search(search, est, best, large, max_rounds, local_pack)
         best = Incumbent(searched.plan, searched.objectives, searched.source)
     plans = [(best.plan, best.source)] + [(p, n) for p, n in candidates if p is not best.plan]

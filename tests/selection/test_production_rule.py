@@ -561,3 +561,31 @@ def test_solve_greedy_exits_3_when_a_rule_buffer_does_not_fit(tmp_path) -> None:
     assert d["accepted"]
     assert d["unplaced_buffers"] == 1
     assert d["placement_failures"][0].startswith("tile 47 has")
+
+
+def test_a_group_whose_bytes_another_transfer_writes_stays_direct() -> None:
+    # a unicast writes 8 bytes inside the first group's operand on one replica: the original's last writer is the
+    # later-listed transfer, and a relay would deliver the group's bytes after it. placer's scan leaves that group
+    # direct; the rule's mirror, once the reference's own checks pass, keeps the phase direct (all or nothing)
+    from placer.alternatives.groups import SHARED_BYTES as SCAN_SHARED
+    from placer.alternatives.groups import scan_phase
+    from placer.selection.greedy import SHARED_BYTES
+    from placer.validation import validate
+
+    spoilt = heavy_group(0, (0, 1, 2, 3), (4, 5, 6, 7))
+    healthy = heavy_group(0, (8, 9, 10, 11), (12, 13, 14, 15))
+    stray = Phase.build(0, [40], [2], [1], [0], [int(spoilt.dst_addr[0])], [0x50000])
+    cap = Capture(tile_count=48, phases=[Phase.concat(0, [spoilt, healthy, stray])])
+    scan = scan_phase(cap.phases[0], gainful_only=False)
+    assert [r.reason for r in scan.rejected] == [SCAN_SHARED]
+    assert [g.replicas.tolist() for g in scan.groups] == [[8, 9, 10, 11]]
+    plan, [d] = rule(cap)
+    assert d.reason == SHARED_BYTES
+    assert f"transfer {spoilt.n + healthy.n} also writes" in d.detail  # the stray, listed last
+    assert not plan.relays
+    assert validate(cap, plan.to_json(cap), M).valid
+    # without the stray write the same phase is relayed whole
+    clean = Capture(tile_count=48, phases=[Phase.concat(0, [spoilt, healthy])])
+    plan, [d] = rule(clean)
+    assert d.accepted
+    assert len(plan.relays) == 2
