@@ -31,7 +31,7 @@ from placer.capture.headroom import headroom
 from placer.machine import load_machine
 from placer.selection.plan import Plan
 from placer.selection.programs import schedule_programs
-from placer.selection.select import Outcome, prepare, select
+from placer.selection.select import Outcome, SelectionContext, SelectionSettings, prepare, select
 from placer.solver import Deadline, SolverParams
 from placer.units import format_size, parse_size_list
 from placer.validation import validate
@@ -102,8 +102,8 @@ def main() -> None:
             print(f"{model.split('-')[0]} b{batch}: prepare {time.perf_counter() - began:.1f} s", flush=True)
         for budget in (sorted(budgets) if args.sweep else budgets):
             began = time.perf_counter()
-            out = select(cap, machine, budget, machine.budget.fragments, params=params,
-                         deadline=Deadline(params.time_limit, began), prepared=prepared, hints=hints)
+            out = select(cap, machine, budget, machine.budget.fragments, SelectionSettings(params=params),
+                         SelectionContext(deadline=Deadline(params.time_limit, began), prepared=prepared, hints=hints))
             wall = time.perf_counter() - began
             if args.sweep and out.objectives.fits:
                 hints.append(out.plan)

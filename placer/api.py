@@ -316,7 +316,7 @@ def solve(capture: CaptureLike, machine: MachineLike = None, *, budget: int | st
     from placer.capture.writer import write_seconds
     from placer.report.selection import outcome_summary
     from placer.selection.programs import schedule_programs
-    from placer.selection.select import SEARCH_END, select
+    from placer.selection.select import SEARCH_END, SelectionContext, SelectionSettings, select
 
     mode = SelectionMode(mode)
     mach = _machine(machine)
@@ -331,8 +331,10 @@ def solve(capture: CaptureLike, machine: MachineLike = None, *, budget: int | st
     if writes_capture:  # writing the rewritten program afterwards fits in the limit too: the search stops earlier
         end = min(end, deadline.seconds - reserve)
     with interrupt.graceful():  # a signal stops the search; the best plan so far is still returned
-        outcome = select(cap, mach, table, frag, mode=mode, params=params, order=order, local_pack=local_pack,
-                         deadline=deadline, search_end=end, cycle_slack=_slack(cycle_slack))
+        outcome = select(cap, mach, table, frag,
+                         SelectionSettings(mode=mode, params=params, order=order, local_pack=local_pack,
+                                           cycle_slack=_slack(cycle_slack)),
+                         SelectionContext(deadline=deadline, search_end=end))
     if interrupt.received() is not None:
         return SelectionResult(cap, mach, mode, outcome, None, deadline, interrupted=True, write_reserve=reserve)
     t = time.perf_counter()

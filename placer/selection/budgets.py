@@ -12,7 +12,17 @@ from placer.capture.model import Capture
 from placer.machine import Machine
 from placer.progress import task
 from placer.selection.greedy import greedy_plan
-from placer.selection.select import SEARCH_END, FrontPoint, Outcome, cycle_front, prepare, select, share_table_bounds
+from placer.selection.select import (
+    SEARCH_END,
+    FrontPoint,
+    Outcome,
+    SelectionContext,
+    SelectionSettings,
+    cycle_front,
+    prepare,
+    select,
+    share_table_bounds,
+)
 from placer.solver import Deadline, SolverParams
 from placer.units import format_size
 
@@ -38,6 +48,7 @@ def select_budgets(capture: Capture, machine: Machine, budgets: Sequence[int], f
                                 prepared.problem.direct, params.workers)
     deadline.mark("production rule", t)
     work = params.work_per_second * params.time_limit / len(budgets)
+    settings = SelectionSettings(params=params, order=order, local_pack=local_pack)
     solved: dict[int, Outcome] = {}
     search_from = deadline.elapsed()
     ascending = sorted(set(budgets))
@@ -50,9 +61,9 @@ def select_budgets(capture: Capture, machine: Machine, budgets: Sequence[int], f
         end = search_from + share * (SEARCH_END * deadline.seconds - search_from)
         hints = [solved[s].plan for s in ascending[:i] if solved[s].objectives.fits]
         with task(f"budget {format_size(b)}"):
-            solved[b] = select(capture, machine, b, fragment_limit, params=params, order=order,
-                               local_pack=local_pack, deadline=deadline, prepared=prepared, work=work,
-                               search_end=end, hints=hints)
+            solved[b] = select(capture, machine, b, fragment_limit, settings,
+                               SelectionContext(deadline=deadline, prepared=prepared, work=work, search_end=end,
+                                                hints=hints))
     outcomes = [(b, solved[b]) for b in budgets]
     share_table_bounds(outcomes)
     return outcomes

@@ -184,6 +184,37 @@ TIGHTER_TARGETS = (0.8, 0.7)  # large programs: the budget-aware construction al
 SEARCH_END = 0.85  # share of the command's limit by which the search stops: the rest is re-costing and output
 
 
+@dataclass(frozen=True)
+class SelectionSettings:
+    """What ``select`` optimises and how, the same for every budget of a sweep: the mode, the CP-SAT parameters,
+    the lexicographic order of the objectives, whether local-pack relays are offered, the rounds of the estimate's
+    neighbourhood search, and (cycles first) the share of the direct program's Σ lower bound a plan may add."""
+
+    mode: SelectionMode | str = SelectionMode.CPSAT
+    params: SolverParams = field(default_factory=SolverParams)
+    order: tuple[str, ...] = OBJECTIVES
+    local_pack: bool = True
+    max_rounds: int = 3
+    cycle_slack: float = CYCLE_SLACK
+
+
+@dataclass(frozen=True, eq=False)
+class SelectionContext:
+    """The circumstances of one ``select`` call: the progress display, the command's clock (``deadline``, started
+    before loading; default: one started now, of ``params.time_limit``), what a sweep computed once for every
+    budget (``prepared``), the deterministic work granted to CP-SAT (``work``; default: params.work_per_second ×
+    params.time_limit), the seconds on that clock by which the search stops whatever work is left (``search_end``;
+    default: ``SEARCH_END`` of the limit), and the plans found for other budgets of a sweep (``hints``: any that
+    fits is a candidate incumbent)."""
+
+    progress: SolverCallback | None = None
+    deadline: Deadline | None = None
+    prepared: Prepared | None = None
+    work: float | None = None
+    search_end: float | None = None
+    hints: Sequence[Plan] = ()
+
+
 @dataclass(eq=False)
 class SearchClock:
     """The search's allowance: deterministic work (reproducible) and the command's wall clock (a backstop)."""
@@ -242,30 +273,25 @@ class _Rule:
     costing: float  # wall seconds costing the rule's plan took: the constructions stop early enough to cost theirs
 
 
-def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit: int, *,  # noqa: PLR0913
-           mode: SelectionMode | str = SelectionMode.CPSAT,
-           params: SolverParams | None = None, order: tuple[str, ...] = OBJECTIVES, local_pack: bool = True,
-           progress: SolverCallback | None = None, max_rounds: int = 3, deadline: Deadline | None = None,
-           prepared: Prepared | None = None, work: float | None = None, search_end: float | None = None,
-           hints: Sequence[Plan] = (), cycle_slack: float = CYCLE_SLACK) -> Outcome:
-    """Choose relays for one budget. ``deadline`` is the command's clock (started before loading); ``work`` the
-    deterministic work granted to CP-SAT (default: params.work_per_second × params.time_limit); the search stops
-    at ``search_end`` seconds on that clock whatever work is left (and says so). ``hints`` are plans found for
-    other budgets of a sweep: any that fits is a candidate incumbent.
+def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit: int,
+           settings: SelectionSettings = SelectionSettings(), context: SelectionContext = SelectionContext()
+           ) -> Outcome:
+    """Choose relays for one budget: ``settings`` say what to optimise and how, ``context`` the circumstances of
+    this call (the command's clock, the work granted, when the search stops, a sweep's shared work and plans).
 
     With cycles first (the default order), the plan's scheduled cycles are capped: its Σ B1024 horizon no more
     than the production rule plan's, its Σ lower bound no more than the larger of the rule plan's and the direct
-    program's plus ``cycle_slack`` of the direct program's; the worst tile is minimised under the caps (then the
-    cycles, the scratch, the relays). With the table first, nothing is capped."""
+    program's plus ``settings.cycle_slack`` of the direct program's; the worst tile is minimised under the caps
+    (then the cycles, the scratch, the relays). With the table first, nothing is capped."""
     start = time.perf_counter()
-    params = params or SolverParams()
-    deadline = deadline or Deadline(params.time_limit, start)
+    params, order, prepared, hints = settings.params, settings.order, context.prepared, context.hints
+    deadline = context.deadline or Deadline(params.time_limit, start)
     rule = _production_rule(capture, machine, table_budget, fragment_limit, params, prepared)
     t = deadline.mark("production rule", start)
-    end = SEARCH_END * deadline.seconds if search_end is None else search_end
+    end = SEARCH_END * deadline.seconds if context.search_end is None else context.search_end
     # no measurement starts after the search's end: what is unmeasured then is reported so (UNMEASURED)
     until = deadline.start + end
-    if mode == SelectionMode.GREEDY:
+    if settings.mode == SelectionMode.GREEDY:
         return _rule_only(_light_problem(capture, rule, prepared), rule, params.workers, until, start)
     est = estimate_order(order)
     if deadline.elapsed() >= end:
@@ -273,8 +299,8 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     if prepared is not None:
         problem = prepared.for_budget(table_budget)
     else:
-        problem = build_problem(capture, machine, table_budget, fragment_limit, scans=rule.scans, local_pack=local_pack,
-                                direct=rule.direct, workers=params.workers)
+        problem = build_problem(capture, machine, table_budget, fragment_limit, scans=rule.scans,
+                                local_pack=settings.local_pack, direct=rule.direct, workers=params.workers)
     t = deadline.mark("options", t)
     large = not monolithic(problem)
     best, candidates, cutoff = _incumbents(problem, rule, order, large, hints, deadline, end)
@@ -283,10 +309,10 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     if proof:
         return _proved_infeasible(problem, rule, best, proof, params.workers, until, start)
     # a construction the wall clock skipped or stopped is reported like a search the backstop cut
-    clock = SearchClock(deadline, params.work_per_second * params.time_limit if work is None else work, end,
-                        backstop=cutoff.fired)
-    search = Search(capture, problem, params, rule.plan, rule.objectives, rule.decisions, progress, start, rule.scans,
-                    clock)
+    work = params.work_per_second * params.time_limit if context.work is None else context.work
+    clock = SearchClock(deadline, work, end, backstop=cutoff.fired)
+    search = Search(capture, problem, params, rule.plan, rule.objectives, rule.decisions, context.progress, start,
+                    rule.scans, clock)
     searched: Outcome | None = None
     if order[0] != "cycles" or not large or not best.objectives.fits:
         # the estimate's searches (table first, a program small enough for the exact model, or one no incumbent
@@ -294,10 +320,10 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
         # construction fits, its time goes to measuring instead (SigLIP b4: 33 s of neighbourhoods, none
         # improving, left the plan unmeasured; SigLIP b2 at 64 KiB: they left the schedule-true construction that
         # fits at 50,640 B unmeasured, and the plan was 61,784 B)
-        searched = _estimate_search(search, est, best, large, max_rounds, local_pack)
+        searched = _estimate_search(search, est, best, large, settings.max_rounds, settings.local_pack)
         best = Incumbent(searched.plan, searched.objectives, searched.source)
     plans = [(best.plan, best.source)] + [(p, n) for p, n in candidates if p is not best.plan]
-    out = _scheduled(search, order, cycle_slack, plans, searched)
+    out = _scheduled(search, order, settings.cycle_slack, plans, searched)
     deadline.mark("search", t)
     return out
 

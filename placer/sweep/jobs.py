@@ -72,7 +72,7 @@ def failure_line(exc: BaseException) -> str:
 
 def _solve_and_check(job: Any, capture: Capture, machine: Machine, config: JobConfig) -> JobOutput:
     from placer.report.selection import outcome_json
-    from placer.selection.select import select
+    from placer.selection.select import SelectionSettings, select
     from placer.solver import SolverParams
     from placer.sweep.spec import OBJECTIVES
     from placer.validation.plan import bind_plan, parse_plan
@@ -81,8 +81,9 @@ def _solve_and_check(job: Any, capture: Capture, machine: Machine, config: JobCo
     params = SolverParams(time_limit=config.time_limit, workers=config.workers, seed=job.seed or 0,
                           relative_gap=config.relative_gap, deterministic=config.deterministic)
     fragments = config.fragments if config.fragments is not None else machine.budget.fragments
-    outcome = select(capture, machine, job.budget, fragments, mode=job.mode, params=params,
-                     order=job.objective or OBJECTIVES, local_pack=config.local_pack)
+    outcome = select(capture, machine, job.budget, fragments,
+                     SelectionSettings(mode=job.mode, params=params, order=job.objective or OBJECTIVES,
+                                       local_pack=config.local_pack))
     report = outcome_json(capture, outcome)
     plan = json_bytes(outcome.plan.to_json(capture, report["summary"], rendered=True))
     # the validator reads the very bytes the driver will write, as `placer validate` would read the file

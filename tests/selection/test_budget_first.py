@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from placer.capture.model import Allocations, Capture, Phase
 from placer.selection import capacity
-from placer.selection.select import OBJECTIVES, model_slack, plan_objectives, prepare, select
+from placer.selection.select import OBJECTIVES, SelectionSettings, model_slack, plan_objectives, prepare, select
 from placer.solver import SolverParams
 from placer.validation import validate
 from tests.builders import group_phase, relay_capture, small_machine
@@ -74,7 +74,7 @@ def test_select_keeps_the_construction_when_the_rule_does_not_fit() -> None:
     built = plan_objectives(cap, capacity.relay_greedy(problem, capacity.memory_caps(problem), by_hosts=True))
     params = SolverParams(time_limit=10, workers=1, seed=0)
     for order in (OBJECTIVES, ("table", "cycles", "scratch", "relays")):
-        out = select(cap, M, 600, 16384, params=params, order=order)
+        out = select(cap, M, 600, 16384, SelectionSettings(params=params, order=order))
         assert not out.greedy_objectives.fits
         assert out.objectives.fits
         assert validate(cap, out.plan.to_json(cap), M).valid

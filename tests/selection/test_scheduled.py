@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from placer.modes import OrderingRules
 from placer.ordering.schedule import OrderingParams, schedule_phase
 from placer.selection import capacity
-from placer.selection.select import SLACKS, prepare, select
+from placer.selection.select import SLACKS, SelectionContext, SelectionSettings, prepare, select
 from placer.selection.timing import direct_timings, phase_figures, relay_free_bound, schedule_caps
 from placer.solver import SolverParams
 from placer.validation import validate
@@ -61,7 +61,7 @@ def test_the_cycle_bounds_never_exceed_a_scheduled_horizon(seed: int, groups: in
 def test_the_combined_plan_is_never_worse_than_the_rule_and_validates(seed: int, groups: int, fragments: int,
                                                                     long_words: int, budget: int) -> None:
     cap = relay_capture(groups=groups, fragments=fragments, phases=2, seed=seed, long_words=long_words)
-    out = select(cap, M, budget, 16384, params=FAST)
+    out = select(cap, M, budget, 16384, SelectionSettings(params=FAST))
     obj, rule = out.objectives, out.greedy_objectives
     assert out.scheduled is not None
     assert out.greedy_scheduled is not None
@@ -77,7 +77,7 @@ def test_the_combined_plan_is_never_worse_than_the_rule_and_validates(seed: int,
         assert res.bound is not None, name
         assert res.objective is not None, name
         assert res.bound <= res.objective, name
-    again = select(cap, M, budget, 16384, params=FAST)
+    again = select(cap, M, budget, 16384, SelectionSettings(params=FAST))
     assert json.dumps(again.plan.to_json(cap)) == json.dumps(out.plan.to_json(cap))
 
 
@@ -85,14 +85,14 @@ def test_room_in_the_schedule_buys_a_smaller_plan_at_the_same_cycles() -> None:
     """With a long transfer setting each phase's length, placer relays without adding a scheduled cycle; without
     it every relay would lengthen the phase and nothing is relayed under the caps but what the budget needs."""
     roomy = relay_capture(groups=3, fragments=40, phases=2, seed=4, long_words=2000)
-    out = select(roomy, M, 10**5, 16384, params=FAST)
+    out = select(roomy, M, 10**5, 16384, SelectionSettings(params=FAST))
     assert out.plan.relays
     assert out.caps is not None
     assert out.caps.held
     assert out.objectives.table < out.greedy_objectives.table
     assert out.objectives.cycles == out.scheduled.direct_bound  # type: ignore[union-attr]
     tight = relay_capture(groups=3, fragments=40, phases=2, seed=4)
-    assert not select(tight, M, 10**5, 16384, params=FAST).plan.relays
+    assert not select(tight, M, 10**5, 16384, SelectionSettings(params=FAST)).plan.relays
 
 
 def test_measuring_stops_at_the_search_end_and_says_so() -> None:
@@ -116,8 +116,8 @@ def test_measuring_stops_at_the_search_end_and_says_so() -> None:
     cap = relay_capture(groups=3, fragments=40, phases=2, seed=4, long_words=2000)
     for mode in ("cpsat", "greedy"):
         # a clock that started long ago: the search's end is behind it
-        out = select(cap, M, 10**5, 16384, mode=mode, params=FAST,
-                     deadline=Deadline(10, time.perf_counter() - 60))
+        out = select(cap, M, 10**5, 16384, SelectionSettings(mode=mode, params=FAST),
+                     SelectionContext(deadline=Deadline(10, time.perf_counter() - 60)))
         assert out.scheduled is None
         assert UNMEASURED in out.note
         assert out.objectives.cycles == 0

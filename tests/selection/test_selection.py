@@ -20,7 +20,7 @@ from placer.machine import Machine
 from placer.modes import PlanMode
 from placer.selection.greedy import greedy_plan
 from placer.selection.plan import Plan, RelayChoice
-from placer.selection.select import Outcome, plan_objectives, select
+from placer.selection.select import Outcome, SelectionContext, SelectionSettings, plan_objectives, select
 from placer.solver import SolverParams, Status
 from tests.builders import BASE, group_phase, joined, relay_capture, small_machine, striped_allocations
 
@@ -119,7 +119,7 @@ def test_cpsat_never_worse_than_greedy_and_plans_valid(seed: int, groups: int, f
 
     cap = relay_capture(groups=groups, fragments=fragments, replicas=replicas, phases=2, seed=seed)
     _rule_holds(cap)
-    out = select(cap, M, budget, 16384, params=SolverParams(time_limit=5), local_pack=True)
+    out = select(cap, M, budget, 16384, SelectionSettings(params=SolverParams(time_limit=5), local_pack=True))
     order = ("cycles", "table", "scratch", "relays")
     assert out.objectives.key(order) <= out.greedy_objectives.key(order)
     for plan in (out.plan, out.greedy):
@@ -134,8 +134,8 @@ def test_same_seed_same_plan() -> None:
     cap = relay_capture(groups=3, fragments=24, phases=2, seed=5)
     # a fixed work allowance and a wall-clock limit the backstop never reaches, even on a busy machine
     roomy = SolverParams(time_limit=600, workers=2, seed=0)
-    a = select(cap, M, 400, 16384, params=roomy, work=4.0)
-    b = select(cap, M, 400, 16384, params=roomy, work=4.0)
+    a = select(cap, M, 400, 16384, SelectionSettings(params=roomy), SelectionContext(work=4.0))
+    b = select(cap, M, 400, 16384, SelectionSettings(params=roomy), SelectionContext(work=4.0))
     assert not a.backstop
     assert not b.backstop
     assert json.dumps(a.plan.to_json(cap)) == json.dumps(b.plan.to_json(cap))
@@ -149,17 +149,19 @@ def test_a_sweep_budget_out_of_time_keeps_a_smaller_budgets_plan() -> None:
     roomy = SolverParams(time_limit=600, workers=2, seed=0)
     # the table first: on phases this small every relay costs scheduled cycles, so cycles first relays nothing
     order = ("table", "cycles", "scratch", "relays")
-    small = select(cap, M, 400, 16384, params=roomy, work=4.0, order=order)
+    small = select(cap, M, 400, 16384, SelectionSettings(params=roomy, order=order), SelectionContext(work=4.0))
     assert small.objectives.fits
     assert small.objectives.key(order) < small.greedy_objectives.key(order)
-    late = select(cap, M, 500, 16384, params=roomy, work=4.0, search_end=0.0, hints=[small.plan], order=order)
+    late = select(cap, M, 500, 16384, SelectionSettings(params=roomy, order=order),
+                  SelectionContext(work=4.0, search_end=0.0, hints=[small.plan]))
     assert late.backstop
     assert late.status is Status.UNKNOWN
     assert late.source == "other budget"
     assert late.plan.relays == small.plan.relays
     assert late.objectives.fits
     assert late.objectives.key(order) < late.greedy_objectives.key(order)
-    alone = select(cap, M, 500, 16384, params=roomy, work=4.0, search_end=0.0, order=order)
+    alone = select(cap, M, 500, 16384, SelectionSettings(params=roomy, order=order),
+                   SelectionContext(work=4.0, search_end=0.0))
     assert alone.source == "greedy"
     assert "production rule's plan is kept" in alone.note
 
@@ -224,7 +226,7 @@ def test_infeasible_only_when_brute_force_agrees(budget: int) -> None:
     saved, M = M, tiny_m
     try:
         truth = brute_force_fits(cap, budget)
-        out = select(cap, tiny_m, budget, 16384, params=FAST, local_pack=False)
+        out = select(cap, tiny_m, budget, 16384, SelectionSettings(params=FAST, local_pack=False))
         if out.status is Status.INFEASIBLE:
             assert not truth
         if truth:
@@ -287,7 +289,7 @@ def test_large_program_path_on_a_small_one(seed: int, monkeypatch: pytest.Monkey
     monkeypatch.setattr(select_mod, "_at_cycles_bound", lambda *a, **k: None)  # the path when cycles must rise
     cap = relay_capture(groups=3, fragments=24, replicas=3, phases=3, seed=seed)
     order = ("table", "cycles", "scratch", "relays")  # the estimate's searches run when the table comes first
-    out = select(cap, M, 420, 16384, params=FAST, order=order)
+    out = select(cap, M, 420, 16384, SelectionSettings(params=FAST, order=order))
     assert "neighbourhoods" in out.note
     assert out.objectives.key(order) <= out.greedy_objectives.key(order)
     assert validate(cap, out.plan.to_json(cap), M).valid == out.objectives.fits
@@ -308,7 +310,7 @@ def test_large_program_at_the_cycles_bound(seed: int, monkeypatch: pytest.Monkey
     monkeypatch.setattr(select_mod, "MONOLITHIC_OPTIONS", 0)
     cap = relay_capture(groups=3, fragments=24, replicas=3, phases=3, seed=seed)
     order = ("table", "cycles", "scratch", "relays")  # the estimate's searches run when the table comes first
-    out = select(cap, M, 600, 16384, params=FAST, order=order)
+    out = select(cap, M, 600, 16384, SelectionSettings(params=FAST, order=order))
     assert "cycles bound" in out.note
     assert out.objectives.key(order) <= out.greedy_objectives.key(order)
     assert validate(cap, out.plan.to_json(cap), M).valid == out.objectives.fits
@@ -324,7 +326,7 @@ def test_rendered_plan_file_is_the_same_bytes() -> None:
     import orjson
 
     cap = relay_capture(groups=3, fragments=24, replicas=3, phases=2, seed=3)
-    out = select(cap, M, 420, 16384, params=FAST, order=("table", "cycles", "scratch", "relays"))
+    out = select(cap, M, 420, 16384, SelectionSettings(params=FAST, order=("table", "cycles", "scratch", "relays")))
     assert out.plan.relays
     plain = orjson.dumps(out.plan.to_json(cap, {"x": 1}))
     assert orjson.dumps(out.plan.to_json(cap, {"x": 1}, rendered=True)) == plain

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from placer.capture.headroom import headroom
 from placer.capture.model import Allocations, Capture, Phase
 from placer.selection.plan import Plan
-from placer.selection.select import plan_objectives, select
+from placer.selection.select import SelectionSettings, plan_objectives, select
 from placer.solver import SolverParams
 from placer.validation import validate
 from tests.builders import group_phase, relay_capture, small_machine
@@ -48,7 +48,7 @@ def test_no_relay_buffer_over_live_data(seed: int, groups: int, fragments: int, 
     rng = np.random.default_rng(seed)
     cap, free_from = _nearly_full(relay_capture(groups=groups, fragments=fragments, replicas=replicas, phases=2,
                                                 seed=seed), rng)
-    out = select(cap, M, budget, 16384, params=SolverParams(time_limit=5, workers=2, seed=0))
+    out = select(cap, M, budget, 16384, SelectionSettings(params=SolverParams(time_limit=5, workers=2, seed=0)))
     for plan in (out.plan, out.greedy):
         _buffers_in_free_bytes(plan, free_from)
         fits = plan_objectives(cap, plan).fits
@@ -73,10 +73,10 @@ def test_a_full_machine_relays_nothing_and_says_why() -> None:
                    allocations=Allocations(full.allocations.tile, full.allocations.start,
                                            np.full(len(full.allocations), min(M.memory.end, M.memory.loader_limit)),
                                            full.allocations.first, full.allocations.last, full.allocations.name))
-    roomy = select(cap, M, 200, 16384, params=SolverParams(time_limit=5, workers=2, seed=0))
+    roomy = select(cap, M, 200, 16384, SelectionSettings(params=SolverParams(time_limit=5, workers=2, seed=0)))
     assert roomy.greedy.relays
     assert roomy.plan.relays  # with memory to spare both relay
-    out = select(full, M, 200, 16384, params=SolverParams(time_limit=5, workers=2, seed=0))
+    out = select(full, M, 200, 16384, SelectionSettings(params=SolverParams(time_limit=5, workers=2, seed=0)))
     assert not out.greedy.relays
     assert not out.plan.relays
     # the rule chooses its hosts without looking at memory, as the reference does, and accepts the phase; its
