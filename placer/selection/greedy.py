@@ -67,7 +67,7 @@ PANELS_OUTNUMBER_TILES = "panels outnumber tiles"
 NO_HOST = "no host"
 CYCLES_ROSE = "cycles rose"
 ROWS_NOT_LOWER = "rows not lower"
-SHARED_BYTES = "bytes written twice"  # placer's own veto (docs/reference.md §4), after the reference's checks
+BYTES_WRITTEN_TWICE = "bytes written twice"  # placer's own veto (docs/reference.md §4), after the reference's checks
 
 
 @dataclass(frozen=True)
@@ -323,8 +323,8 @@ def decide_phase(phase: Phase, before: PhaseCost, capture: Capture, machine: Mac
         if other is not None:
             # placer's one departure from the reference (docs/reference.md §4): it would relay the group and the
             # original's last writer of those bytes would change
-            return [], Decision(phase.phase, SHARED_BYTES, detail=f"group {g.index}: transfer {other} also writes "
-                                "some of its bytes", **base)
+            return [], Decision(phase.phase, BYTES_WRITTEN_TWICE,
+                                detail=f"group {g.index}: transfer {other} also writes some of its bytes", **base)
     memory = PhaseMemory(capture, phase, machine)
     # the trial's buffers: where the allocator will put them (a receive's pointer reset can depend on the address);
     # a host without room gets an address no receive ends at, and the candidate is judged all the same

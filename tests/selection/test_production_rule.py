@@ -567,9 +567,8 @@ def test_a_group_whose_bytes_another_transfer_writes_stays_direct() -> None:
     # a unicast writes 8 bytes inside the first group's operand on one replica: the original's last writer is the
     # later-listed transfer, and a relay would deliver the group's bytes after it. placer's scan leaves that group
     # direct; the rule's mirror, once the reference's own checks pass, keeps the phase direct (all or nothing)
-    from placer.alternatives.groups import SHARED_BYTES as SCAN_SHARED
-    from placer.alternatives.groups import scan_phase
-    from placer.selection.greedy import SHARED_BYTES
+    from placer.alternatives.groups import SHARED_BYTES, scan_phase
+    from placer.selection.greedy import BYTES_WRITTEN_TWICE
     from placer.validation import validate
 
     spoilt = heavy_group(0, (0, 1, 2, 3), (4, 5, 6, 7))
@@ -577,10 +576,10 @@ def test_a_group_whose_bytes_another_transfer_writes_stays_direct() -> None:
     stray = Phase.build(0, [40], [2], [1], [0], [int(spoilt.dst_addr[0])], [0x50000])
     cap = Capture(tile_count=48, phases=[Phase.concat(0, [spoilt, healthy, stray])])
     scan = scan_phase(cap.phases[0], gainful_only=False)
-    assert [r.reason for r in scan.rejected] == [SCAN_SHARED]
+    assert [r.reason for r in scan.rejected] == [SHARED_BYTES]
     assert [g.replicas.tolist() for g in scan.groups] == [[8, 9, 10, 11]]
     plan, [d] = rule(cap)
-    assert d.reason == SHARED_BYTES
+    assert d.reason == BYTES_WRITTEN_TWICE
     assert f"transfer {spoilt.n + healthy.n} also writes" in d.detail  # the stray, listed last
     assert not plan.relays
     assert validate(cap, plan.to_json(cap), M).valid
