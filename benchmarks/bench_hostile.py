@@ -32,6 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the test builders' instances
+from tests.builders import random_buffers_csv  # noqa: E402
+
 DEMO = ROOT / "examples" / "relay-demo.json"
 PLACER = [sys.executable, "-m", "placer.cli"]
 
@@ -63,24 +66,8 @@ def _plan_bomb(d: Path) -> None:
 
 def _csv20k(d: Path) -> None:
     """20,000 buffers, the peak live memory at the capacity: a tight instance no engine solves at once."""
-    import random
-
-    rnd = random.Random(0)
-    lines = ["id,lower,upper,size"]
-    for i in range(20000):
-        lo = rnd.randrange(0, 20000)
-        lines.append(f"b{i},{lo},{lo + rnd.randrange(1, 400)},{rnd.randrange(1, 64) * 16}")
-    # the capacity: the peak live bytes (every buffer must fit)
-    events: dict[int, int] = {}
-    for line in lines[1:]:
-        start, end, size = (int(v) for v in line.split(",")[1:])
-        events[start] = events.get(start, 0) + size
-        events[end] = events.get(end, 0) - size
-    live = peak = 0
-    for t in sorted(events):
-        live += events[t]
-        peak = max(peak, live)
-    (d / f"big.{peak}.csv").write_text("\n".join(lines) + "\n")
+    text, peak = random_buffers_csv()
+    (d / f"big.{peak}.csv").write_text(text)
 
 
 def _big_grid(d: Path) -> None:

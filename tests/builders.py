@@ -148,3 +148,24 @@ def every_plan(cap: Capture, problem: SelectionProblem, machine: Machine,
 def excluding(values: Collection[int]) -> Callable[[int], bool]:
     """A hypothesis filter that keeps what is not in ``values`` (bound when it is made, not when it is called)."""
     return lambda value: value not in values
+
+
+def random_buffers_csv(count: int = 20000, seed: int = 0) -> tuple[str, int]:
+    """A placement instance in the MiniMalloc CSV format: ``count`` buffers with random lifetimes and sizes, and
+    its peak live bytes (the capacity at which every buffer must fit: a tight instance no engine solves at once)."""
+    import random
+
+    rnd = random.Random(seed)
+    rows = []
+    for i in range(count):
+        lo = rnd.randrange(0, 20000)
+        rows.append((f"b{i}", lo, lo + rnd.randrange(1, 400), rnd.randrange(1, 64) * 16))
+    change: dict[int, int] = {}
+    for _, lo, hi, size in rows:
+        change[lo] = change.get(lo, 0) + size
+        change[hi] = change.get(hi, 0) - size
+    peak = live = 0
+    for t in sorted(change):
+        live += change[t]
+        peak = max(peak, live)
+    return "id,lower,upper,size\n" + "".join(f"{b},{lo},{hi},{size}\n" for b, lo, hi, size in rows), peak

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import gzip
 import os
-import random
 import resource
 import shutil
 import subprocess
@@ -14,6 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.builders import random_buffers_csv
 
 ROOT = Path(__file__).parents[3]
 DEMO = ROOT / "examples" / "relay-demo.json"
@@ -65,21 +66,8 @@ def test_devices_are_refused_not_read(tmp_path: Path, args: list[str]) -> None:
 
 
 def test_large_csv_placement_is_bounded_in_time_and_memory(tmp_path: Path) -> None:
-    rnd = random.Random(0)
-    rows = []
-    for i in range(20000):
-        lo = rnd.randrange(0, 20000)
-        rows.append((f"b{i}", lo, lo + rnd.randrange(1, 400), rnd.randrange(1, 64) * 16))
-    live: dict[int, int] = {}
-    for _, lo, hi, size in rows:
-        live[lo] = live.get(lo, 0) + size
-        live[hi] = live.get(hi, 0) - size
-    peak = level = 0
-    for t in sorted(live):
-        level += live[t]
-        peak = max(peak, level)
-    (tmp_path / f"big.{peak}.csv").write_text("id,lower,upper,size\n" + "".join(
-        f"{b},{lo},{hi},{size}\n" for b, lo, hi, size in rows))
+    text, peak = random_buffers_csv()
+    (tmp_path / f"big.{peak}.csv").write_text(text)
     code, lines, cpu = _placer(["place", f"big.{peak}.csv", "--time-limit", "4", "--workers", "1"], tmp_path)
     # placed, or out of time / memory ceiling with a reason: never an abort under the cap
     assert code in (0, 4), (code, lines)
