@@ -205,7 +205,7 @@ workers = 1
 [[workloads]]
 name = "demo"
 capture = "{DEMO}"
-budgets = [600, 640]
+budgets = [600, 610, 620, 630, 640, 650, 660, 670, 680, 690, 700, 710]
 """)
     out = tmp_path / "r"
     # SIGINT back to its default: a process started in the background inherits it ignored
@@ -216,7 +216,9 @@ budgets = [600, 640]
     deadline = time.monotonic() + 120
     while not first.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)  # during the CP-SAT job that follows
+    # during one of the 23 jobs that follow (a demo job can end within milliseconds: with one job left, the sweep
+    # sometimes finished before the signal came)
+    proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     spec = load_spec(path)
