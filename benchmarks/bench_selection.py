@@ -6,6 +6,7 @@
     python benchmarks/bench_selection.py --readme --schedule      # ... and their programs scheduled whole
     python benchmarks/bench_selection.py --sweep --budgets 64KiB,72KiB,80KiB,96KiB   # option effects shared
     python benchmarks/bench_selection.py --readme --layers full   # full depth: SigLIP b2 at 27 layers, PE-core b2 at 24
+    python benchmarks/bench_selection.py --batches 1,2 --front    # ... and what each cycle cap costs in table bytes
 
 With --sweep the option effects are computed once per program (printed as "prepare") and the budgets are solved
 smallest first, each hinted with the smaller budgets' plans, as `placer compare` does; each budget still gets its
@@ -18,6 +19,10 @@ against the rule's and its Σ lower bound against the direct program's; the obje
 stage; where the plan came from; the wall seconds; whether the wall-clock
 backstop fired (then that run is not reproducible); whether the plan validates. The machine's load average is
 printed before and after: on a shared machine, wall seconds mean little without it.
+
+With --front, each row is followed by the price of the cycle caps (``select.cycle_front`` over the solve's measured
+configurations, after the solve and outside its wall seconds): the least worst tile with the Σ lower bound cap
+kept and the B1024 cap dropped, and with nothing capped (docs/selection.md, "What the gap is made of").
 """
 
 from __future__ import annotations
@@ -29,9 +34,10 @@ import time
 from placer.allocator import keep_freed_arrays
 from placer.capture.headroom import headroom
 from placer.machine import load_machine
+from placer.selection.budgets import FRONT_SECONDS
 from placer.selection.plan import Plan
 from placer.selection.programs import schedule_programs
-from placer.selection.select import Outcome, SelectionContext, SelectionSettings, prepare, select
+from placer.selection.select import Outcome, SelectionContext, SelectionSettings, cycle_front, prepare, select
 from placer.solver import Deadline, SolverParams
 from placer.units import format_size, parse_size_list
 from placer.validation import validate
@@ -59,6 +65,18 @@ def stages(out: Outcome) -> str:
     return "; ".join(parts)
 
 
+def caps_price(out: Outcome, params: SolverParams) -> str:
+    """The table the measured configurations allow without the B1024 cap, and without any cycle cap."""
+    points = cycle_front(out, params.with_overrides(time_limit=FRONT_SECONDS))
+    parts = []
+    for p in points.points:
+        if p.b1024_capped:
+            continue
+        what = "nothing capped" if p.slack is None else f"Σ bound within +{p.slack:.2%}, B1024 not capped"
+        parts.append(f"{what}: {p.table:,} B (Σ bound {p.cycles:,}, B1024 Δ {p.b1024_change:+,})")
+    return "; ".join(parts) or "no measured configurations"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default="siglip-so400m,pe-core-l14")
@@ -74,6 +92,8 @@ def main() -> None:
     ap.add_argument("--sweep", action="store_true", help="share option effects between budgets, as compare does")
     ap.add_argument("--schedule", action="store_true", help="the README rows' programs (all direct, the rule's, "
                     "placer's) scheduled whole, as `placer solve --schedule` does")
+    ap.add_argument("--front", action="store_true", help="after each row, the least worst tile without the B1024 "
+                    "cap, and with no cycle cap, over the solve's measured configurations")
     ap.add_argument("--order-time", type=float, default=10.0, help="with --schedule: seconds of placer's ordering "
                     "search per changed phase")
     args = ap.parse_args()
@@ -118,6 +138,8 @@ def main() -> None:
                   f"{c.cycles / direct - 1:>+10.2%}{c.b1024:>+9,}{'y' if c.fits else 'n':>5}"
                   f"{wall:>8.1f}{'yes' if out.backstop else 'no':>9}{valid:>6}  {stages(out)}  [{out.source}]",
                   flush=True)
+            if args.front:
+                print(f"{'':<12}{'':>8}  {caps_price(out, params)}", flush=True)
             if (model, batch) in rows and budget == 80 * 1024:
                 readme.append((model, batch, cap, out, wall, valid))
     print(load())

@@ -386,11 +386,11 @@ def compare(capture: CaptureLike, machine: MachineLike = None, *, budgets: Seque
     outcomes = select_budgets(cap, mach, sizes, frag, params=params, order=order, local_pack=local_pack,
                               deadline=deadline)
     t = time.perf_counter()
-    front = largest_front(outcomes, params)
+    front = largest_front(outcomes, params, deadline)
     largest = max(sizes)
-    entries = [comparison_json(cap, b, out, front if b == largest else None) for b, out in outcomes]
+    entries = [comparison_json(cap, b, out, front.points if b == largest else None) for b, out in outcomes]
     deadline.mark("output", t)
-    return ComparisonResult(cap, outcomes, entries, deadline)
+    return ComparisonResult(cap, outcomes, entries, deadline, front_cut=front.cut)
 
 
 # --- validation -------------------------------------------------------------------------------------------------

@@ -242,12 +242,15 @@ class ComparisonResult:
         Per budget, the ``placer compare --json`` entry (without ``sweep_time``).
     deadline
         The whole sweep's clock.
+    front_cut
+        Whether the clock cut the trade-off front short (then it depends on the machine's speed).
     """
 
     capture: Capture
     outcomes: list[tuple[int, Outcome]]
     entries: list[CompareEntryDoc]
     deadline: Deadline
+    front_cut: bool = False
 
     @property
     def fits(self) -> bool:
@@ -263,7 +266,7 @@ class ComparisonResult:
         """How the sweep's clock was spent (as of this call)."""
         from placer.report.selection import time_json
 
-        return time_json(self.deadline, [out for _, out in self.outcomes])
+        return time_json(self.deadline, [out for _, out in self.outcomes], cut=self.front_cut)
 
     def to_json(self) -> list[CompareEntryDoc]:
         """The ``placer compare --json`` document: one entry per budget, each with the sweep's ``sweep_time``."""

@@ -217,9 +217,20 @@ def phase_bars(data: ReportData) -> Figure:
     return Figure("phases", traces, layout, {"points": len(series) * (2 * len(x) + 2 * len(cx))})
 
 
+def b1024_free(p: dict[str, Any]) -> bool:
+    """The front's side point: a Σ lower bound cap kept, the B1024 cap dropped (``select.cycle_front``)."""
+    return p["slack"] is not None and not p.get("b1024_capped", True)
+
+
+def front_ladder(front: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The front's points under both caps, the Σ lower bound's loosening (the side point left out)."""
+    return [p for p in front if not b1024_free(p)]
+
+
 def front_points(front: list[dict[str, Any]]) -> list[tuple[int, int, str]]:
-    """The front's distinct points (Σ lower bound, worst tile), each labelled by the smallest cap that gives it
+    """The ladder's distinct points (Σ lower bound, worst tile), each labelled by the smallest cap that gives it
     ("+0.50% and up")."""
+    front = front_ladder(front)
     out: dict[tuple[int, int], str] = {}
     for p in front:
         key = (int(p["cycles"]), int(p["table"]))
@@ -233,7 +244,8 @@ def front_figure(entries: list[dict[str, Any]]) -> Figure:
     """The trade-off `placer compare` measured at its largest budget: the least worst tile per cycle cap, against
     the Σ scheduled lower bound, with the production rule's plan."""
     last = entries[-1]
-    front = last.get("front") or []
+    side = [p for p in last.get("front") or [] if b1024_free(p)]
+    front = front_ladder(last.get("front") or [])
     labels = ["no cap" if p["slack"] is None else f"+{p['slack']:.2%}" for p in front]
     distinct = {(c, t): label for c, t, label in front_points(front)}
     shown = [distinct.pop((int(p["cycles"]), int(p["table"])), "") for p in front]
@@ -246,6 +258,14 @@ def front_figure(entries: list[dict[str, Any]]) -> Figure:
         "hovertemplate": "Σ lower bound %{x:,}<br>worst tile %{y:,} B<br>B1024 Δ %{customdata[0]:+,}<br>relays "
                          "%{customdata[1]:,}<extra>%{customdata[2]}</extra>",
     }]
+    if side:
+        traces.append({"type": "scatter", "mode": "markers", "name": "B1024 not capped",
+                       "x": [p["cycles"] for p in side], "y": [p["table"] for p in side],
+                       "customdata": [[p["b1024_change"], p["relays"], f"+{p['slack']:.2%}"] for p in side],
+                       "marker": {"size": 10, "symbol": "diamond-open", "color": plan_color("CP-SAT")},
+                       "hovertemplate": "Σ lower bound within %{customdata[2]}, B1024 not capped<br>Σ lower bound "
+                                        "%{x:,}<br>worst tile %{y:,} B<br>B1024 Δ %{customdata[0]:+,}<br>relays "
+                                        "%{customdata[1]:,}<extra></extra>"})
     rule = last.get(RULE_KEY, {})
     if "cycles" in rule:
         traces.append({"type": "scatter", "mode": "markers", "name": "production rule", "x": [rule["cycles"]],
@@ -256,7 +276,7 @@ def front_figure(entries: list[dict[str, Any]]) -> Figure:
                      "one point per cycle cap (B1024 no worse than the rule's but with no cap)", height=460,
                      xaxis={"title": {"text": "Σ lower bound (cycles)"}},
                      yaxis={"title": {"text": "worst-tile table bytes"}}, legend=TOP_LEGEND)
-    return Figure("front", traces, layout, {"points": len(front) + 1})
+    return Figure("front", traces, layout, {"points": len(front) + len(side) + 1})
 
 
 def phase_rows(data: ReportData) -> list[dict[str, Any]]:

@@ -123,12 +123,17 @@ def phases(data: ReportData) -> Any:
 def front(entries: list[dict[str, Any]]) -> Any:
     plt = _pyplot()
     last = entries[-1]
-    pts = last["front"]
+    pts = F.front_ladder(last["front"])
+    side = [p for p in last["front"] if F.b1024_free(p)]
     fig, ax = plt.subplots(figsize=(8, 4.5))
     xs, ys = [p["cycles"] for p in pts], [p["table"] for p in pts]
     ax.plot(xs, ys, "-o", color=F.plan_color("CP-SAT"), label="placer: least worst tile per cycle cap")
     for p in F.front_points(pts):  # one label per distinct point: the smallest cap that gives it
         ax.annotate(p[2], (p[0], p[1]), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    if side:
+        ax.scatter([p["cycles"] for p in side], [p["table"] for p in side], s=50, marker="D",
+                   facecolors="white", edgecolors=F.plan_color("CP-SAT"),
+                   label="Σ lower bound capped, B1024 not capped", zorder=3)
     rule = last.get(RULE_KEY, {})
     if "cycles" in rule:
         ax.scatter([rule["cycles"]], [rule["table"]], s=60, color=F.plan_color("production rule"),

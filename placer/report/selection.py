@@ -94,15 +94,16 @@ class SolveDoc(OutcomeDoc):
     time: TimeDoc
 
 
-def time_json(deadline: Deadline, outcomes: list[Outcome]) -> TimeDoc:
-    """How the command's wall-clock limit was spent, and whether the run is reproducible."""
+def time_json(deadline: Deadline, outcomes: list[Outcome], *, cut: bool = False) -> TimeDoc:
+    """How the command's wall-clock limit was spent, and whether the run is reproducible (``cut``: the clock
+    stopped something after the searches, such as compare's front)."""
     return {
         "limit_s": deadline.seconds,
         "wall_s": round(deadline.elapsed(), 3),
         "spent_s": {k: round(v, 3) for k, v in deadline.spent().items()},
         "work": round(sum(o.work for o in outcomes), 3),
         "work_budget": round(sum(o.work_budget for o in outcomes), 3),
-        "backstop": any(o.backstop for o in outcomes),
+        "backstop": cut or any(o.backstop for o in outcomes),
     }
 
 
@@ -120,7 +121,7 @@ def render_time(doc: TimeDoc) -> str:
     if reserve:
         line += f"; {reserve:.1f} s of the limit held back for --write-capture"
     if doc["backstop"]:
-        line += ("\nwarning: the wall-clock backstop stopped the search before its deterministic work was done "
+        line += ("\nwarning: the wall-clock backstop stopped a search before its deterministic work was done "
                  "(a busy machine, or a --time-limit too short for this program): this plan may differ from run "
                  "to run")
         if reserve > 0.25 * doc["limit_s"]:
@@ -367,6 +368,13 @@ def _brief(o: Objectives) -> BriefDoc:
             "estimate": o.estimate}
 
 
+def front_label(p: Any) -> str:
+    """A front point's cap as a table cell: "+1.00%", "+1.00%, B1024 not capped" or "no cap"."""
+    if p["slack"] is None:
+        return "no cap"
+    return f"+{p['slack']:.2%}" + ("" if p.get("b1024_capped", True) else ", B1024 not capped")
+
+
 def render_comparisons(entries: list[CompareEntryDoc], *, detail: bool = False, all_groups: bool = False) -> str:
     """``placer compare`` as text: one summary row per budget, the trade-off front, then (``detail``) each budget's
     phases and groups."""
@@ -385,12 +393,12 @@ def render_comparisons(entries: list[CompareEntryDoc], *, detail: bool = False, 
     last = max(entries, key=lambda e: e["budget"]) if entries else None
     if last is not None and last["front"]:
         lines.append(render(["Σ bound within", "worst tile B", "fits", "Σ bound", "B1024 Δ", "relays"],
-                            [["no cap" if p["slack"] is None else f"+{p['slack']:.2%}", p["table"],
+                            [[front_label(p), p["table"],
                               "yes" if p["fits"] else "NO", f"{p['cycles']:,}", f"{p['b1024_change']:+,}", p["relays"]]
                              for p in last["front"]],
                             title=f"\nthe front at {format_size(last['budget'])}: the least worst tile the measured "
-                                  "configurations allow, per cycle cap (B1024 no worse than the rule's but in the "
-                                  "last row):"))
+                                  "configurations allow, per cycle cap (B1024 no worse than the rule's, except where "
+                                  "the row says so):"))
     if detail:
         for e in entries:
             lines.append("\n" + render_comparison(e, all_groups=all_groups))

@@ -14,7 +14,7 @@ from placer.progress import task
 from placer.selection.greedy import greedy_plan
 from placer.selection.select import (
     SEARCH_END,
-    FrontPoint,
+    Front,
     Outcome,
     SelectionContext,
     SelectionSettings,
@@ -26,7 +26,7 @@ from placer.selection.select import (
 from placer.solver import Deadline, SolverParams
 from placer.units import format_size
 
-FIRST_SHARE = 0.7  # of a compare's search time, the first (smallest) budget's: it builds what the others reuse
+FIRST_SHARE = 0.8  # of a compare's search time, the first (smallest) budget's: it builds what the others reuse
 FRONT_SECONDS = 1.0  # CP-SAT work per point of a compare's trade-off front (a small multiple-choice model)
 
 
@@ -69,11 +69,12 @@ def select_budgets(capture: Capture, machine: Machine, budgets: Sequence[int], f
     return outcomes
 
 
-def largest_front(outcomes: list[tuple[int, Outcome]], params: SolverParams) -> list[FrontPoint]:
-    """The cycle front at the largest budget (``FRONT_SECONDS`` of CP-SAT work per point): the measured
-    configurations are every budget's, and a larger budget only admits more plans."""
+def largest_front(outcomes: list[tuple[int, Outcome]], params: SolverParams, deadline: Deadline | None = None
+                  ) -> Front:
+    """The cycle front at the largest budget (``FRONT_SECONDS`` of CP-SAT work per point, within the sweep's
+    ``deadline``): the measured configurations are every budget's, and a larger budget only admits more plans."""
     largest = max(b for b, _ in outcomes)
-    return cycle_front(dict(outcomes)[largest], replace(params, time_limit=FRONT_SECONDS))
+    return cycle_front(dict(outcomes)[largest], replace(params, time_limit=FRONT_SECONDS), deadline)
 
 
 __all__ = ["FIRST_SHARE", "FRONT_SECONDS", "largest_front", "select_budgets"]

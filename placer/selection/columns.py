@@ -241,6 +241,7 @@ class Combination:
     table: SolveResult  # the worst tile's stage: its status, objective and bound (over the pool)
     fits: bool  # every tile within the budget
     capped: bool  # within the cycle caps (a plan that fits the budget comes first)
+    backstop: bool = False  # the wall clock stopped one of its solves: the choice depends on the machine's speed
 
 
 def combine(pool: Pool, caps: Caps, params: SolverParams, order: tuple[str, ...],  # noqa: PLR0912
@@ -323,6 +324,7 @@ def combine(pool: Pool, caps: Caps, params: SolverParams, order: tuple[str, ...]
     # not); a plan that fits but breaks the caps minimises its cycles before its table, and when nothing fits,
     # the least worst tile comes first (the nearest to fitting), whatever its cycles
     fits = held = True
+    cut = False
     for fits, held in ((True, True), (True, False), (False, False)):
         m.clear_assumptions()
         m.add_assumptions([v for v, keep in ((within, fits), (capped, held)) if keep])
@@ -333,6 +335,7 @@ def combine(pool: Pool, caps: Caps, params: SolverParams, order: tuple[str, ...]
             stages = ["cycles", *(n for n in stages if n != "cycles")]
         m.minimize(objective[stages[0]])
         solver, res = run(m, share)
+        cut = cut or res.backstop
         if res.status in (Status.OPTIMAL, Status.FEASIBLE):
             break
         if res.status is not Status.INFEASIBLE:
@@ -348,6 +351,7 @@ def combine(pool: Pool, caps: Caps, params: SolverParams, order: tuple[str, ...]
                 m.add_hint(v, bool(solver.value(v)))
         m.minimize(objective[name])
         nxt, r2 = run(m, share)
+        cut = cut or r2.backstop
         if r2.status not in (Status.OPTIMAL, Status.FEASIBLE):
             break
         solver, res = nxt, r2
@@ -358,7 +362,7 @@ def combine(pool: Pool, caps: Caps, params: SolverParams, order: tuple[str, ...]
     choice = [next(c for c, v in enumerate(lits) if solver.value(v)) for lits in x]
     if first is None:
         first = SolveResult(Status.FEASIBLE, float(solver.value(worst)), None, 0.0)
-    return Combination(choice, first, fits, held)
+    return Combination(choice, first, fits, held, cut)
 
 
 __all__ = ["Caps", "Column", "Combination", "CycleCaps", "Pool", "Scheduled", "combine", "fixed_of", "relay_key"]

@@ -182,6 +182,7 @@ ESTIMATE_SHARE = 0.5  # of a large program's search time left when the estimate'
 CYCLE_SLACK = 0.01  # share of the direct program's Σ lower bound a plan may add (cycles first; --cycle-slack)
 TIGHTER_TARGETS = (0.8, 0.7)  # large programs: the budget-aware construction also aimed at these shares
 SEARCH_END = 0.85  # share of the command's limit by which the search stops: the rest is re-costing and output
+FRONT_END = 0.95  # compare: share of the limit by which the front stops (the rest writes the output)
 
 
 @dataclass(frozen=True)
@@ -573,6 +574,7 @@ def _scheduled(search: Search, order: tuple[str, ...], cycle_slack: float, plans
                        stages,
                        start=rule_choice)
     choice = comb.choice if comb is not None else rule_choice
+    cut = cut or (comb is not None and comb.backstop)
     plan = pool.plan(choice)
     obj, sched = measure(pool, choice)
     g_obj, g_sched = measure(pool, rule_choice)
@@ -707,40 +709,94 @@ class FrontPoint:
     cycles: int  # Σ lower bound, program
     b1024_change: int
     relays: int
+    b1024_capped: bool = True  # Σ B1024 horizon no more than the rule plan's (False with a slack: that cap's price)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
-def cycle_front(outcome: Outcome, params: SolverParams) -> list[FrontPoint]:
+@dataclass(frozen=True)
+class Front:
+    """``cycle_front``'s points, and whether the command's clock cut them short (points missing, or a solve
+    stopped by the wall clock: then the front depends on the machine's speed)."""
+
+    points: list[FrontPoint]
+    cut: bool = False
+
+
+def cycle_front(outcome: Outcome, params: SolverParams, deadline: Deadline | None = None) -> Front:
     """The trade-off between the worst tile and the scheduled cycles (``placer compare``): for each of
     ``FRONT_SLACKS``, the combination of the outcome's measured configurations with the least worst tile whose
     Σ lower bound is within the slack (and whose Σ B1024 horizon is no more than the production rule plan's;
-    without a slack, nothing is capped). Each point is optimal over the measured configurations only."""
+    without a slack, nothing is capped). Each point is optimal over the measured configurations only.
+
+    One more point, at the outcome's own slack, drops the B1024 cap and keeps the Σ lower bound's: what keeping
+    the reference's scheduler as fast as under the rule's plan costs in table bytes. That cap, not the lower
+    bound's, is what holds the default's worst tile up on the bundled programs (docs/selection.md, "What the
+    gap is made of"), and no bound placer knows reaches through it.
+
+    With a ``deadline`` the front stops at ``FRONT_END`` of its limit: each solve's wall clock is cut there, and
+    the points not started by then are left out (``Front.cut``)."""
     pool = outcome.pool
     if pool is None:
-        return []
+        return Front([])
     problem = pool.problem
     direct_bound, _ = pool.figures(pool.direct())
     rule_bound, rule_b = pool.figures(outcome.greedy_choice)
     other = other_bounds(problem, pool.ids, params.workers)
     _, direct_b = pool.figures(pool.direct())
-    out = []
-    start = outcome.greedy_choice
-    for slack in FRONT_SLACKS:
-        caps = Caps() if slack is None else Caps(max(rule_bound, direct_bound) + int(slack * (other + direct_bound)),
-                                                 rule_b)
-        # each cap admits every plan of the one before: hinted with that point, a point is never worse
-        comb = combine(pool, caps, params, ("table", "cycles"), start=start)
+    own = outcome.caps.slack if outcome.caps is not None else CYCLE_SLACK
+
+    end = None if deadline is None else FRONT_END * deadline.seconds
+    cut = False
+
+    def point(slack: float | None, caps: Caps, start: list[int]) -> tuple[FrontPoint, list[int]] | None:
+        nonlocal cut
+        given = params
+        if end is not None and deadline is not None:
+            left = end - deadline.elapsed()
+            if left <= 0:
+                cut = True
+                return None
+            given = replace(params, backstop=left)
+        comb = combine(pool, caps, given, ("table", "cycles"), start=start)
+        cut = cut or (comb is not None and comb.backstop)
         if comb is None or (slack is not None and not comb.capped):
-            continue
-        start = comb.choice
+            return None
         bound, b1024 = pool.figures(comb.choice)
-        table = pool.tables(comb.choice)
+        table = int(pool.tables(comb.choice).max(initial=0))
         relays = sum(pool.columns[k][c].fixed.relays for k, c in enumerate(comb.choice))
-        out.append(FrontPoint(slack, bool(table.max(initial=0) <= problem.table_budget), int(table.max(initial=0)),
-                              other + bound, b1024 - direct_b, relays))
-    return out
+        return FrontPoint(slack, table <= problem.table_budget, table, other + bound, b1024 - direct_b, relays,
+                          caps.b1024 is not None), comb.choice
+
+    def cap_at(slack: float) -> int:
+        return max(rule_bound, direct_bound) + int(slack * (other + direct_bound))
+
+    # each cap admits every plan of the one before: hinted with that point, a point is never worse. The points
+    # are solved by what they tell (the ladder up to the outcome's own slack, the side point, no cap, then the
+    # looser ladder, which seldom moves), so a front the clock cuts short loses the least; listed in ladder order
+    ladder = sorted({*(s for s in FRONT_SLACKS if s is not None), own})
+    got: dict[tuple[float | None, bool], FrontPoint] = {}
+    start = outcome.greedy_choice
+    for slack in [s for s in ladder if s <= own]:
+        found = point(slack, Caps(cap_at(slack), rule_b), start)
+        if found is not None:
+            got[slack, True], start = found
+    at_own, side_start = start, start
+    side = point(own, Caps(cap_at(own), None), start)  # the same Σ lower bound, the B1024 horizon free
+    if side is not None:
+        got[own, False], side_start = side
+    found = point(None, Caps(), side_start)
+    if found is not None:
+        got[None, False] = found[0]
+    start = at_own
+    for slack in [s for s in ladder if s > own]:
+        found = point(slack, Caps(cap_at(slack), rule_b), start)
+        if found is not None:
+            got[slack, True], start = found
+    keys = [k for s in ladder for k in ((s, True), (s, False))] + [(None, False)]
+    out = [got[k] for k in keys if k in got]
+    return Front(out, cut)
 
 
 def _capped(order: tuple[str, ...]) -> tuple[str, ...]:

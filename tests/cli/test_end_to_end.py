@@ -104,8 +104,14 @@ def test_compare_sweep_json() -> None:
     assert front
     assert front[-1]["slack"] is None
     assert not doc[0]["front"]
-    assert [p["table"] for p in front] == sorted((p["table"] for p in front), reverse=True)
+    ladder = [p for p in front if p["slack"] is None or p["b1024_capped"]]
+    assert [p["table"] for p in ladder] == sorted((p["table"] for p in ladder), reverse=True)
     assert front[-1]["table"] <= doc[-1]["cpsat"]["table"]
+    # the side point: the default Σ lower bound cap without the B1024 cap admits the capped point's plan
+    (side,) = [p for p in front if p["slack"] is not None and not p["b1024_capped"]]
+    (same,) = [p for p in ladder if p["slack"] == side["slack"]]
+    assert side["slack"] == 0.01
+    assert side["table"] <= same["table"]
 
 
 def test_compare_summary_lists_every_budget() -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -18,10 +20,18 @@ from placer.cost.model import program_cost, tile_counters
 from placer.cost.state import PhaseState
 from placer.machine import Machine
 from placer.modes import PlanMode
+from placer.selection.budgets import FRONT_SECONDS
 from placer.selection.greedy import greedy_plan
 from placer.selection.plan import Plan, RelayChoice
-from placer.selection.select import Outcome, SelectionContext, SelectionSettings, plan_objectives, select
-from placer.solver import SolverParams, Status
+from placer.selection.select import (
+    Outcome,
+    SelectionContext,
+    SelectionSettings,
+    cycle_front,
+    plan_objectives,
+    select,
+)
+from placer.solver import Deadline, SolverParams, Status
 from tests.builders import BASE, group_phase, joined, relay_capture, small_machine, striped_allocations
 
 M = small_machine(48)
@@ -164,6 +174,23 @@ def test_a_sweep_budget_out_of_time_keeps_a_smaller_budgets_plan() -> None:
                    SelectionContext(work=4.0, search_end=0.0))
     assert alone.source == "greedy"
     assert "production rule's plan is kept" in alone.note
+
+
+def test_the_front_stops_at_the_commands_limit() -> None:
+    # compare's front runs after the searches: within the limit it is the same with or without the clock; past
+    # ``FRONT_END`` of the limit it stops, and says the clock cut it (the run is then not reproducible)
+    cap = relay_capture(groups=3, fragments=24, phases=2, seed=5)
+    out = select(cap, M, 500, 16384, SelectionSettings(params=FAST), SelectionContext(work=4.0))
+    assert out.pool is not None
+    front = replace(FAST, time_limit=FRONT_SECONDS)
+    whole = cycle_front(out, front)
+    timed = cycle_front(out, front, Deadline(600))
+    assert whole.points
+    assert not whole.cut
+    assert timed == whole
+    late = cycle_front(out, front, Deadline(1, start=time.perf_counter() - 2))
+    assert late.cut
+    assert late.points == []
 
 
 def brute_force_fits(cap: Capture, budget: int) -> bool:
