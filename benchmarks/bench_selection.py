@@ -67,9 +67,9 @@ def stages(out: Outcome) -> str:
 
 def caps_price(out: Outcome, params: SolverParams) -> str:
     """The table the measured configurations allow without the B1024 cap, and without any cycle cap."""
-    points = cycle_front(out, params.with_overrides(time_limit=FRONT_SECONDS))
+    front = cycle_front(out, params.with_overrides(time_limit=FRONT_SECONDS))
     parts = []
-    for p in points.points:
+    for p in front.points:
         if p.b1024_capped:
             continue
         what = "nothing capped" if p.slack is None else f"Σ bound within +{p.slack:.2%}, B1024 not capped"

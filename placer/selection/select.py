@@ -741,10 +741,9 @@ def cycle_front(outcome: Outcome, params: SolverParams, deadline: Deadline | Non
     if pool is None:
         return Front([])
     problem = pool.problem
-    direct_bound, _ = pool.figures(pool.direct())
+    direct_bound, direct_b = pool.figures(pool.direct())
     rule_bound, rule_b = pool.figures(outcome.greedy_choice)
     other = other_bounds(problem, pool.ids, params.workers)
-    _, direct_b = pool.figures(pool.direct())
     own = outcome.caps.slack if outcome.caps is not None else CYCLE_SLACK
 
     end = None if deadline is None else FRONT_END * deadline.seconds
