@@ -12,6 +12,10 @@ from __future__ import annotations
 import _signal  # type: ignore[import-not-found]  # C module: `signal` builds enums first (a millisecond)
 import os
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from types import ModuleType
 
 _NAMES = {_signal.SIGINT: "SIGINT", _signal.SIGTERM: "SIGTERM"}
 
@@ -32,6 +36,22 @@ def _early_exit(signum: int, _frame: object) -> None:
 def quiet_exit(signum: int, _frame: object) -> None:
     """The handler once a command has finished: a late signal ends the process with its code, nothing printed."""
     os._exit(128 + signum)
+
+
+def import_command(module: str) -> ModuleType:
+    """Import a command's module with a signal ending the process at once, as before placer's handlers were
+    installed: their exception, raised inside a native module's initialisation (orjson's, under SIGINT 0.1 s
+    after start), crashed the interpreter with SIGSEGV instead of ending the command."""
+    import importlib
+
+    previous = {sig: _signal.getsignal(sig) for sig in _NAMES}
+    for sig in _NAMES:
+        _signal.signal(sig, _early_exit)
+    try:
+        return importlib.import_module(module)
+    finally:
+        for sig, handler in previous.items():
+            _signal.signal(sig, handler)
 
 
 if _command_line():

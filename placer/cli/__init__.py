@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import errno
-import importlib
 import os
 import signal
 import sys
@@ -55,7 +54,7 @@ def load_command(name: str) -> TyperCommand:
     """The click command of ``name``, importing its module now."""
     module, attr = COMMANDS[name]
     single = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-    single.command(name)(getattr(importlib.import_module(module), attr))
+    single.command(name)(getattr(startup.import_command(module), attr))
     command = typer.main.get_command(single)
     assert isinstance(command, TyperCommand)  # one command, not a group
     return command
