@@ -16,7 +16,8 @@ Per (workload, batch, budget), exactly what `placer solve --budget B --time-limi
 (generation excluded, everything after it counted against S): the production rule's worst tile and scheduled cycles
 (the program's Σ lower bound, its Σ B1024 horizon against the all-direct program's); placer's, with its worst tile
 against the rule's and its Σ lower bound against the direct program's; the objective, bound, gap and status per
-stage; where the plan came from; the wall seconds; whether the wall-clock
+stage; where the plan came from; the least worst tile the checks without search allow (every budget under it is
+proved infeasible, with a certificate: ``floors.proved_floor``); the wall seconds; whether the wall-clock
 backstop fired (then that run is not reproducible); whether the plan validates. The machine's load average is
 printed before and after: on a shared machine, wall seconds mean little without it.
 
@@ -35,6 +36,7 @@ from placer.allocator import keep_freed_arrays
 from placer.capture.headroom import headroom
 from placer.machine import load_machine
 from placer.selection.budgets import FRONT_SECONDS
+from placer.selection.floors import proved_floor
 from placer.selection.plan import Plan
 from placer.selection.programs import schedule_programs
 from placer.selection.select import Outcome, SelectionContext, SelectionSettings, cycle_front, prepare, select
@@ -136,7 +138,8 @@ def main() -> None:
             print(f"{name:<12}{format_size(budget):>8}  {g.table:>12,}{g.cycles:>10,}{g.b1024:>+9,}"
                   f"{'y' if g.fits else 'n':>5}  {c.table:>14,}{c.table / g.table:>7.3f}{c.cycles:>10,}"
                   f"{c.cycles / direct - 1:>+10.2%}{c.b1024:>+9,}{'y' if c.fits else 'n':>5}"
-                  f"{wall:>8.1f}{'yes' if out.backstop else 'no':>9}{valid:>6}  {stages(out)}  [{out.source}]",
+                  f"{wall:>8.1f}{'yes' if out.backstop else 'no':>9}{valid:>6}  {stages(out)}  [{out.source}]"
+                  + (f"  infeasible under {proved_floor(out.problem):,} B" if out.problem is not None else ""),
                   flush=True)
             if args.front:
                 print(f"{'':<12}{'':>8}  {caps_price(out, params)}", flush=True)

@@ -17,6 +17,7 @@ import _thread
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,7 @@ if TYPE_CHECKING:  # the CLI installs the handlers at start-up; importing ortool
 from placer.errors import ExitCode
 
 EXIT_CODES = {signal.SIGINT: ExitCode.SIGINT, signal.SIGTERM: ExitCode.SIGTERM}
+REDELIVER_POLL = 0.005  # seconds between looks at whether a deferred signal's import is over
 
 
 class Interrupted(BaseException):
@@ -50,7 +52,29 @@ _solvers: set[cp_model.CpSolver] = set()
 _state: dict[str, Any] = {"signum": None, "graceful": 0}
 
 
-def _handler(signum: int, _frame: Any) -> None:
+def _importing(frame: Any) -> bool:
+    """Whether ``frame`` runs inside an import (importlib's frames are on its stack)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib._bootstrap"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _redeliver(signum: int, main: int | None) -> None:
+    """Signal the main thread again once it has left the import it was in (polled: imports take milliseconds)."""
+    while main is not None:
+        time.sleep(REDELIVER_POLL)
+        frame = sys._current_frames().get(main)
+        if frame is None:
+            return  # the main thread has ended
+        if not _importing(frame):
+            # a real signal, to the main thread: it also ends a blocking call there (interrupt_main would not)
+            signal.pthread_kill(main, signum)
+            return
+
+
+def _handler(signum: int, frame: Any) -> None:
     with _lock:
         first = _state["signum"] is None
         if first:
@@ -58,8 +82,15 @@ def _handler(signum: int, _frame: Any) -> None:
         soft = first and _state["graceful"] > 0
         for solver in list(_solvers):
             solver.stop_search()
-    if not soft:
-        raise Interrupted(signum)
+    if soft:
+        return
+    if _importing(frame):
+        # raised inside an import, the exception can run through a native module's initialisation, which does not
+        # expect it (orjson's crashed the interpreter with SIGSEGV that way): the signal is kept (``received``
+        # has it) and delivered again as soon as the import is over, when it raises
+        _thread.start_new_thread(_redeliver, (signum, threading.main_thread().ident))
+        return
+    raise Interrupted(signum)
 
 
 def _unraisable(args: Any, previous: Callable[[Any], None] = sys.unraisablehook) -> None:

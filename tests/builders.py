@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -107,19 +107,17 @@ def small_machine(tiles: int = 48) -> Machine:
     return replace(load_machine(), tiles=tiles)
 
 
-def every_plan(cap: Capture, problem: SelectionProblem, machine: Machine,
-               max_segments: int | None = None) -> list[tuple[int, int]]:
-    """(estimate cycles, worst table) of every direct-receive plan of a tiny instance: each group direct or at each
-    of its option counts, every injective choice of eligible hosts (with ``max_segments``: only the plans that
-    relay at most that many segments)."""
+def every_rewrite(cap: Capture, problem: SelectionProblem, machine: Machine,
+                  max_segments: int | None = None) -> Iterator[Capture]:
+    """The program of every direct-receive plan of a tiny instance: each group direct or at each of its option
+    counts, every injective choice of eligible hosts (with ``max_segments``: only the plans that relay at most that
+    many segments)."""
     from placer.alternatives.relay import direct_receive
-    from placer.cost.model import program_cost
     from placer.modes import PlanMode
     from placer.selection.plan import Plan, RelayChoice
 
     groups = [(pi, gi) for pi, pd in enumerate(problem.phases) for gi in range(len(pd.options))]
     per_group = [[op for op in problem.phases[pi].options[gi] if op.variant != "local-pack"] for pi, gi in groups]
-    out = []
     for combo in itertools.product(*per_group):
         relays = [(pi, op) for (pi, _gi), op in zip(groups, combo, strict=True) if op.variant == "direct-receive"]
         need = sum(op.count for _, op in relays)
@@ -140,9 +138,16 @@ def every_plan(cap: Capture, problem: SelectionProblem, machine: Machine,
                 plan.relays.append(RelayChoice(op.group, "direct-receive", op.seg, hosts, buffers,
                                                direct_receive(op.group, op.seg, hosts, buffers, phase, 16592)))
             if ok:
-                cost = program_cost(plan.rewritten(cap), machine)
-                out.append((cost.cycles, cost.worst_table()))
-    return out
+                yield plan.rewritten(cap)
+
+
+def every_plan(cap: Capture, problem: SelectionProblem, machine: Machine,
+               max_segments: int | None = None) -> list[tuple[int, int]]:
+    """(estimate cycles, worst table) of every plan ``every_rewrite`` makes."""
+    from placer.cost.model import program_cost
+
+    costs = (program_cost(program, machine) for program in every_rewrite(cap, problem, machine, max_segments))
+    return [(cost.cycles, cost.worst_table()) for cost in costs]
 
 
 def excluding(values: Collection[int]) -> Callable[[int], bool]:

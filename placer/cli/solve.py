@@ -18,7 +18,14 @@ from placer.machine import Machine, load_machine
 from placer.modes import SelectionMode
 from placer.progress import install
 from placer.report.changes import render_changes
-from placer.report.selection import SolveDoc, render_comparisons, render_schedule, render_time, status_line
+from placer.report.selection import (
+    SolveDoc,
+    render_certificate,
+    render_comparisons,
+    render_schedule,
+    render_time,
+    status_line,
+)
 from placer.report.summary import render_decisions, render_summary
 from placer.solver import Deadline
 from placer.units import count_option, size_list_option, size_option
@@ -160,9 +167,8 @@ def _print_solve(result: api.SelectionResult, report: SolveDoc, output: Path | N
     typer.echo(status_line(outcome))
     if result.mode == SelectionMode.CPSAT:
         typer.echo(render_time(report["time"]))
-    if outcome.irreducible:
-        typer.echo("tiles that cannot fit even with every option (tile: bytes over):")
-        typer.echo("  " + ", ".join(f"{t}: {b:,}" for t, b in outcome.irreducible))
+    if outcome.certificate is not None:
+        typer.echo(render_certificate(outcome.certificate))
     if result.programs is not None:
         typer.echo(render_schedule(report["schedule"]))
     if output is not None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 from placer.capture.model import Capture
 from placer.report.summary import PlanSummaryDoc, plan_summary
 from placer.report.table import render
+from placer.selection.floors import Certificate, CertificateDoc
 from placer.selection.select import FrontPoint, Objectives, Outcome
 from placer.solver import Deadline, Status
 from placer.units import format_size
@@ -59,11 +60,6 @@ class RuleDoc(TypedDict):
     decisions: list[JsonObject]
 
 
-class IrreducibleDoc(TypedDict):
-    tile: int
-    bytes_over: int
-
-
 class OutcomeDoc(TypedDict):
     """One selection's report (``placer solve --json`` without ``schedule`` and ``time``; a sweep job's)."""
 
@@ -72,7 +68,7 @@ class OutcomeDoc(TypedDict):
     objectives: JsonObject  # ``Objectives.to_json``
     scheduled: ScheduledDoc
     production_rule: RuleDoc
-    irreducible_tiles: list[IrreducibleDoc]
+    certificate: CertificateDoc | None  # why no plan fits, when proved without search
 
 
 class ProgramsDoc(TypedDict):
@@ -159,7 +155,7 @@ def outcome_json(capture: Capture, outcome: Outcome, summary: PlanSummaryDoc | N
                       "caps": outcome.caps.to_json() if outcome.caps is not None else None},
         "production_rule": {"objectives": outcome.greedy_objectives.to_json(),
                             "decisions": [d.to_json() for d in outcome.decisions]},
-        "irreducible_tiles": [{"tile": t, "bytes_over": b} for t, b in outcome.irreducible],
+        "certificate": outcome.certificate.to_json() if outcome.certificate is not None else None,
     }
 
 
@@ -458,3 +454,13 @@ def render_comparison(entry: CompareEntryDoc, *, all_groups: bool = False) -> st
          c["scratch"], c["relays"]],
     ], title="\ntotals (the budget is checked against the worst tile; the row estimate is the reference's figure):"))
     return "\n".join(lines)
+
+
+SHOWN_CERTIFICATES = 3  # tiles the text report explains; ``--json`` lists up to ``floors.CERTIFIED_TILES``
+
+
+def render_certificate(certificate: Certificate) -> str:
+    """Why no plan fits (``placer solve``'s text report when a check that needs no search proves it)."""
+    head = ("no plan fits: these tiles stay over the budget whatever is chosen (every group touching them at its most "
+            "favourable option, nothing hosted):" if certificate.tiles else "no plan fits:")
+    return "\n".join([head, *("  " + line for line in certificate.lines(SHOWN_CERTIFICATES))])

@@ -6,7 +6,8 @@ taking at most the heaviest segment of the phase, and only where the segment's b
 at most one segment per phase, the phase's segments number at most its possible hosts. Each tile's table is then
 its direct table, plus the exact effect of every option touching it (weighted by its fraction), plus what it
 hosts, minus the model's slack (a seam's pointer reset, a local-pack replica's phase entry, the rounding to
-8 bytes: ``select.model_slack``); the worst tile is at least that for every tile. Aggregated tile classes (tiles no
+8 bytes: ``floors.model_slack``; on a host no option touches, what the rounding can save:
+``floors.host_rounding``); the worst tile is at least that for every tile. Aggregated tile classes (tiles no
 option touches and that look alike) share one host variable per phase.
 
 What this bound ignores (so it stays a bound): the integrality of the choices and of the hosting -- a segment's
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from placer.selection.floors import host_rounding
 from placer.selection.problem import SelectionProblem
 from placer.solver import lazy_module
 from placer.units import round_up
@@ -55,7 +57,8 @@ def table_lp_bound(problem: SelectionProblem, slack: dict[int, int], time_limit:
     class_of = np.full(tiles, -1, np.int64)
     for ei, tc in enumerate(problem.tile_classes):
         class_of[tc.tiles] = ei
-    base = problem.direct.table_bytes[:tiles].astype(np.int64).copy()
+    # a host's rows are counted raw on top of its rounded direct row: give back what the rounding can save there
+    base = problem.direct.table_bytes[:tiles].astype(np.int64) - host_rounding(problem)
     for t, s in slack.items():
         base[t] -= s
     rows: dict[int, pywraplp.Constraint] = {}

@@ -29,6 +29,7 @@ from placer.selection.cpsat import (
     exact_host_pairs,
     solve_staged,
 )
+from placer.selection.floors import Certificate, certificate, mass_floor, model_slack, tile_floors
 from placer.selection.greedy import Decision, budget_plan, greedy_plan
 from placer.selection.plan import Plan
 from placer.selection.problem import SelectionProblem, bucket_hosts, build_problem, selection_scans
@@ -144,7 +145,8 @@ class Outcome:
     runtime: float = 0.0
     problem: SelectionProblem | None = field(default=None, repr=False)
     scans: list[GroupScan] = field(default_factory=list, repr=False)
-    irreducible: list[tuple[int, int]] = field(default_factory=list)  # (tile, bytes over) when proved infeasible
+    # why no plan fits, when a check that needs no search proves it (None for a CP-SAT proof over the whole program)
+    certificate: Certificate | None = None
     work: float = 0.0  # CP-SAT deterministic seconds spent
     work_budget: float = 0.0  # what the search was granted
     backstop: bool = False  # the wall clock cut the search: this run is not reproducible
@@ -306,8 +308,8 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     large = not monolithic(problem)
     best, candidates, cutoff = _incumbents(problem, rule, order, large, hints, deadline, end)
     t = deadline.mark("incumbent", t)
-    proof = irreducible_tiles(problem)
-    if proof:
+    proof = certificate(problem)
+    if proof is not None:
         return _proved_infeasible(problem, rule, best, proof, params.workers, until, start)
     # a construction the wall clock skipped or stopped is reported like a search the backstop cut
     work = params.work_per_second * params.time_limit if context.work is None else context.work
@@ -458,10 +460,12 @@ def _incumbents(problem: SelectionProblem, rule: _Rule, order: tuple[str, ...], 
     return best, candidates, cutoff
 
 
-def _proved_infeasible(problem: SelectionProblem, rule: _Rule, best: Incumbent, proof: list[tuple[int, int]],
+def _proved_infeasible(problem: SelectionProblem, rule: _Rule, best: Incumbent, proof: Certificate,
                        workers: int, until: float, start: float) -> Outcome:
-    """Some tile stays over budget whatever is chosen: proved without search."""
+    """No plan fits, proved without search (``proof`` says why)."""
     greedy = rule.plan
+    why = ("a tile's floor (every group touching it at its most favourable option, nothing hosted)" if proof.tiles
+           else "the least total table mass, spread over every tile")
     best_obj, g_obj = best.objectives, rule.objectives
     b_sched = g_sched = None
     with contextlib.suppress(OutOfTime):
@@ -470,9 +474,9 @@ def _proved_infeasible(problem: SelectionProblem, rule: _Rule, best: Incumbent, 
                                                               workers, until)
     return Outcome(plan=best.plan, objectives=best_obj, greedy=greedy, greedy_objectives=g_obj,
                    decisions=rule.decisions, status=Status.INFEASIBLE, staged=None, source=best.source,
-                   note="proved infeasible by a per-tile lower bound (every group touching the tile at its best "
-                   "option, no relay hosted)", rounds=0, runtime=time.perf_counter() - start, problem=problem,
-                   scans=rule.scans, irreducible=proof, scheduled=b_sched, greedy_scheduled=g_sched)
+                   note=f"proved infeasible without search: {why} is over the budget", rounds=0,
+                   runtime=time.perf_counter() - start, problem=problem,
+                   scans=rule.scans, certificate=proof, scheduled=b_sched, greedy_scheduled=g_sched)
 
 
 def _estimate_search(search: Search, order: tuple[str, ...], best: Incumbent, large: bool, max_rounds: int,
@@ -607,14 +611,14 @@ def _scheduled(search: Search, order: tuple[str, ...], cycle_slack: float, plans
             + ("; no measured plan within the caps fits the budget: the caps were relaxed (the budget first)"
                if comb is not None and cap.bound is not None and not comb.capped else "")
             + (f"; {searched.note}" if searched is not None and searched.note else ""))
-    irreducible: list[tuple[int, int]] = []
+    proof: Certificate | None = None
     if searched is not None and searched.status is Status.INFEASIBLE and not obj.fits:
         # the estimate's search proved that no plan fits the budget, whatever its cycles
-        status, irreducible = Status.INFEASIBLE, searched.irreducible
+        status, proof = Status.INFEASIBLE, searched.certificate
     staged = StagedResult(None, stages_out, {n: getattr(obj, n) for n in order})
     return Outcome(plan=plan, objectives=obj, greedy=greedy, greedy_objectives=g_obj, decisions=search.decisions,
                    status=status, staged=staged, source=source, note=note, rounds=pool.size(), runtime=runtime,
-                   problem=problem, scans=search.scans, irreducible=irreducible, work=clock.spent,
+                   problem=problem, scans=search.scans, certificate=proof, work=clock.spent,
                    work_budget=clock.work,
                    backstop=clock.backstop or cut, scheduled=sched, greedy_scheduled=g_sched, caps=held, pool=pool,
                    greedy_choice=rule_choice)
@@ -872,9 +876,8 @@ def _monolithic(search: Search, order: tuple[str, ...], best: Incumbent, max_rou
             # the realised plan differs from the model's optimum (matching or seam effects): say so
             status = Status.FEASIBLE
             note = "the realised plan's exact figures differ from the model's optimum (host matching or seams)"
-    irreducible = []
-    if status is Status.INFEASIBLE:
-        irreducible = irreducible_tiles(problem)
+    # CP-SAT's proof holds for the whole model; a certificate says why when one needs no search
+    why = certificate(problem) if status is Status.INFEASIBLE else None
     if best.source != "cp-sat" and staged is not None and staged.selection is not None and not note:
         note = f"CP-SAT found nothing better than the {best.source} incumbent"
     if staged is not None and staged.selection is None and status is Status.UNKNOWN:
@@ -883,7 +886,7 @@ def _monolithic(search: Search, order: tuple[str, ...], best: Incumbent, max_rou
                    greedy_objectives=search.greedy_objectives, decisions=search.decisions, status=status,
                    staged=staged, source=best.source, note=note, rounds=rounds,
                    runtime=time.perf_counter() - search.start, problem=problem, scans=search.scans,
-                   irreducible=irreducible, work=clock.spent, work_budget=clock.work, backstop=clock.backstop)
+                   certificate=why, work=clock.spent, work_budget=clock.work, backstop=clock.backstop)
 
 
 MONOLITHIC_OPTIONS = 1_500  # above this many relay options, CP-SAT works on one phase at a time (LNS)
@@ -949,84 +952,22 @@ def lower_bounds(problem: SelectionProblem) -> dict[str, int]:
     (a direct-receive forward carries the bytes the multicast did; local-pack moves them into the extra phase, run
     after), so each selection phase costs at least its sync plus max over tiles of ⌈max(tx, rx)/4⌉.
     Table: the worst tile is at least (a) any tile's direct table plus, for each group touching it, the most
-    favourable option's change, (b) the average over tiles of the least total table mass any choice leaves
-    (rounding only adds), and (c) the linear relaxation of ``bounds.table_lp_bound`` once it has been computed.
+    favourable option's change, less its model slack (``floors.tile_floors``), (b) the average over tiles of the
+    least total table mass any choice leaves, less every tile's model slack (``floors.mass_floor``), and (c) the
+    linear relaxation of ``bounds.table_lp_bound`` once it has been computed.
     """
     machine = problem.machine
     bpc = machine.exchange.bytes_per_cycle
     selection_ids = {pd.phase.phase for pd in problem.phases}
     cycles = sum(pc.cycles * k for pc, k in zip(problem.direct.phases, problem.direct.iterations, strict=True)
                  if pc.phase not in selection_ids)
-    mass = int(problem.direct.table_bytes[: problem.tiles].sum())
     for pd in problem.phases:
         st = pd.state
         per_tile = np.maximum(ceil_div(st.tx[: problem.tiles], bpc), ceil_div(st.rx[: problem.tiles], bpc))
         cycles += pd.iterations * (int(per_tile.max(initial=0)) + machine.exchange.sync_cycles)
-        for opts in pd.options:
-            mass += min(0, *(int(op.delta.raw.sum()) + (int(op.host.raw.sum()) if op.host is not None else 0)
-                             + (int(op.ext.raw.sum()) if op.ext is not None else 0) for op in opts[1:]))
-    best = _best_tables(problem)
-    table = max(int(best.max(initial=0)), ceil_div(mass, problem.tiles), problem.shared.get("table_lp", 0))
+    best = tile_floors(problem)
+    table = max(int(best.max(initial=0)), mass_floor(problem).floor, problem.shared.get("table_lp", 0))
     return {"estimate": cycles, "table": table}
-
-
-def model_slack(problem: SelectionProblem) -> dict[int, int]:
-    """Per tile, the most the model can overstate its table: per group touching it a pointer reset at a seam and a
-    phase entry, per phase the rounding (once per prepared problem: it does not depend on the budget)."""
-    cached = problem.shared.get("model_slack")
-    if cached is None:
-        cached = problem.shared["model_slack"] = _model_slack(problem)
-    return dict(cached)
-
-
-def _model_slack(problem: SelectionProblem) -> dict[int, int]:
-    c = problem.machine.cost
-    slack: dict[int, int] = {}
-    for pd in problem.phases:
-        touched: dict[int, int] = {}
-        for opts in pd.options:
-            for t in {t for op in opts[1:] for t in op.tiles.tolist() if t < problem.tiles}:
-                touched[t] = touched.get(t, 0) + 1
-        for t, groups in touched.items():
-            slack[t] = slack.get(t, 0) + groups * (c.pointer_reset_extra_bytes + c.phase_entry_bytes) \
-                + c.table_rounding - 1
-    return slack
-
-
-def _best_tables(problem: SelectionProblem) -> np.ndarray:
-    """``_tile_floors``, once per prepared problem (it does not depend on the budget)."""
-    cached = problem.shared.get("best_tables")
-    if cached is None:
-        cached = problem.shared["best_tables"] = _tile_floors(problem)
-    return np.asarray(cached).copy()
-
-
-def _tile_floors(problem: SelectionProblem) -> np.ndarray:
-    """Per tile, a lower bound on its program table under any plan: every group touching it at its most favourable
-    option, nothing hosted, and every slack the model's deltas leave taken in the tile's favour -- a seam between
-    two relayed groups saving a pointer reset, a local-pack replica losing its phase entry, and the rounding of the
-    phase's total to a multiple of 8."""
-    best = problem.direct.table_bytes[: problem.tiles].astype(np.int64).copy()
-    for pd in problem.phases:
-        for opts in pd.options:
-            per_tile: dict[int, int] = {}
-            for op in opts[1:]:
-                # the option's whole effect on each of its tiles: the phase's change plus, for local-pack, the
-                # rows its replicas get in the extra phase (their entry there is in the slack)
-                effect: dict[int, int] = {}
-                for t, d in zip(op.tiles.tolist(), op.delta.raw.tolist(), strict=True):
-                    effect[t] = effect.get(t, 0) + int(d)
-                if op.ext is not None:
-                    for t, d in zip(op.ext_tiles.tolist(), op.ext.raw.tolist(), strict=True):
-                        effect[t] = effect.get(t, 0) + int(d)
-                for t in {*per_tile, *effect}:
-                    if t < problem.tiles:
-                        per_tile[t] = min(per_tile.get(t, 0), effect.get(t, 0))
-            for t, d in per_tile.items():
-                best[t] += d
-    for t, s in model_slack(problem).items():
-        best[t] -= s
-    return best
 
 
 # CP-SAT's presolve of a neighbourhood model (20k variables) spends its whole work budget before the search starts;
@@ -1129,7 +1070,7 @@ def _at_cycles_bound(search: Search, order: tuple[str, ...], best: Incumbent) ->
     return Outcome(plan=best.plan, objectives=best_obj, greedy=search.greedy,
                    greedy_objectives=search.greedy_objectives, decisions=search.decisions, status=status,
                    staged=staged, source=best.source, note=note, rounds=1, runtime=runtime, problem=problem,
-                   scans=search.scans, irreducible=[], work=clock.spent, work_budget=clock.work,
+                   scans=search.scans, work=clock.spent, work_budget=clock.work,
                    backstop=clock.backstop)
 
 
@@ -1283,12 +1224,5 @@ def _lns(search: Search, order: tuple[str, ...], best: Incumbent) -> Outcome:
     return Outcome(plan=best.plan, objectives=best_obj, greedy=search.greedy,
                    greedy_objectives=search.greedy_objectives, decisions=search.decisions, status=status,
                    staged=staged_all, source=best.source, note=note, rounds=solved, runtime=runtime,
-                   problem=problem, scans=search.scans, irreducible=[], work=clock.spent, work_budget=clock.work,
+                   problem=problem, scans=search.scans, work=clock.spent, work_budget=clock.work,
                    backstop=clock.backstop)
-
-
-def irreducible_tiles(problem: SelectionProblem) -> list[tuple[int, int]]:
-    """Tiles whose table stays over budget even if every group touching them took its best option for them."""
-    best = _best_tables(problem)
-    over = np.flatnonzero(best > problem.table_budget)
-    return [(int(t), int(best[t] - problem.table_budget)) for t in over[np.argsort(-best[over])][:20]]

@@ -55,7 +55,12 @@ def test_proved_infeasible_exit_3() -> None:
     res = placer("solve", DEMO, "--budget", "48", "--time-limit", "10")
     assert res.returncode == 3, res.stdout + res.stderr
     assert "infeasible" in res.stdout
-    assert "cannot fit" in res.stdout
+    assert "no plan fits: these tiles stay over the budget" in res.stdout
+    assert "B direct −" in res.stdout  # the certificate's sum, tile by tile
+    doc = json.loads(placer("solve", DEMO, "--budget", "48", "--time-limit", "10", "--json").stdout)
+    cert = doc["certificate"]["tiles"][0]
+    assert cert["budget"] == 48
+    assert cert["floor"] == sum(p["floor"] for p in cert["phases"]) == 48 + cert["bytes_over"]
 
 
 def test_ambiguous_budget_unit_refused() -> None:

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from placer.capture.model import Allocations, Capture, Phase
 from placer.selection import capacity
-from placer.selection.select import OBJECTIVES, SelectionSettings, model_slack, plan_objectives, prepare, select
+from placer.selection.floors import model_slack
+from placer.selection.select import OBJECTIVES, SelectionSettings, plan_objectives, prepare, select
 from placer.solver import SolverParams
 from placer.validation import validate
 from tests.builders import group_phase, relay_capture, small_machine

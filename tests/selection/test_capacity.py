@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 from placer.capture.model import Capture, PanelHint, Phase
 from placer.selection import capacity
+from placer.selection.floors import model_slack
 from placer.selection.greedy import budget_plan
-from placer.selection.select import lower_bounds, model_slack, plan_objectives, prepare
+from placer.selection.select import lower_bounds, plan_objectives, prepare
 from placer.solver import Cutoff, SolverParams, Status
 from placer.validation import validate
 from tests.builders import every_plan, group_phase, relay_capture, small_machine

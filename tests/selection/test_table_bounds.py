@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from placer.capture.model import Capture, PanelHint, Phase
 from placer.selection import bounds
-from placer.selection.select import lower_bounds, model_slack, prepare
+from placer.selection.floors import model_slack
+from placer.selection.select import lower_bounds, prepare
 from tests.builders import every_plan, group_phase, small_machine
 
 M = small_machine(8)

@@ -82,3 +82,30 @@ def test_a_signal_inside_a_finaliser_still_ends_the_command() -> None:
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert res.stdout.strip() == "stopped by SIGINT", res.stdout + res.stderr
     assert res.stderr == ""
+
+
+def test_a_signal_during_an_import_waits_for_its_end() -> None:
+    """A signal while a module is being imported (ortools, say, on its first use inside a command) is delivered
+    again when the import is over: raised inside a native module's initialisation, the exception crashed the
+    interpreter (orjson's, SIGSEGV). The import completes, then the command stops, within milliseconds."""
+    code = ("import pathlib, signal, sys, tempfile, time\n"
+            "from placer import interrupt\n"
+            "interrupt.install()\n"
+            "folder = tempfile.mkdtemp()\n"
+            "pathlib.Path(folder, 'slow_module.py').write_text(\n"
+            "    'import signal, time\\nsignal.raise_signal(signal.SIGINT)\\ntime.sleep(0.1)\\nDONE = True\\n')\n"
+            "sys.path.insert(0, folder)\n"
+            "began = time.perf_counter()\n"
+            "try:\n"
+            "    import slow_module\n"
+            "    time.sleep(30)\n"
+            "    print('carried on')\n"
+            "except interrupt.Interrupted as exc:\n"
+            "    done = 'imported' if getattr(sys.modules.get('slow_module'), 'DONE', False) else 'mid-import'\n"
+            "    print('stopped by', exc.name, done, time.perf_counter() - began)\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    words = res.stdout.split()
+    assert words[:4] == ["stopped", "by", "SIGINT", "imported"], res.stdout + res.stderr
+    assert float(words[4]) < 5.0  # not the 30 s sleep after the import
+    assert res.stderr == ""
+

@@ -1,0 +1,316 @@
+"""Per-tile floors: the least a tile's program table can be under any plan, and the certificate built from them.
+
+A tile's table under a plan is its direct table, plus for each group touching it the change the group's chosen
+option makes there, plus the rows of every segment it hosts, less at most the model's slack (a seam between two
+relayed groups saving a pointer reset, a local-pack replica losing its phase entry, the rounding of a phase's total).
+Taking every group at its most favourable option for the tile, hosting nothing and giving every slack back gives a
+floor no plan goes under (docs/selection.md, "Bounds", (a)). Summed over the tiles, the same argument with each
+group at the option whose total change (hosts included) is least floors the program's whole table mass, and the worst
+tile is at least its mean ((b)). A tile whose floor is over the budget, or a mean floor over it, proves that no plan
+fits: :class:`Certificate` says which, in figures a person can add up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypedDict
+
+import numpy as np
+
+from placer.selection.problem import PhaseData, SelectionProblem
+
+CERTIFIED_TILES = 20  # a certificate names at most this many tiles, the furthest over the budget first
+
+
+def _phase_slack(problem: SelectionProblem, pd: PhaseData) -> dict[int, int]:
+    """Per tile the phase's options touch, the most the model can overstate the tile's rows in this phase."""
+    c = problem.machine.cost
+    touched: dict[int, int] = {}
+    for opts in pd.options:
+        for t in {t for op in opts[1:] for t in op.tiles.tolist() if t < problem.tiles}:
+            touched[t] = touched.get(t, 0) + 1
+    return {t: groups * (c.pointer_reset_extra_bytes + c.phase_entry_bytes) + c.table_rounding - 1
+            for t, groups in touched.items()}
+
+
+def _phase_relief(problem: SelectionProblem, pd: PhaseData) -> dict[int, int]:
+    """Per tile, the most the phase's groups can take off its rows (≤ 0): each group at its most favourable
+    option for that tile, nothing hosted."""
+    relief: dict[int, int] = {}
+    for opts in pd.options:
+        per_tile: dict[int, int] = {}
+        for op in opts[1:]:
+            # the option's whole effect on each of its tiles: the phase's change plus, for local-pack, the rows its
+            # replicas get in the extra phase (their entry there is in the slack)
+            effect: dict[int, int] = {}
+            for t, d in zip(op.tiles.tolist(), op.delta.raw.tolist(), strict=True):
+                effect[t] = effect.get(t, 0) + int(d)
+            if op.ext is not None:
+                for t, d in zip(op.ext_tiles.tolist(), op.ext.raw.tolist(), strict=True):
+                    effect[t] = effect.get(t, 0) + int(d)
+            for t in {*per_tile, *effect}:
+                if t < problem.tiles:
+                    per_tile[t] = min(per_tile.get(t, 0), effect.get(t, 0))
+        for t, d in per_tile.items():
+            relief[t] = relief.get(t, 0) + d
+    return relief
+
+
+def model_slack(problem: SelectionProblem) -> dict[int, int]:
+    """Per tile, the most the model can overstate its table: per group touching it a pointer reset at a seam and a
+    phase entry, per phase the rounding (once per prepared problem: it does not depend on the budget)."""
+    cached = problem.shared.get("model_slack")
+    if cached is None:
+        slack: dict[int, int] = {}
+        for pd in problem.phases:
+            for t, s in _phase_slack(problem, pd).items():
+                slack[t] = slack.get(t, 0) + s
+        cached = problem.shared["model_slack"] = slack
+    return dict(cached)
+
+
+def host_rounding(problem: SelectionProblem) -> np.ndarray:
+    """Per tile, the most hosting can take off its rows through the rounding, in the phases where no option touches
+    it (where one does, ``model_slack`` has it): a relay's rows are counted raw on top of the tile's rounded direct
+    row, and the realised row rounds the two together, so it can come out ``(-raw) mod rounding`` lower per phase.
+    (Zero on the bundled workloads: every row there is a multiple of the rounding.)"""
+    cached = problem.shared.get("host_rounding")
+    if cached is None:
+        rnd = problem.machine.cost.table_rounding
+        cached = np.zeros(problem.tiles, np.int64)
+        for pd in problem.phases:
+            touched = np.zeros(problem.tiles, bool)
+            hosts = False
+            for opts in pd.options:
+                for op in opts[1:]:
+                    touched[op.tiles[op.tiles < problem.tiles]] = True
+                    hosts = True
+            if hosts:
+                cached += np.where(touched, 0, (-pd.raw[: problem.tiles].astype(np.int64)) % rnd)
+        problem.shared["host_rounding"] = cached
+    return np.asarray(cached).copy()
+
+
+def tile_floors(problem: SelectionProblem) -> np.ndarray:
+    """Per tile, a lower bound on its program table under any plan (the module docstring); computed once per
+    prepared problem (it does not depend on the budget)."""
+    cached = problem.shared.get("best_tables")
+    if cached is None:
+        best = problem.direct.table_bytes[: problem.tiles].astype(np.int64).copy()
+        for pd in problem.phases:
+            for t, d in _phase_relief(problem, pd).items():
+                best[t] += d
+        for t, s in model_slack(problem).items():
+            best[t] -= s
+        cached = problem.shared["best_tables"] = best
+    return np.asarray(cached).copy()
+
+
+class PhaseFloorDoc(TypedDict):
+    phase: int
+    label: str
+    direct: int
+    relief: int
+    groups: int
+    slack: int
+    floor: int
+
+
+class TileCertificateDoc(TypedDict):
+    """``TileCertificate.to_json`` (``placer solve --json``'s ``irreducible_tiles``)."""
+
+    tile: int
+    bytes_over: int
+    floor: int
+    budget: int
+    phases: list[PhaseFloorDoc]
+
+
+class MassFloorDoc(TypedDict):
+    direct: int
+    relief: int
+    slack: int
+    total: int
+    tiles: int
+    floor: int
+    budget: int
+
+
+class CertificateDoc(TypedDict):
+    """``Certificate.to_json`` (``placer solve --json``'s ``certificate``)."""
+
+    tiles: list[TileCertificateDoc]
+    mass: MassFloorDoc | None
+
+
+@dataclass(frozen=True)
+class PhaseFloor:
+    """One phase's part of a tile's floor."""
+
+    phase: int  # phase id
+    label: str  # the capture's name for the phase ("" when it has none)
+    direct: int  # the tile's rows in the phase, all direct, as charged after table sharing
+    relief: int  # the most the phase's relays can take off them (≤ 0)
+    groups: int  # groups touching the tile in the phase (each offered at least one relay)
+    slack: int  # the most the model can overstate the phase's rows on the tile, given back
+
+    @property
+    def floor(self) -> int:
+        return self.direct + self.relief - self.slack
+
+    def to_json(self) -> PhaseFloorDoc:
+        return {"phase": self.phase, "label": self.label, "direct": self.direct, "relief": self.relief,
+                "groups": self.groups, "slack": self.slack, "floor": self.floor}
+
+
+@dataclass(frozen=True)
+class TileCertificate:
+    """Why a tile cannot fit: its floor -- the sum of its phases' floors -- is over the budget whatever is chosen.
+
+    Checking it needs no search: the phases' figures add up to the floor, and each relief is the least change
+    any option of the phase's groups makes to the tile (``tests/selection/test_floors.py`` checks the claim
+    against every plan of small captures, costed by the independent validator)."""
+
+    tile: int
+    budget: int
+    phases: tuple[PhaseFloor, ...]  # every phase with rows on the tile, in capture order
+
+    @property
+    def floor(self) -> int:
+        return sum(p.floor for p in self.phases)
+
+    @property
+    def bytes_over(self) -> int:
+        return self.floor - self.budget
+
+    def lines(self, most: int = 3) -> list[str]:
+        """The certificate in words: the floor, its parts, and the phases that weigh most on it."""
+        direct = sum(p.direct for p in self.phases)
+        relief = sum(p.relief for p in self.phases)
+        slack = sum(p.slack for p in self.phases)
+        heavy = sorted(self.phases, key=lambda p: (-p.floor, p.phase))[:most]
+        parts = ", ".join(f"phase {p.phase}{f' ({p.label})' if p.label else ''} {p.direct:,} B"
+                          + (f" − {-p.relief:,} B by its {p.groups} group{'s' if p.groups != 1 else ''}"
+                             if p.relief else "") for p in heavy)
+        return [f"tile {self.tile}: at least {self.floor:,} B against {self.budget:,} B "
+                f"({self.bytes_over:,} B over) = {direct:,} B direct − {-relief:,} B at most relays take off"
+                f" − {slack:,} B model slack",
+                f"  heaviest phases: {parts}"]
+
+    def to_json(self) -> TileCertificateDoc:
+        return {"tile": self.tile, "bytes_over": self.bytes_over, "floor": self.floor, "budget": self.budget,
+                "phases": [p.to_json() for p in self.phases]}
+
+
+@dataclass(frozen=True)
+class MassFloor:
+    """The least the tiles' tables can add up to under any plan, and so the least the worst tile can be: their mean.
+
+    The total is the direct tables' plus, per group, the least total change any of its options makes (replicas,
+    senders and, since every segment is hosted somewhere, hosts), less every tile's model slack and what hosting can
+    save through the rounding (``host_rounding``)."""
+
+    direct: int  # Σ over tiles of the direct tables
+    relief: int  # the most relays can take off the total (≤ 0)
+    slack: int  # Σ over tiles of the model's slack and of ``host_rounding``, given back
+    tiles: int
+    budget: int
+
+    @property
+    def total(self) -> int:
+        return self.direct + self.relief - self.slack
+
+    @property
+    def floor(self) -> int:
+        """The worst tile's floor: the total's mean over the tiles, rounded up."""
+        return max(0, -(-self.total // self.tiles)) if self.tiles else 0
+
+    def lines(self) -> list[str]:
+        return [f"the tiles' tables add up to at least {self.total:,} B = {self.direct:,} B direct − "
+                f"{-self.relief:,} B at most relays take off in total (hosts' rows included) − {self.slack:,} B model "
+                f"slack; over {self.tiles:,} tiles some tile holds at least {self.floor:,} B against {self.budget:,} B"]
+
+    def to_json(self) -> MassFloorDoc:
+        return {"direct": self.direct, "relief": self.relief, "slack": self.slack, "total": self.total,
+                "tiles": self.tiles, "floor": self.floor, "budget": self.budget}
+
+
+def mass_floor(problem: SelectionProblem) -> MassFloor:
+    """The program's :class:`MassFloor` (the total computed once per prepared problem)."""
+    cached = problem.shared.get("mass_floor")
+    if cached is None:
+        relief = 0
+        for pd in problem.phases:
+            for opts in pd.options:
+                relief += min(0, *(int(op.delta.raw.sum()) + (int(op.host.raw.sum()) if op.host is not None else 0)
+                                   + (int(op.ext.raw.sum()) if op.ext is not None else 0) for op in opts[1:]))
+        slack = sum(model_slack(problem).values()) + int(host_rounding(problem).sum())
+        cached = problem.shared["mass_floor"] = (int(problem.direct.table_bytes[: problem.tiles].sum()), relief, slack)
+    direct, relief, slack = cached
+    return MassFloor(direct, relief, slack, problem.tiles, problem.table_budget)
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """Why no plan fits the budget: tiles whose own floor is over it, and/or a mean floor over it."""
+
+    tiles: tuple[TileCertificate, ...]  # at most ``CERTIFIED_TILES``, the furthest over the budget first
+    mass: MassFloor | None  # set when the mean floor alone is over the budget
+
+    def lines(self, shown: int) -> list[str]:
+        """The certificate in words (the first ``shown`` tiles)."""
+        out = [line for cert in self.tiles[:shown] for line in cert.lines()]
+        if len(self.tiles) > shown:
+            out.append(f"and {len(self.tiles) - shown} more tile(s) (`--json`: certificate.tiles, up to "
+                       f"{CERTIFIED_TILES})")
+        return out + (self.mass.lines() if self.mass is not None else [])
+
+    def to_json(self) -> CertificateDoc:
+        return {"tiles": [c.to_json() for c in self.tiles],
+                "mass": self.mass.to_json() if self.mass is not None else None}
+
+
+def certificate(problem: SelectionProblem) -> Certificate | None:
+    """Why no plan fits ``problem.table_budget``, or None when neither a tile's floor nor the mean floor is over
+    it (a plan may still not exist: these are the checks that need no search)."""
+    mass = mass_floor(problem)
+    tiles = tile_certificates(problem)
+    if not tiles and mass.floor <= problem.table_budget:
+        return None
+    return Certificate(tuple(tiles), mass if mass.floor > problem.table_budget else None)
+
+
+def proved_floor(problem: SelectionProblem) -> int:
+    """The least worst tile the checks without search allow: every budget under it is proved infeasible."""
+    return max(int(tile_floors(problem).max(initial=0)), mass_floor(problem).floor)
+
+
+def tile_certificates(problem: SelectionProblem) -> list[TileCertificate]:
+    """The tiles whose floor is over the budget (at most ``CERTIFIED_TILES``, furthest over first)."""
+    best = tile_floors(problem)
+    over = np.flatnonzero(best > problem.table_budget)
+    tiles = [int(t) for t in over[np.argsort(-best[over], kind="stable")][:CERTIFIED_TILES]]
+    if not tiles:
+        return []
+    index = {p.phase: i for i, p in enumerate(problem.direct.phases)}
+    charged = problem.direct.charged
+    by_phase = {pd.phase.phase: (_phase_relief(problem, pd), _phase_slack(problem, pd), pd) for pd in problem.phases}
+    out = []
+    for t in tiles:
+        parts = []
+        for p in problem.direct.phases:
+            relief, slack, pd = by_phase.get(p.phase, ({}, {}, None))
+            direct = int(charged[index[p.phase], t])
+            groups = 0 if pd is None else sum(1 for opts in pd.options
+                                              if any(t in op.tiles.tolist() for op in opts[1:]))
+            if direct or relief.get(t, 0) or slack.get(t, 0):
+                parts.append(PhaseFloor(p.phase, problem.capture.label(p.phase), direct, relief.get(t, 0),
+                                        groups, slack.get(t, 0)))
+        out.append(TileCertificate(t, problem.table_budget, tuple(parts)))
+    return out
+
+
+__all__ = ["CERTIFIED_TILES", "Certificate", "CertificateDoc", "MassFloor", "MassFloorDoc", "PhaseFloor",
+           "PhaseFloorDoc", "TileCertificate", "TileCertificateDoc", "certificate", "host_rounding", "mass_floor",
+           "model_slack",
+           "proved_floor", "tile_certificates", "tile_floors"]
