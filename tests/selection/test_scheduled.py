@@ -122,3 +122,48 @@ def test_measuring_stops_at_the_search_end_and_says_so() -> None:
         assert UNMEASURED in out.note
         assert out.objectives.cycles == 0
         assert validate(cap, out.plan.to_json(cap), M).valid == out.objectives.fits
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), groups=st.integers(1, 3), fragments=st.integers(8, 40),
+       budget=st.integers(150, 1500), held=st.booleans())
+def test_a_combination_cp_sat_cannot_settle_keeps_the_best_measured_plan(seed: int, groups: int, fragments: int,
+                                                                         budget: int, held: bool) -> None:
+    """When every CP-SAT solve of the combination ends unknown (its share of a second ran out, as on SigLIP b4),
+    the answer is still a measured plan -- the best by the model's own order, improved phase by phase -- and
+    never the production rule's by default: a plan that fits is kept (it validates)."""
+    from unittest import mock
+
+    from placer.selection import columns
+    from placer.solver import SolveResult, Status
+
+    cap = relay_capture(groups=groups, fragments=fragments, phases=2, seed=seed)
+    out = select(cap, M, budget, 16384, SelectionSettings(params=FAST))
+    pool = out.pool
+    assert pool is not None
+    assert pool.plans
+    rule_bound, rule_b = pool.figures(out.greedy_choice)
+    caps = columns.Caps(rule_bound, rule_b) if held else columns.Caps()
+    unknown = (None, SolveResult(Status.UNKNOWN, None, None, 0.0))
+    with mock.patch.object(columns, "run", return_value=unknown):
+        comb = columns.combine(pool, caps, FAST, ("table", "cycles"))
+    assert comb is not None
+    got = columns._valued(pool, comb.choice, caps)
+    measured = [columns._valued(pool, c, caps) for c in pool.plans]
+    level = min(v.level for v in measured)
+    assert got.level == level
+    assert (comb.fits, comb.capped) == ((True, True), (True, False), (False, False))[level]
+    stages = ["table", "cycles"] if level == 0 else ["cycles", "table"] if level == 1 else ["excess", "table",
+                                                                                             "cycles"]
+    assert all(columns._rank(got, stages) <= columns._rank(v, stages) for v in measured if v.level == level)
+    assert validate(cap, pool.plan(comb.choice).to_json(cap), M).valid == comb.fits
+    # the phase-by-phase improvement keeps the level, is never worse, and leaves no single phase's change better
+    for v in measured:
+        order = ["table", "cycles"] if v.level == 0 else ["cycles", "table"] if v.level == 1 else ["excess", "table"]
+        d = columns._descend(pool, v, caps, v.level, order)
+        assert d.level <= v.level
+        assert columns._rank(d, order) <= columns._rank(v, order)
+        for k, cols in enumerate(pool.columns):
+            for c in range(len(cols)):
+                trial = columns._valued(pool, [*d.choice[:k], c, *d.choice[k + 1:]], caps)
+                assert trial.level > v.level or columns._rank(trial, order) >= columns._rank(d, order)
