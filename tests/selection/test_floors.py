@@ -13,9 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from placer.capture.model import Capture, PanelHint, Phase
+from placer.machine import Machine
 from placer.report.selection import outcome_json, render_certificate
 from placer.selection import bounds
-from placer.selection.floors import certificate, host_rounding, mass_floor, model_slack, tile_floors
+from placer.selection.floors import certificate, host_rounding, mass_floor, model_slack, proved_floor, tile_floors
 from placer.selection.select import SelectionSettings, lower_bounds, prepare, select
 from placer.solver import SolverParams, Status
 from placer.validation.table import program_table
@@ -137,3 +138,43 @@ def test_no_certificate_when_nothing_proves_it(shift: int) -> None:
     problem = prepare(cap, M, 10**6, 16384).problem
     budget = max(int(tile_floors(problem).max()), mass_floor(problem).floor) + shift
     assert certificate(dataclasses.replace(problem, table_budget=budget)) is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["siglip-so400m", "pe-core-l14"])
+def test_a_batch_four_certificate_survives_the_validators_count(model: str, machine: Machine) -> None:
+    """Batch four, one layer, a byte under the proved floor: the certificate's direct parts are what the validator
+    counts for the direct program, and every plan placer builds there -- the production rule's, the budget-aware
+    construction at four targets, the host-aware construction -- rewritten and counted by the validator has each
+    certified tile at or above its floor and the tables' total at or above the mass (so no plan fits)."""
+    from placer.modes import PlanMode
+    from placer.selection.greedy import budget_plan, production_plan
+    from placer.selection.plan import Plan
+    from placer.selection.select import _host_aware_plan
+    from placer.solver import Cutoff
+    from placer.workloads.generate import generate
+
+    cap = generate(model, batch=4, machine=machine)
+    prepared = prepare(cap, machine, 10**6, 16384, workers=2)
+    floor = proved_floor(prepared.problem)
+    problem = prepared.for_budget(floor - 1)
+    cert = certificate(problem)
+    assert cert is not None
+    direct, _frags = program_table(cap.phases, cap.tile_count, machine)
+    for c in cert.tiles:
+        assert sum(p.direct for p in c.phases) == direct[c.tile], c.tile
+    if cert.mass is not None:
+        assert cert.mass.direct == int(direct[: problem.tiles].sum())
+    plans = [production_plan(cap, machine, floor - 1, 16384, direct=problem.direct, workers=2)[0],
+             _host_aware_plan(problem, Cutoff())]
+    for share in (1.0, 0.8, 0.7, 0.5):
+        built = budget_plan(cap, prepared.scans, machine, int(share * (floor - 1)), 16384)
+        plans.append(Plan(PlanMode.CPSAT, machine, floor - 1, 16384, built.relays))
+    for plan in plans:
+        assert plan.relays
+        table, _frags = program_table(plan.rewritten(cap).phases, cap.tile_count, machine)
+        for c in cert.tiles:
+            assert table[c.tile] >= c.floor, (c.tile, int(table[c.tile]), c.floor)
+        if cert.mass is not None:
+            assert int(table[: problem.tiles].sum()) >= cert.mass.total
+        assert int(table.max()) >= floor
