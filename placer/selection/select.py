@@ -317,12 +317,13 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     search = Search(capture, problem, params, rule.plan, rule.objectives, rule.decisions, context.progress, start,
                     rule.scans, clock)
     searched: Outcome | None = None
-    if order[0] != "cycles" or not large or not best.objectives.fits:
-        # the estimate's searches (table first, a program small enough for the exact model, or one no incumbent
-        # fits, where the smallest table matters most): their plan is one more source of configurations. When a
-        # construction fits, its time goes to measuring instead (SigLIP b4: 33 s of neighbourhoods, none
-        # improving, left the plan unmeasured; SigLIP b2 at 64 KiB: they left the schedule-true construction that
-        # fits at 50,640 B unmeasured, and the plan was 61,784 B)
+    if order[0] != "cycles" or not large:
+        # the estimate's searches (table first, or a program small enough for the exact model): their plan is one
+        # more source of configurations. On a large program with cycles first their time goes to measuring
+        # instead: SigLIP b4 at 80 KiB, 33 s of neighbourhoods, none improving, left the plan unmeasured; SigLIP
+        # b2 at 64 KiB, they left the schedule-true construction that fits at 50,640 B unmeasured, and the plan
+        # was 61,784 B; SigLIP b4 at 72 KiB, where no incumbent fits, 20 s for nothing better left 21 or 8
+        # configurations measured (the rule's plan kept, exit 4), where without them 31-42 are
         searched = _estimate_search(search, est, best, large, settings.max_rounds, settings.local_pack)
         best = Incumbent(searched.plan, searched.objectives, searched.source)
     plans = [(best.plan, best.source)] + [(p, n) for p, n in candidates if p is not best.plan]
@@ -552,7 +553,12 @@ def _scheduled(search: Search, order: tuple[str, ...], cycle_slack: float, plans
         cut = True
     last = 0.0  # wall seconds the previous construction and its measurement took: the next is skipped if it
     # would run past the search's end (less the combination's share)
-    for name, build in scheduled_constructions(problem, clock):
+    # when the rule's plan does not fit, a plan that does may need more relays than the caps allow (SigLIP b4: no
+    # plan within them fits), and the loosest targets' constructions are what it is made of (SigLIP b4 with 120 s,
+    # every construction measured: the plans at 72 and 80 KiB both use +10 % and +5 %, hosts in the rule's
+    # order): they are built first, so a clock that stops the list early has them
+    loosest_first = not search.greedy_objectives.fits
+    for name, build in scheduled_constructions(problem, clock, loosest_first):
         if cut or clock.wall_left() - COMBINE_SECONDS <= last:
             cut = True
             break
@@ -573,12 +579,13 @@ def _scheduled(search: Search, order: tuple[str, ...], cycle_slack: float, plans
     else:
         cap = Caps()
         stages = order
+    # the combination's work is its seconds: fewer than its share, because the clock is short, is a choice that
+    # depends on the machine's speed (reported like a backstop)
+    seconds = max(0.2, min(COMBINE_SECONDS, clock.wall_left()))
     with task(f"combine {pool.size()} measured phase configurations"):
-        comb = combine(pool, cap, replace(params, time_limit=max(0.2, min(COMBINE_SECONDS, clock.wall_left()))),
-                       stages,
-                       start=rule_choice)
+        comb = combine(pool, cap, replace(params, time_limit=seconds), stages, start=rule_choice)
     choice = comb.choice if comb is not None else rule_choice
-    cut = cut or (comb is not None and comb.backstop)
+    cut = cut or seconds < COMBINE_SECONDS or (comb is not None and comb.backstop)
     plan = pool.plan(choice)
     obj, sched = measure(pool, choice)
     g_obj, g_sched = measure(pool, rule_choice)
@@ -643,14 +650,15 @@ def _unmeasured(search: Search, order: tuple[str, ...], plans: list[tuple[Plan, 
                    scans=search.scans, work=clock.spent, work_budget=clock.work, backstop=True)
 
 
-def scheduled_constructions(problem: SelectionProblem, clock: SearchClock
+def scheduled_constructions(problem: SelectionProblem, clock: SearchClock, loosest_first: bool = False
                             ) -> list[tuple[str, Callable[[], tuple[Plan, bool]]]]:
     """The schedule-true constructions, in the order they are tried, each as (name, build): the capacity
-    construction under each of ``SLACKS``'s targets (its hosts as it placed them, then in the production rule's
-    order), then every group of a phase relayed alike at each of its relay options, hosts in the rule's order,
-    under the loosest targets (on SigLIP b2's QKV input, 36 segments per group: B1024 18,394 cycles, the rule's
-    18,870). They do not depend on the budget: a sweep's budgets share what was built (``problem.shared``); a
-    construction the search's end cut short is not kept. ``build`` returns the plan and whether it was cut."""
+    construction under each of ``SLACKS``'s targets, tightest first or (``loosest_first``) loosest first (its
+    hosts as it placed them, then in the production rule's order), then every group of a phase relayed alike at
+    each of its relay options, hosts in the rule's order, under the loosest targets (on SigLIP b2's QKV input, 36
+    segments per group: B1024 18,394 cycles, the rule's 18,870). They do not depend on the budget: a sweep's
+    budgets share what was built (``problem.shared``); a construction the search's end cut short is not kept.
+    ``build`` returns the plan and whether it was cut."""
     cache: dict[str, Plan] = problem.shared.setdefault("scheduled_plans", {})
     timings = direct_timings(problem, [pd.phase.phase for pd in problem.phases])
 
@@ -691,7 +699,7 @@ def scheduled_constructions(problem: SelectionProblem, clock: SearchClock
         return make
 
     out = []
-    for eps in SLACKS:
+    for eps in sorted(SLACKS, reverse=loosest_first):
         out.append(cached(f"construction at +{eps:.0%}", greedy_at(eps, False)))
         out.append(cached(f"construction at +{eps:.0%}, hosts in the rule's order", greedy_at(eps, True)))
     ranks = max((len(opts) for pd in problem.phases for opts in pd.options), default=1)

@@ -167,3 +167,22 @@ def test_a_combination_cp_sat_cannot_settle_keeps_the_best_measured_plan(seed: i
             for c in range(len(cols)):
                 trial = columns._valued(pool, [*d.choice[:k], c, *d.choice[k + 1:]], caps)
                 assert trial.level > v.level or columns._rank(trial, order) >= columns._rank(d, order)
+
+
+def test_the_loosest_constructions_come_first_when_the_rule_does_not_fit() -> None:
+    """The order of the schedule-true constructions: tightest target first, or loosest first (what a plan that
+    must fit without the caps is made of, so a clock that stops the list early still has it)."""
+    import time
+
+    from placer.selection.select import SearchClock, scheduled_constructions
+    from placer.solver import Deadline
+
+    cap = relay_capture(groups=2, fragments=20, phases=2, seed=3)
+    problem = prepare(cap, M, 10**5, 16384).problem
+    clock = SearchClock(Deadline(10, time.perf_counter()), 1.0, 10.0)
+    tight = [name for name, _ in scheduled_constructions(problem, clock)]
+    loose = [name for name, _ in scheduled_constructions(problem, clock, loosest_first=True)]
+    assert sorted(tight) == sorted(loose)
+    assert tight[0] == f"construction at +{min(SLACKS):.0%}"
+    assert loose[:2] == [f"construction at +{max(SLACKS):.0%}",
+                         f"construction at +{max(SLACKS):.0%}, hosts in the rule's order"]
