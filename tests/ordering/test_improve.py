@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from placer.capture.model import Phase
@@ -445,6 +445,7 @@ def test_aligned_slots_keep_the_rules_on_random_homes(columns: int, rows: int, h
 
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.integers(4, 32), min_size=2, max_size=4), st.integers(0, 60), st.integers(0, 6))
+@example([24, 16, 25], 0, 0)  # host plans redone on the interleaved ones listed a WAW successor first (clean-clone CI)
 def test_host_plans_keep_the_rules_on_random_hosts(sizes: list[int], start: int, direct: int) -> None:
     # contiguous segments of random sizes from a random offset: which straddle an element boundary varies
     bases = [0x6000 + 256 * (start + sum(sizes[:k])) for k in range(len(sizes))]
