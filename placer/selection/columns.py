@@ -22,6 +22,7 @@ plan is better (docs/selection.md, "Scheduled cycles").
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -180,21 +181,20 @@ class Pool:
     def tables(self, choice: list[int]) -> np.ndarray:
         """Per tile, the program table of a choice (the direct program's, plus each chosen configuration's
         change in its phase)."""
-        tiles = self.problem.tiles
-        table = self.problem.direct.table_bytes[:tiles].astype(np.int64).copy()
-        for k, c in enumerate(choice):
-            if c:
-                table += self.columns[k][c].fixed.table[:tiles] - self.columns[k][0].fixed.table[:tiles]
-        return table
+        return self._per_tile(choice, self.problem.direct.table_bytes, lambda fx: fx.table)
 
     def fragments(self, choice: list[int]) -> np.ndarray:
         """Per tile, the program's fragment count under a choice (as :meth:`tables` for the table)."""
+        return self._per_tile(choice, self.problem.direct.fragments, lambda fx: fx.fragments)
+
+    def _per_tile(self, choice: list[int], direct: np.ndarray, of: Callable[[PhaseFixed], np.ndarray]
+                  ) -> np.ndarray:
         tiles = self.problem.tiles
-        frags = self.problem.direct.fragments[:tiles].astype(np.int64).copy()
+        out = direct[:tiles].astype(np.int64).copy()
         for k, c in enumerate(choice):
             if c:
-                frags += self.columns[k][c].fixed.fragments[:tiles] - self.columns[k][0].fixed.fragments[:tiles]
-        return frags
+                out += of(self.columns[k][c].fixed)[:tiles] - of(self.columns[k][0].fixed)[:tiles]
+        return out
 
     def scheduled(self, choice: list[int]) -> Scheduled:
         """A choice's scheduled figures over the whole program."""
