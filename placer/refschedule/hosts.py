@@ -167,6 +167,9 @@ def host_order(phase: Phase, deps: Dependencies, levels: np.ndarray, schedule: R
     forwards = np.flatnonzero(rank >= 0)
     if not interleave:
         _permute(key, place, forwards, phase.source[forwards].astype(np.int64), rank[forwards])
+        # on a base whose forwards sit among the gathers (the interleaved host plans'), a forward can take a place
+        # before the gather it forwards: it then moves to just after it
+        _after_predecessors(key, deps, levels)
         return np.lexsort((np.arange(n), key))
     last = np.full(n, -1.0)
     np.maximum.at(last, deps.succ, key[deps.pred])
@@ -177,10 +180,15 @@ def host_order(phase: Phase, deps: Dependencies, levels: np.ndarray, schedule: R
     ends = block_end[phase.source[forwards].astype(np.int64) * blocks + rank[forwards]]
     key[forwards] = np.maximum(ends, last[forwards]) + 0.5 + 1e-6 * rank[forwards]
     key[levels > 1] += n  # everything deeper keeps its place after depth one
-    for lv in range(1, int(levels.max(initial=0)) + 1):  # and every transfer after its predecessors
+    _after_predecessors(key, deps, levels)
+    return np.lexsort((np.arange(n), key))
+
+
+def _after_predecessors(key: np.ndarray, deps: Dependencies, levels: np.ndarray) -> None:
+    """Move every transfer listed before one of its predecessors to just after it, depth by depth."""
+    for lv in range(1, int(levels.max(initial=0)) + 1):
         edge = levels[deps.succ] == lv
         np.maximum.at(key, deps.succ[edge], key[deps.pred[edge]] + 0.25)
-    return np.lexsort((np.arange(n), key))
 
 
 def _permute(key: np.ndarray, place: np.ndarray, members: np.ndarray, group: np.ndarray,

@@ -302,8 +302,7 @@ class OrderSearch:
     def offer(self, schedule: ReferenceSchedule, label: str) -> None:
         if not self._keeps_dependencies(schedule.order):
             # a list that puts a transfer before one it depends on is timed as listed, hazard and all: never kept
-            # (host plans redone on the interleaved host plans' order listed a WAW successor first on a random
-            # host phase of the tests)
+            # (host plans on the interleaved host plans' order once built such lists; see docs/ordering.md)
             return
         if schedule.horizon < self.best.horizon:
             if self.best is not self.greedy:

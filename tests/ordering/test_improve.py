@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from placer.capture.model import Phase
 from placer.machine import load_machine
 from placer.ordering.check import check_reference_schedule
+from placer.refschedule.hosts import host_order
 from placer.refschedule.improve import (
     OrderSearch,
     forwards_by_landing,
@@ -451,6 +452,28 @@ def test_host_plans_keep_the_rules_on_random_hosts(sizes: list[int], start: int,
     bases = [0x6000 + 256 * (start + sum(sizes[:k])) for k in range(len(sizes))]
     phase = host_phase(bases, fragments=max(sizes), direct=direct)
     _keeps_the_rules_and_repeats_itself(phase)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(4, 32), min_size=2, max_size=4), st.integers(0, 60), st.integers(0, 6))
+@example([24, 16, 25], 0, 0)  # a forward took a place before its block's last gather (clean-clone CI)
+def test_host_plans_on_any_base_list_every_transfer_after_its_predecessors(sizes: list[int], start: int,
+                                                                           direct: int) -> None:
+    """Host plans redone on the interleaved host plans' order (the polish step's base) keep every dependency edge:
+    the reference timing takes a list as given, so a successor listed first would be a hazard."""
+    bases = [0x6000 + 256 * (start + sum(sizes[:k])) for k in range(len(sizes))]
+    phase = host_phase(bases, fragments=max(sizes), direct=direct)
+    search = _start(phase, TILES)
+    interleaved = host_order(phase, search.deps, search.levels, search.greedy, interleave=True)
+    if interleaved is None:
+        return
+    for base in (search.greedy, search.time_order(interleaved)):
+        for interleave in (False, True):
+            order = host_order(phase, search.deps, search.levels, base, interleave=interleave)
+            assert order is not None
+            place = np.empty(phase.n, np.int64)
+            place[order] = np.arange(phase.n)
+            assert np.all(place[search.deps.pred] < place[search.deps.succ])
 
 
 @settings(max_examples=20, deadline=None)
