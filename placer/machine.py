@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 from dataclasses import asdict, dataclass, fields
 from importlib import resources
 from pathlib import Path
@@ -124,6 +125,11 @@ class Machine:
     def row(self, tiles: npt.NDArray[np.integer[Any]] | int) -> npt.NDArray[np.int64]:
         """Geometric row of each logical tile (reversed on odd blocks); latency grows with it."""
         t = np.asarray(tiles, dtype=np.int64)
+        if t.size >= _ROUTE_LOOKUP_MIN and t.min() >= 0 and t.max() < self.tiles:
+            return self._tables()[0][t]  # a gather: a timing asks for the row of every destination entry
+        return self._row(t)
+
+    def _row(self, t: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         pair = t // 2
         block = pair // self.geometry.rows
         row = pair % self.geometry.rows
@@ -133,7 +139,7 @@ class Machine:
         t = np.asarray(tiles, dtype=np.int64)
         g = self.geometry
         block = (t // 2) // g.rows
-        address: npt.NDArray[np.int64] = (g.row_stride * self.row(t) + g.block_stride * (block // 2) + (block & 1)
+        address: npt.NDArray[np.int64] = (g.row_stride * self._row(t) + g.block_stride * (block // 2) + (block & 1)
                                + g.lane_stride * (t & 1))
         return address
 
@@ -148,6 +154,35 @@ class Machine:
         row distance). It is negative where the receiver must select before the sender starts (-77..+108 on
         IPU21); the payload then arrives ``latency(destination)`` cycles after the select. Route constants of
         IPU21's fabric, applied to the physical ids of any geometry."""
+        s = np.asarray(source_tiles, np.int64)
+        d = np.asarray(destination_tiles, np.int64)
+        n = self.tiles
+        # every timing of a phase routes each of its destination entries (millions at batch four): looked up in a
+        # table of every pair, built once per geometry, the route costs a gather instead of thirty array passes
+        if max(s.size, d.size) >= _ROUTE_LOOKUP_MIN and n <= _ROUTE_TABLE_TILES and s.size and d.size \
+                and min(s.min(), d.min()) >= 0 and max(s.max(), d.max()) < n:
+            routes: npt.NDArray[np.int64] = self._tables()[1][s * n + d].astype(np.int64)
+            return routes
+        return self._route(s, d)
+
+    def _tables(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int16]]:
+        """Every tile's row, and every (source, destination) pair's route, built once per geometry."""
+        key = (self.geometry, self.tiles)
+        tables = _TABLES.get(key)
+        if tables is None:
+            with _TABLES_LOCK:
+                tables = _TABLES.get(key)
+                if tables is None:
+                    every = np.arange(self.tiles, dtype=np.int64)
+                    hops = self._route(np.repeat(every, self.tiles), np.tile(every, self.tiles))
+                    route = hops.astype(np.int16)
+                    if not np.array_equal(route, hops):
+                        raise ValueError(f"machine {self.name}: a route outside ±32,767 cycles")
+                    tables = _TABLES[key] = (self._row(every), route)
+        return tables
+
+    def _route(self, source_tiles: npt.NDArray[np.int64], destination_tiles: npt.NDArray[np.int64]
+               ) -> npt.NDArray[np.int64]:
         s = self.physical(source_tiles)
         d = self.physical(destination_tiles)
         s_col, d_col = (s >> 2) & 15, (d >> 2) & 15
@@ -174,6 +209,11 @@ class Machine:
         consts = {k: v for k, v in asdict(self).items() if k != "name"}
         return hashlib.sha256(repr(sorted(consts.items())).encode()).hexdigest()
 
+
+_ROUTE_LOOKUP_MIN = 1 << 14  # rows and routes computed directly below this many (the tables are not worth building)
+_ROUTE_TABLE_TILES = 4096  # the largest machine whose pair table is kept (4096² int16: 32 MiB)
+_TABLES: dict[tuple[Geometry, int], tuple[npt.NDArray[np.int64], npt.NDArray[np.int16]]] = {}
+_TABLES_LOCK = threading.Lock()
 
 _SECTIONS = {"memory": Memory, "exchange": Exchange, "budget": Budget, "cost": CostConstants, "geometry": Geometry}
 BUNDLED = ("ipu21", "mk1")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from placer.arrays import isin, unique
 from placer.capture.model import Capture, PanelHint, Phase
 from placer.progress import track
 from placer.threads import ordered_map
@@ -252,10 +253,10 @@ def _check_groups(phase: Phase, members: np.ndarray, starts: np.ndarray, ends: n
     gsize = ends - starts
     gfan = fan_all[members[starts]]
     group_of = np.repeat(np.arange(starts.shape[0]), gsize)  # position in ``members`` -> group
-    for f in np.unique(gfan).tolist():
+    for f in unique(gfan).tolist():
         sel_groups = np.flatnonzero(gfan == f)
         rows_pos = np.concatenate([np.arange(starts[g], ends[g]) for g in sel_groups.tolist()]) \
-            if sel_groups.shape[0] < 64 else np.flatnonzero(np.isin(group_of, sel_groups))
+            if sel_groups.shape[0] < 64 else np.flatnonzero(isin(group_of, sel_groups))
         tr = members[rows_pos]  # transfers, grouped, each group's in listing order
         grp = group_of[rows_pos]
         first = phase.dst_ptr[tr]
@@ -486,7 +487,7 @@ def scan_buffers(phase: Phase, hints: dict[tuple[int, tuple[int, ...]], PanelHin
             dropped.append(Rejection(pid, -1, f, 1, reason, int(t)))
 
     fan_multi = fan_all[multi]
-    for f in np.unique(fan_multi).tolist():
+    for f in unique(fan_multi).tolist():
         tr = multi[fan_multi == f]  # listing order
         idx = phase.dst_ptr[tr][:, None] + np.arange(f)[None, :]
         tiles = phase.dst_tile[idx].astype(np.int64)

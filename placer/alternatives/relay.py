@@ -21,6 +21,7 @@ import numpy as np
 
 from placer.alternatives.groups import ReplicaGroup
 from placer.alternatives.segments import Segmentation
+from placer.arrays import unique
 from placer.capture.model import WORD32, Phase, csr_gather
 from placer.units import ceil_div
 
@@ -157,7 +158,7 @@ def direct_receive_all(
         src_counts=src_counts,
         width=np.full(len(tr), WORD32, np.uint8),
     )
-    return RelayRewrite(np.unique(tr) if split else tr, gathers, _forwards(sg, max_bytes, phase.phase), [])
+    return RelayRewrite(unique(tr) if split else tr, gathers, _forwards(sg, max_bytes, phase.phase), [])
 
 
 @dataclass(frozen=True, eq=False)

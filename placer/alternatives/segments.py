@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from placer.alternatives.groups import ReplicaGroup
+from placer.arrays import unique
 
 MAX_CANDIDATES = 8
 
@@ -37,10 +38,10 @@ class Segmentation:
 
 def _from_bounds(group: ReplicaGroup, bounds: np.ndarray) -> Segmentation:
     """Snap the cuts to fragment starts, drop empty segments and return the segmentation."""
-    inner = np.unique(bounds[(bounds > 0) & (bounds < group.extent)])
+    inner = unique(bounds[(bounds > 0) & (bounds < group.extent)])
     # a cut must fall on a fragment start so no fragment straddles two segments
     idx = np.searchsorted(group.offsets, inner, side="left")
-    idx = np.unique(idx[(idx > 0) & (idx < group.fragments)])
+    idx = unique(idx[(idx > 0) & (idx < group.fragments)])
     frag_start = np.concatenate([[0], idx, [group.fragments]]).astype(np.int64)
     cuts = group.offsets[idx]
     return Segmentation(np.concatenate([[0], cuts, [group.extent]]).astype(np.int64), frag_start)

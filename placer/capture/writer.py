@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 
+from placer.arrays import isin
 from placer.capture.io import capture_to_json
 from placer.capture.model import Capture, Phase
 from placer.fileio import atomic_output
@@ -103,7 +104,7 @@ def render_phase(p: Phase) -> bytes:
         kind[end[:-1] + 2] = 9
     # one fixed-width slot per item: the constant (zero padded) then the digits (leading zero bytes); dropping
     # every zero byte leaves the text in order, with no per-item scatter
-    has_int = ~np.isin(kind, list(_NO_INT))
+    has_int = ~isin(kind, list(_NO_INT))
     dig, dlen = _digits(val)
     width = dig.shape[1]
     dig[np.arange(width)[None, :] < (width - dlen)[:, None]] = 0

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from placer.arrays import unique
 from placer.chunkmodel.chunks import Chunks
 
 _CLIQUE_CANDIDATES = 3000  # heaviest destination sets considered for the clique search
@@ -190,7 +191,7 @@ def earliest_starts(chunks: Chunks) -> np.ndarray:
     pred = np.concatenate([chunks.dep_pred, sa[cross]])
     succ = np.concatenate([chunks.dep_succ, sb[cross]])
     lag = np.concatenate([chunks.tail[chunks.dep_pred], np.zeros(int(cross.sum()), np.int64)])
-    for level in np.unique(lv).tolist():
+    for level in unique(lv).tolist():
         idx = order[lv == level]  # stream by stream, waves in order
         w = chunks.lane_words[idx]  # consecutive chunks of a stream follow each other on its lane
         st = chunks.stream[idx]

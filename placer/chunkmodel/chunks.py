@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from placer.arrays import unique
 from placer.capture.model import Phase
 from placer.machine import Machine
 from placer.streams.balance import incidence
@@ -151,7 +152,7 @@ def build_chunks(phase: Phase, machine: Machine, *, wave_words: int = 1024, tile
     chunk_of_transfer[order] = chunk_of
     cp = chunk_of_transfer[deps.pred]
     cs = chunk_of_transfer[deps.succ]
-    key = np.unique(cp * max(nchunks, 1) + cs)
+    key = unique(cp * max(nchunks, 1) + cs)
     return Chunks(
         phase=phase.phase,
         tiles=tiles,

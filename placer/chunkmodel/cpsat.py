@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from placer.arrays import setdiff1d, unique
 from placer.chunkmodel.chunks import Chunks
 from placer.progress import SolverCallback
 from placer.solver import SolveResult, SolverParams, Status, lazy_module, run
@@ -308,12 +309,12 @@ def _neighbourhood(
         # every chunk on c's destination ports, then the other chunks of their lanes (nearest first): a multicast
         # group and its replicas' unicast feeds move together, so the group's windows can be re-aligned
         ports = [r for r in graph.chunk_res[c] if r >= chunks.tiles]
-        core = np.unique(np.concatenate([graph.res_chunks[graph.res_ptr[r]:graph.res_ptr[r + 1]] for r in ports]))
+        core = unique(np.concatenate([graph.res_chunks[graph.res_ptr[r]:graph.res_ptr[r + 1]] for r in ports]))
         if len(core) >= size:
             return np.sort(core[np.argsort(np.abs(starts[core] - starts[c]), kind="stable")[:size]])
-        lanes = np.unique(chunks.source[core])
+        lanes = unique(chunks.source[core])
         ring = np.concatenate([graph.res_chunks[graph.res_ptr[r]:graph.res_ptr[r + 1]] for r in lanes.tolist()])
-        ring = np.setdiff1d(ring, core)
+        ring = setdiff1d(ring, core)
         ring = ring[np.argsort(np.abs(starts[ring] - starts[c]), kind="stable")[:size - len(core)]]
         return np.sort(np.concatenate([core, ring]))
     if kind == "window":
@@ -323,7 +324,7 @@ def _neighbourhood(
         return np.sort(order[first:first + size])
     near = critical[np.abs(starts[critical] - starts[c]) <= 4 * int(chunks.words[c]) + 64]
     res = {r for k in near.tolist()[:32] for r in graph.chunk_res[k]}
-    pool = np.unique(np.concatenate([graph.res_chunks[graph.res_ptr[r]:graph.res_ptr[r + 1]] for r in res]))
+    pool = unique(np.concatenate([graph.res_chunks[graph.res_ptr[r]:graph.res_ptr[r + 1]] for r in res]))
     dist = np.abs(starts[pool] - starts[c])
     take = min(size, len(pool))
     return np.sort(pool[np.argpartition(dist, take - 1)[:take]])

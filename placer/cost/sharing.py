@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from placer.arrays import unique
 from placer.capture.model import Phase, csr_gather, tile_order
 from placer.machine import Machine
 from placer.threads import ordered_map
@@ -161,7 +162,7 @@ class Sharing:
         bytes, and the first use it shares (changing either one's row changes the charge)."""
         later = self.first_use >= 0
         out = set(np.flatnonzero(later.any(axis=1)).tolist())
-        out |= set(np.unique(self.first_use[later]).tolist())
+        out |= set(unique(self.first_use[later]).tolist())
         return out
 
 
@@ -195,7 +196,7 @@ def share_tables(phases: list[Phase], own: np.ndarray, resets: list[np.ndarray],
     lp, lt, lu = p_idx[later], t_idx[later], use[later]
     patches = np.zeros(later.shape[0], np.int64)
     pair = first_p * len(phases) + lp
-    for key in np.unique(pair).tolist():
+    for key in unique(pair).tolist():
         sel = np.flatnonzero(pair == key)
         f, q = divmod(key, len(phases))
         tl = lt[sel]

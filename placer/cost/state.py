@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from placer.arrays import unique
 from placer.capture.model import WORD_BYTES, Allocations, Phase, csr_gather
 from placer.cost.model import allocation_bounds, tile_counters, tile_resets
 from placer.machine import Machine
@@ -97,7 +98,7 @@ class PhaseState:
         ph = self.phase
         remove = np.asarray(remove, np.int64)
         rm_entries = csr_gather(ph.dst_ptr, remove)
-        tiles = np.unique(np.concatenate([
+        tiles = unique(np.concatenate([
             ph.source[remove], ph.dst_tile[rm_entries], append.source, append.dst_tile,
         ]).astype(np.int64))
         sends = self.sends[tiles].copy()
@@ -154,7 +155,7 @@ class PhaseState:
         self.appended.append(append)
         app_tr = append.dst_transfer()
         app_bytes = append.nbytes[app_tr]
-        for tile in np.unique(append.dst_tile).tolist():
+        for tile in unique(append.dst_tile).tolist():
             sel = append.dst_tile == tile
             self._app_recv.setdefault(tile, []).append((append.dst_addr[sel], append.dst_addr[sel] + app_bytes[sel]))
         for tile, nbytes in scratch.items():

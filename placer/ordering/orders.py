@@ -20,6 +20,7 @@ from typing import Any, TypedDict
 
 import numpy as np
 
+from placer.arrays import unique
 from placer.capture.io import capture_digest
 from placer.capture.model import Capture, Phase
 from placer.errors import InputError
@@ -149,7 +150,7 @@ def replay(phase: Phase, order: PhaseOrder, machine: Machine, tiles: int) -> Rep
     n = phase.n
     idx = order.order
     problems: list[str] = []
-    if len(idx) != n or (n and (idx.min() < 0 or idx.max() >= n or len(np.unique(idx)) != n)):
+    if len(idx) != n or (n and (idx.min() < 0 or idx.max() >= n or len(unique(idx)) != n)):
         problems.append(f"phase {phase.phase}: the order lists {len(idx)} transfers, not a permutation of the "
                         f"phase's {n}")
         return Replayed(phase.phase, 0, order.horizon, problems)

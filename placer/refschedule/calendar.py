@@ -40,6 +40,7 @@ from bisect import bisect_right
 
 import numpy as np
 
+from placer.arrays import isin, unique
 from placer.capture.model import Phase
 from placer.refschedule.hosts import held_gathers, plan_hosts
 from placer.refschedule.reference import ReferenceSchedule
@@ -102,7 +103,7 @@ def relay_tiles(phase: Phase, deps: Dependencies) -> tuple[np.ndarray, np.ndarra
     is_host = np.zeros(tiles, bool)
     is_host[src[deps.succ]] = True
     is_replica = np.zeros(tiles, bool)
-    is_replica[dst[np.isin(owner, deps.succ)]] = True
+    is_replica[dst[isin(owner, deps.succ)]] = True
     into_replica = np.zeros(phase.n, bool)
     into_replica[owner[is_replica[dst]]] = True
     return is_host, is_replica, into_replica
@@ -130,7 +131,7 @@ def replicas_take_direct(phase: Phase, deps: Dependencies, levels: np.ndarray, s
         return False
     dst = phase.dst_tile.astype(np.int64)
     words = phase.words.astype(np.float64)[owner]
-    replicas = np.unique(dst[relayed])
+    replicas = unique(dst[relayed])
     direct = kind <= HOST_OWN  # on a replica, every direct receive is one of these two classes
     took = np.bincount(dst[direct], words[direct], minlength=int(dst.max()) + 1)[replicas]
     brought = np.bincount(dst[relayed], words[relayed], minlength=int(dst.max()) + 1)[replicas]

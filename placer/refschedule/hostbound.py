@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from placer.arrays import isin, unique
 from placer.capture.model import Phase
 from placer.solver import lazy_module
 from placer.streams.dependencies import Dependencies
@@ -53,7 +54,7 @@ def relay_host_bound(phase: Phase, deps: Dependencies, *, ready: np.ndarray, poi
     source = phase.source.astype(np.int64)
     owner = phase.dst_transfer()
     s_tr, s_key, entry, d_key = hazards
-    forwards = np.unique(deps.succ)
+    forwards = unique(deps.succ)
     is_forward = np.zeros(phase.n, bool)
     is_forward[forwards] = True
     reads: dict[int, set[int]] = {int(f): set() for f in forwards}
@@ -69,7 +70,7 @@ def relay_host_bound(phase: Phase, deps: Dependencies, *, ready: np.ndarray, poi
     for f in forwards.tolist():
         by_host.setdefault(int(source[f]), []).append(f)
     # the elements an entry writes that a forward of its tile reads (a key names its tile)
-    relevant = np.isin(d_key, s_key[is_forward[s_tr]]) & np.isin(entry, fed_entry)
+    relevant = isin(d_key, s_key[is_forward[s_tr]]) & isin(entry, fed_entry)
     w_entry, w_key = entry[relevant], d_key[relevant]
     # two receives of a tile are spaced by the first's words, less one before a 52-word one (its pointer is a cycle
     # earlier): count each receive one word short there
@@ -83,7 +84,7 @@ def relay_host_bound(phase: Phase, deps: Dependencies, *, ready: np.ndarray, poi
     # almost every entry feeds one forward and writes at most one such element: those are grouped with numpy
     simple = (fed_count == 1) & (keys_of <= 1)
     one_key = np.full(len(fed_at), -1, np.int64)
-    single_key = np.isin(w_entry, fed_at[simple])
+    single_key = isin(w_entry, fed_at[simple])
     one_key[np.searchsorted(fed_at, w_entry[single_key])] = w_key[single_key]
     o = np.argsort(fed_entry, kind="stable")
     first_forward = fed_forward[o][np.searchsorted(fed_entry[o], fed_at)]
@@ -105,11 +106,11 @@ def relay_host_bound(phase: Phase, deps: Dependencies, *, ready: np.ndarray, poi
     rest = fed_at[~simple].tolist()
     if rest:  # a fragment that straddles two segments, or writes two elements
         feeds: dict[int, set[int]] = {x: set() for x in rest}
-        mine = np.isin(fed_entry, rest)
+        mine = isin(fed_entry, rest)
         for x, f in zip(fed_entry[mine].tolist(), fed_forward[mine].tolist(), strict=True):
             feeds[x].add(f)
         writes: dict[int, set[int]] = {x: set() for x in rest}
-        mine = np.isin(w_entry, rest)
+        mine = isin(w_entry, rest)
         for x, k in zip(w_entry[mine].tolist(), w_key[mine].tolist(), strict=True):
             writes[x].add(k)
         for x in rest:

@@ -22,6 +22,7 @@ import itertools
 
 import numpy as np
 
+from placer.arrays import isin, unique
 from placer.capture.model import Phase
 from placer.refschedule.hostbound import PERMUTED  # the bound and the plans try the same orders
 from placer.refschedule.reference import ReferenceSchedule, hazard_pairs
@@ -76,19 +77,19 @@ def plan_hosts(phase: Phase, deps: Dependencies, levels: np.ndarray, release: np
     incumbent's order (nothing to choose)."""
     slot = np.full(phase.n, -1, np.int64)
     rank = np.full(phase.n, -1, np.int64)
-    forwards = np.unique(deps.succ[levels[deps.succ] == 1])
+    forwards = unique(deps.succ[levels[deps.succ] == 1])
     hosts, count = np.unique(phase.source[forwards], return_counts=True)
     if not (count > 1).any():
         return slot, rank
     owner = phase.dst_transfer()
-    on_host = np.isin(phase.source, hosts[count > 1])  # transfers sent by a planned host
-    at_host = np.flatnonzero(np.isin(phase.dst_tile, hosts[count > 1]))  # entries received by one
+    on_host = isin(phase.source, hosts[count > 1])  # transfers sent by a planned host
+    at_host = np.flatnonzero(isin(phase.dst_tile, hosts[count > 1]))  # entries received by one
     s_tr, s_key, entry, d_key = hazard_pairs(phase)
     reads: dict[int, set[int]] = {}
     for t, k in zip(s_tr[on_host[s_tr]].tolist(), s_key[on_host[s_tr]].tolist(), strict=True):
         reads.setdefault(t, set()).add(k)
     writes: dict[int, set[int]] = {}
-    mine = np.isin(entry, at_host)
+    mine = isin(entry, at_host)
     for e, k in zip(entry[mine].tolist(), d_key[mine].tolist(), strict=True):
         writes.setdefault(e, set()).add(k)
     fed: dict[int, set[int]] = {}  # gather → the forwards it feeds (a fragment may straddle two segments)
@@ -208,11 +209,11 @@ def held_gathers(phase: Phase, forward: np.ndarray, rank: np.ndarray, later: np.
     if not reader.any():
         return held
     span = int(max(rank.max(), slot.max())) + 2
-    read = np.unique(s_key[reader] * span + rank[s_tr[reader]])  # a key names its tile: the host
+    read = unique(s_key[reader] * span + rank[s_tr[reader]])  # a key names its tile: the host
     t = phase.dst_transfer()[entry]
     mine = later[t]
     code = d_key[mine] * span + slot[t[mine]] - 1
-    held[t[mine][np.isin(code, read)]] = True
+    held[t[mine][isin(code, read)]] = True
     return held
 
 

@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from placer.arrays import unique
 from placer.capture.model import Phase
 from placer.refschedule.calendar import calendar_order, relay_tiles, replicas_take_direct
 from placer.refschedule.hosts import held_gathers, host_order, plan_hosts
@@ -69,7 +70,7 @@ def gathers_by_forward(phase: Phase, deps: Dependencies, levels: np.ndarray, sch
     its tile, moved into the block of the first such forward (see the module docstring); stable otherwise."""
     place = np.empty(phase.n, np.int64)
     place[schedule.order] = np.arange(phase.n)
-    forwards = np.unique(deps.succ)
+    forwards = unique(deps.succ)
     o = np.lexsort((schedule.tx_start[forwards], phase.source[forwards]))
     src = phase.source[forwards][o]
     first = np.ones(len(o), bool)
@@ -210,7 +211,7 @@ def relay_windows(phase: Phase, deps: Dependencies, levels: np.ndarray, schedule
 
 def hosts_landing_last(phase: Phase, deps: Dependencies, schedule: ReferenceSchedule, count: int) -> list[int]:
     """The relay hosts of the forwards whose payload lands last in ``schedule``, latest first (at most ``count``)."""
-    forwards = np.unique(deps.succ)
+    forwards = unique(deps.succ)
     end = _last_arrival(phase, schedule)
     hosts = phase.source[forwards[np.lexsort((forwards, -end[forwards]))]].astype(np.int64)
     _, first = np.unique(hosts, return_index=True)
@@ -232,7 +233,7 @@ def gathers_earlier(phase: Phase, deps: Dependencies, order: np.ndarray, host: i
     transfer there; 0: to the front), in the same order among themselves; None if nothing moves or a dependency
     would break."""
     place = _positions(order)
-    waited = np.unique(deps.pred[phase.source[deps.succ] == host])
+    waited = unique(deps.pred[phase.source[deps.succ] == host])
     key = 2 * place
     key[waited] = 2 * np.floor(place[waited] * share).astype(np.int64) - 1
     moved = np.lexsort((place, key))
@@ -253,7 +254,7 @@ def forwards_by_landing(phase: Phase, deps: Dependencies, schedule: ReferenceSch
     Why: a replica takes its receives in list order, so of two forwards to the same replicas the one listed first
     goes first even when the other's gathers landed long before (CP-SAT plan's phase 54: a group's two 3,552-word
     segments, one ready at 3,635 but listed after the other, ready at 4,240; the replicas idled until 4,318)."""
-    forwards = np.unique(deps.succ)
+    forwards = unique(deps.succ)
     land = np.zeros(phase.n, np.int64)
     np.maximum.at(land, deps.succ, _last_arrival(phase, schedule)[deps.pred])
 

@@ -48,6 +48,7 @@ import numpy as np
 import numpy.typing as npt
 
 from placer import native
+from placer.arrays import intersect1d, isin, unique
 from placer.capture.model import WORD32, Phase
 from placer.machine import Machine
 from placer.refschedule import _materialize
@@ -272,14 +273,14 @@ def _hazard_pairs(phase: Phase) -> Hazards:
     d_tr = phase.dst_transfer()
     d_acc, d_el = memory_elements(phase.dst_addr, nbytes[d_tr])
     d_key = phase.dst_tile[d_acc].astype(np.int64) * 4096 + d_el
-    shared = np.intersect1d(s_key, d_key)
+    shared = intersect1d(s_key, d_key)
     if shared.size == 0:
         z = np.zeros(0, np.int64)
         return z, z, z, z
     span = int(max(s_key.max(), d_key.max())) + 1
-    pairs = np.unique(s_tr[s_acc] * span + s_key)
-    pairs = pairs[np.isin(pairs % span, shared)]
-    hit = np.isin(d_key, shared)
+    pairs = unique(s_tr[s_acc] * span + s_key)
+    pairs = pairs[isin(pairs % span, shared)]
+    hit = isin(d_key, shared)
     return pairs // span, pairs % span, d_acc[hit].astype(np.int64), d_key[hit]
 
 
@@ -696,7 +697,12 @@ def _port_terms(phase: Phase, machine: Machine, tiles: int, release: np.ndarray)
     """Per tile: max over its receives' releases r of r + the words of its receives released at r or later,
     + the payload's latency and the guard (``release``: per destination entry)."""
     words = phase.words.astype(np.int64)[phase.dst_transfer()]
-    o = np.lexsort((-release, phase.dst_tile))  # each tile's receives, latest release first
+    # each tile's receives, latest release first (one stable sort of one key: a lexsort of two costs twice that)
+    low, high = (int(release.min()), int(release.max())) if release.size else (0, 0)
+    if (high - low + 1) * tiles < 1 << 62:
+        o = np.argsort(phase.dst_tile.astype(np.int64) * (high - low + 1) + (high - release), kind="stable")
+    else:
+        o = np.lexsort((-release, phase.dst_tile))
     tile, w = phase.dst_tile[o].astype(np.int64), words[o]
     first = np.ones(len(o), bool)
     first[1:] = tile[1:] != tile[:-1]
@@ -722,7 +728,7 @@ def _releases(phase: Phase, machine: Machine, tiles: int, deps: Dependencies, pl
     pred, succ = deps.pred[by_level], deps.succ[by_level]
     edge_level = levels[succ]
     fan = np.diff(phase.dst_ptr)
-    for lv in np.unique(edge_level).tolist():
+    for lv in unique(edge_level).tolist():
         sel = edge_level == lv
         a, b = pred[sel], succ[sel]
         np.maximum.at(ready, b, ready[a] + landed[a])
@@ -860,6 +866,10 @@ def _check_distinct_destinations(phase: Phase) -> None:
     rows = phase.dst_transfer()
     multi = (phase.fanout > 1)[rows]  # a single destination cannot repeat
     r, t = rows[multi], phase.dst_tile[multi]
+    if r.size < 2 or not ((r[1:] == r[:-1]) & (t[1:] <= t[:-1])).any():
+        # each transfer's tiles rising, as the captures list them: no repeat, and no sort of every entry
+        _DISTINCT.add(phase)
+        return
     by = np.lexsort((t, r))
     r, t = r[by], t[by]
     dup = np.flatnonzero((r[1:] == r[:-1]) & (t[1:] == t[:-1]))

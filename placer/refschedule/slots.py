@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from placer.arrays import unique
 from placer.capture.model import Phase
 from placer.refschedule.hosts import plan_hosts
 from placer.refschedule.reference import ReferenceSchedule
@@ -75,7 +76,7 @@ def sender_slots(phase: Phase, deps: Dependencies, levels: np.ndarray, *, swaps:
         if np.array_equal(label, before):
             break
     # the slots mean something only where a sender's multicasts reach the rest of its column
-    size = np.bincount(label[np.unique(np.concatenate([a, b]))], minlength=tiles)
+    size = np.bincount(label[unique(np.concatenate([a, b]))], minlength=tiles)
     fan = np.diff(phase.dst_ptr)[direct]
     if not len(fan) or np.mean(fan == size[label[src[direct]]] - 1) < _COLUMNAR:
         return None
@@ -148,7 +149,7 @@ def aligned_slots(phase: Phase, deps: Dependencies, levels: np.ndarray, schedule
     forward[deps.succ] = True
     gather = np.zeros(n, bool)
     gather[deps.pred] = True
-    if not (slot[np.unique(src[forward])] >= 0).any():
+    if not (slot[unique(src[forward])] >= 0).any():
         return None
     place = np.empty(n, np.int64)
     place[schedule.order] = np.arange(n)
@@ -209,9 +210,9 @@ def _paced(phase: Phase, gathers: np.ndarray, block: np.ndarray, busy: list[np.n
     host = phase.dst_tile[phase.dst_ptr[gathers]].astype(np.int64)
     rank = np.empty(len(gathers), np.int64)
     step = 0
-    for h in np.unique(host).tolist():
+    for h in unique(host).tolist():
         t = 0
-        for b in np.unique(block[host == h]).tolist():
+        for b in unique(block[host == h]).tolist():
             left = np.flatnonzero((host == h) & (block == b))
             left = left[np.argsort(schedule.tx_start[gathers[left]], kind="stable")]
             while len(left):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from placer.arrays import unique
 from placer.capture.model import Capture
 from placer.selection.plan import Plan
 from placer.units import format_size
@@ -19,7 +20,7 @@ def render_changes(capture: Capture, plan: Plan) -> str:
     phases = sorted({r.group.phase for r in plan.relays}, key=capture.phase_ids().index)
     for pid in phases:
         mine = [r for r in plan.relays if r.group.phase == pid]
-        hosts = np.unique(np.concatenate([r.hosts for r in mine]))
+        hosts = unique(np.concatenate([r.hosts for r in mine]))
         scratch = sum(int(r.scratch_bytes.sum()) for r in mine)
         counts = sorted({r.segmentation.count for r in mine})
         variants = sorted({VARIANT_NAMES.get(r.variant, r.variant) for r in mine})
@@ -27,7 +28,7 @@ def render_changes(capture: Capture, plan: Plan) -> str:
         lines.append(f"  phase {pid}{f' ({label})' if label else ''}: {len(mine)} operand(s) relayed "
                      f"({', '.join(variants)}, {'/'.join(map(str, counts))} segments each) on {hosts.size:,} relay "
                      f"tile(s), scratch {format_size(scratch)}")
-    every = np.unique(np.concatenate([r.hosts for r in plan.relays]))
+    every = unique(np.concatenate([r.hosts for r in plan.relays]))
     total = sum(int(r.scratch_bytes.sum()) for r in plan.relays)
     lines.append(f"  in all: {len(plan.relays)} operand(s) in {len(phases)} phase(s), {every.size:,} distinct relay "
                  f"tile(s), scratch {format_size(total)}")

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from placer.arrays import setdiff1d
 from placer.capture.model import Capture, Phase
 from placer.cost.model import program_cost, tile_counters
 from placer.errors import InputError
@@ -132,7 +133,7 @@ def load_plan_view(capture: Capture, machine: Machine, path: Path, before: np.nd
         main = orig
         if d is not None:
             assert d.append is not None
-            kept = np.setdiff1d(np.arange(orig.n, dtype=np.int64), d.remove)
+            kept = setdiff1d(np.arange(orig.n, dtype=np.int64), d.remove)
             main = Phase.concat(orig.phase, [orig.take(kept), d.append], extra=orig.extra)
             rewritten[orig.phase] = main
         i = index[orig.phase]

@@ -36,6 +36,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from placer.alternatives.relay import direct_receive
+from placer.arrays import isin, unique
 from placer.modes import PlanMode
 from placer.progress import SolverCallback
 from placer.selection.plan import Plan, RelayChoice
@@ -228,8 +229,8 @@ def _thresholds(m: Any, pd: Any, pc: PhaseCaps, chosen: list[tuple[Any, Any]], h
     (receive, transmit), was tried: on SigLIP b2 CP-SAT's bound after 10 deterministic seconds fell from about
     49,600 B to 43,100 B, and the scarce sets below already cover what they add.)"""
     st = pd.state
-    sizes = np.unique(np.concatenate([op.host.rx for op, _ in chosen if op.host is not None]))
-    for s in np.unique(np.quantile(sizes, np.linspace(0, 1, THRESHOLDS + 1), method="lower")).tolist():
+    sizes = unique(np.concatenate([op.host.rx for op, _ in chosen if op.host is not None]))
+    for s in unique(np.quantile(sizes, np.linspace(0, 1, THRESHOLDS + 1), method="lower")).tolist():
         need = [(int((op.host.rx >= s).sum()), v) for op, v in chosen if op.host is not None
                 and (op.host.rx >= s).any()]
         fit = [v for t, v in hosts.items() if st.rx[t] + s <= pc.rx_cap[t]]
@@ -274,7 +275,7 @@ def _scarce_sets(pd: Any, pc: PhaseCaps, ops: list[Any], tiles: np.ndarray) -> _
         mine: list[frozenset[int]] = []
         for s in range(op.count):
             ok = (rx_room >= op.host.rx[s]) & (tx_room >= op.host.tx[s]) & (gap >= op.buffer_bytes[s])
-            ok &= ~np.isin(tiles, op.banned[s])
+            ok &= ~isin(tiles, op.banned[s])
             a = tiles[ok]
             if a.size == 0:
                 never.append(c)

@@ -21,6 +21,7 @@ import numpy as np
 from placer.alternatives.groups import ReplicaGroup
 from placer.alternatives.relay import Variant, cut_runs, source_joins
 from placer.alternatives.segments import Segmentation, candidate_counts, native, with_count
+from placer.arrays import union1d, unique
 from placer.capture.model import csr_gather
 from placer.cost.model import BAND_SHIFT, receive_resets, tile_resets
 from placer.cost.state import PhaseState
@@ -158,7 +159,7 @@ def group_options(state: PhaseState, group: ReplicaGroup, machine: Machine, *, l
         # may host a relay, which would pay the entry back), never optimistic. Senders send one transfer per
         # source run instead of one per fragment: only sends change (the same tiles keep sending), so the formula
         # is applied to the send deltas alone
-        snd = np.unique(group.sources.astype(np.int64))
+        snd = unique(group.sources.astype(np.int64))
         lp_tiles, lp_at_rep, lp_at_snd = _union(replicas, snd)
         lp_rep = np.zeros((5, len(lp_tiles)), np.int64)
         lp_rep[:, lp_at_rep] = [cost.raw_table(sends_r, longs_r, rec1, res1, (sends_r + rec0) > 0) - raw0,
@@ -265,7 +266,7 @@ def _segments(group: ReplicaGroup, segs: list[Segmentation], replicas: np.ndarra
     long_pieces = np.bincount(i_seg, weights=full * int(max_bytes > long_limit) + (rest > long_limit),
                               minlength=first[-1]).astype(np.int64)
     # barred tiles: marked in a (segment, tile of the group) grid and read back row by row, all segments at once
-    local = np.union1d(replicas, group.sources.astype(np.int64))
+    local = union1d(replicas, group.sources.astype(np.int64))
     mark = np.zeros((first[-1], len(local)), bool)
     mark[:, np.searchsorted(local, replicas)] = True
     mark[seg_of, np.tile(np.searchsorted(local, group.sources), k)] = True
@@ -287,7 +288,7 @@ def _slice(load: Load, at: slice) -> Load:
 def _union(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The sorted union of two sorted tile lists without repeats, and where each list's tiles sit in it (so a
     list's values can be added at those places with a plain fancy-index ``+=``)."""
-    tiles = np.union1d(a, b).astype(np.int64)
+    tiles = union1d(a, b).astype(np.int64)
     return tiles, np.searchsorted(tiles, a), np.searchsorted(tiles, b)
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from placer.arrays import unique
 from placer.capture.model import Phase
 
 _ADDR_BITS = 40  # addresses are < 2^40; a tile id above it makes one sortable (tile, address) key
@@ -58,7 +59,7 @@ def transfer_dependencies(phase: Phase) -> Dependencies:
         return Dependencies(np.zeros(0, np.int64), np.zeros(0, np.int64))
     tr, lo_key, hi_key, is_write = tr[keep], lo_key[keep], hi_key[keep], is_write[keep]
 
-    bounds = np.unique(np.concatenate([lo_key, hi_key]))
+    bounds = unique(np.concatenate([lo_key, hi_key]))
     seg_lo = np.searchsorted(bounds, lo_key)
     counts = np.searchsorted(bounds, hi_key) - seg_lo
     rec = np.repeat(np.arange(len(tr)), counts)
@@ -95,7 +96,7 @@ def transfer_dependencies(phase: Phase) -> Dependencies:
     pred = np.concatenate(preds)
     succ = np.concatenate(succs)
     real = pred != succ
-    key = np.unique(pred[real] * n + succ[real])
+    key = unique(pred[real] * n + succ[real])
     return Dependencies(key // n, key % n)
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from placer.arrays import intersect1d
 from placer.selection.cpsat.variables import (
     ANY,
     ClassCycles,
@@ -205,7 +206,7 @@ def _barred_everywhere(pd: PhaseData, key: HostClass, members: list[ClassMember]
         op = pd.options[g][o]
         for s, sig in enumerate(pd.classes(op)):
             if sig == key:
-                barred = op.banned[s] if barred is None else np.intersect1d(barred, op.banned[s])
+                barred = op.banned[s] if barred is None else intersect1d(barred, op.banned[s])
     return np.zeros(0, np.int64) if barred is None else barred
 
 
