@@ -22,6 +22,7 @@ plan is better (docs/selection.md, "Scheduled cycles").
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -269,9 +270,10 @@ class _Model:
 
 
 def combine(pool: Pool, caps: Caps, params: SolverParams, order: tuple[str, ...],
-            start: list[int] | None = None) -> Combination | None:
+            start: list[int] | None = None, until: float | None = None) -> Combination | None:
     """The best choice of one measured configuration per phase (see the module docstring); None when no choice
-    is proved to exist. ``start`` hints the first stage; every plan the pool measured whole is a fallback."""
+    is proved to exist. ``start`` hints the first stage; every plan the pool measured whole is a fallback.
+    ``until`` (perf_counter) is the wall-clock backstop of every CP-SAT run; a run it stops is reported."""
     model = _model(pool, caps)
     m, x, objective = model.m, model.x, model.objective
     # every whole plan measured, valued exactly as the model values it: the best at the first level it reaches is
@@ -299,7 +301,7 @@ def combine(pool: Pool, caps: Caps, params: SolverParams, order: tuple[str, ...]
         if hint is not None:
             _hint(m, x, hint)
         m.minimize(objective[stages[0]])
-        solver, res = run(m, share)
+        solver, res = run(m, _backstopped(share, until))
         cut = cut or res.backstop
         if res.status in (Status.OPTIMAL, Status.FEASIBLE):
             break
@@ -316,7 +318,7 @@ def combine(pool: Pool, caps: Caps, params: SolverParams, order: tuple[str, ...]
         clear_hints(m)
         _hint(m, x, [next(c for c, v in enumerate(lits) if solver.value(v)) for lits in x])
         m.minimize(objective[name])
-        nxt, r2 = run(m, share)
+        nxt, r2 = run(m, _backstopped(share, until))
         cut = cut or r2.backstop
         if r2.status not in (Status.OPTIMAL, Status.FEASIBLE):
             break
@@ -332,6 +334,12 @@ def combine(pool: Pool, caps: Caps, params: SolverParams, order: tuple[str, ...]
     if first is None:
         first = SolveResult(Status.FEASIBLE, float(_valued(pool, choice, caps).values["table"]), None, 0.0)
     return Combination(choice, first, fits, held, cut)
+
+
+def _backstopped(params: SolverParams, until: float | None) -> SolverParams:
+    if until is None:
+        return params
+    return replace(params, backstop=max(0.01, until - time.perf_counter()))
 
 
 def _model(pool: Pool, caps: Caps) -> _Model:

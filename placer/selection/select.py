@@ -502,7 +502,8 @@ SLACKS = (0.0, 0.02, 0.05, 0.1)  # the schedule-true construction's targets: eac
 # improving moves of each schedule-true construction: the release condition makes most swaps fail, and on SigLIP b2
 # 3,000 rounds took 18 s of the search for no better combination than this many
 SCHEDULED_ROUNDS = 200
-COMBINE_SECONDS = 5.0  # the combination's share of the search (a multiple-choice model: about a second)
+COMBINE_SECONDS = 5.0  # the combination's deterministic work (a multiple-choice model: about a second)
+COMBINE_END = 0.92  # share of the command's limit by which the combination's wall-clock backstop stops it
 UNMEASURED = ("the time limit was reached before the plan's scheduled cycles were measured: its cycles are the "
               "estimate's only (a longer --time-limit measures them)")
 
@@ -579,13 +580,21 @@ def _scheduled(search: Search, order: tuple[str, ...], cycle_slack: float, plans
     else:
         cap = Caps()
         stages = order
-    # the combination's work is its seconds: fewer than its share, because the clock is short, is a choice that
-    # depends on the machine's speed (reported like a backstop)
-    seconds = max(0.2, min(COMBINE_SECONDS, clock.wall_left()))
+    # deterministic, the combination's work is its COMBINE_SECONDS whatever the clock says, so that its answer
+    # does not depend on the machine's speed; the wall clock only backstops it: at the search's end, or when that
+    # is the command's (one budget), at COMBINE_END of its limit (SigLIP b4 measured every construction by 47-50 s
+    # of 60, and the combination then had less than its share). Not deterministic, its seconds are what is left.
+    deadline = clock.deadline
+    if params.deterministic:
+        last = clock.end >= SEARCH_END * deadline.seconds
+        seconds = COMBINE_SECONDS
+        backstop = deadline.start + max(clock.end, COMBINE_END * deadline.seconds if last else clock.end)
+    else:
+        seconds, backstop = max(0.2, min(COMBINE_SECONDS, clock.wall_left())), None
     with task(f"combine {pool.size()} measured phase configurations"):
-        comb = combine(pool, cap, replace(params, time_limit=seconds), stages, start=rule_choice)
+        comb = combine(pool, cap, replace(params, time_limit=seconds), stages, start=rule_choice, until=backstop)
     choice = comb.choice if comb is not None else rule_choice
-    cut = cut or seconds < COMBINE_SECONDS or (comb is not None and comb.backstop)
+    cut = cut or (comb is not None and comb.backstop)
     plan = pool.plan(choice)
     obj, sched = measure(pool, choice)
     g_obj, g_sched = measure(pool, rule_choice)
