@@ -586,9 +586,9 @@ def _scheduled(search: Search, order: tuple[str, ...], cycle_slack: float, plans
     # of 60, and the combination then had less than its share). Not deterministic, its seconds are what is left.
     deadline = clock.deadline
     if params.deterministic:
-        last = clock.end >= SEARCH_END * deadline.seconds
+        alone = clock.end >= SEARCH_END * deadline.seconds
         seconds = COMBINE_SECONDS
-        backstop = deadline.start + max(clock.end, COMBINE_END * deadline.seconds if last else clock.end)
+        backstop = deadline.start + (max(clock.end, COMBINE_END * deadline.seconds) if alone else clock.end)
     else:
         seconds, backstop = max(0.2, min(COMBINE_SECONDS, clock.wall_left())), None
     with task(f"combine {pool.size()} measured phase configurations"):

@@ -5,7 +5,9 @@ rule's and validates, and the same input gives the same plan."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -100,8 +102,6 @@ def test_measuring_stops_at_the_search_end_and_says_so() -> None:
     keeps the rule's plan (it fits) unmeasured instead of overrunning the time limit (hardening round two)."""
     import time
 
-    import pytest
-
     from placer.selection.select import UNMEASURED
     from placer.selection.timing import OutOfTime, in_time
     from placer.solver import Deadline
@@ -186,3 +186,35 @@ def test_the_loosest_constructions_come_first_when_the_rule_does_not_fit() -> No
     assert tight[0] == f"construction at +{min(SLACKS):.0%}"
     assert loose[:2] == [f"construction at +{max(SLACKS):.0%}",
                          f"construction at +{max(SLACKS):.0%}, hosts in the rule's order"]
+
+
+def test_the_combinations_work_does_not_follow_the_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With little of the search's time left when the measurements end, a deterministic combination still gets its
+    COMBINE_SECONDS of work (its answer must not depend on the machine's speed), backstopped by the wall clock at
+    COMBINE_END of the limit; not deterministic, it gets what is left."""
+    from dataclasses import replace
+
+    from placer.selection import columns
+    from placer.selection import select as sel
+
+    seen: list[tuple[float, float | None]] = []
+    real = columns.combine
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append((args[2].time_limit, kwargs.get("until")))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sel, "combine", spy)  # the name select calls
+    monkeypatch.setattr(sel.SearchClock, "wall_left", lambda _self: 1.0)
+    cap = relay_capture(groups=3, fragments=40, phases=2, seed=4, long_words=2000)
+    for deterministic in (True, False):
+        seen.clear()
+        out = select(cap, M, 10**5, 16384, SelectionSettings(params=replace(FAST, deterministic=deterministic)))
+        assert validate(cap, out.plan.to_json(cap), M).valid
+        [(seconds, until)] = seen
+        if deterministic:
+            assert seconds == sel.COMBINE_SECONDS
+            assert until is not None
+        else:
+            assert seconds == 1.0
+            assert until is None
