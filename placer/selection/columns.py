@@ -108,15 +108,25 @@ class Pool:
     def iterations(self, k: int) -> int:
         return self.problem.capture.iterations(self.ids[k])
 
-    def add(self, plan: Plan, source: str) -> list[int]:
-        """Measure the plan's configurations not yet in the pool; return the plan's column per phase."""
-        problem = self.problem
+    def _by_phase(self, plan: Plan) -> dict[int, list[RelayChoice]]:
         position = {pid: k for k, pid in enumerate(self.ids)}
         by_phase: dict[int, list[RelayChoice]] = {}
         for r in plan.relays:
             if r.group.phase not in position:
                 raise ValueError(f"the plan relays phase {r.group.phase}, which the pool does not measure")
             by_phase.setdefault(position[r.group.phase], []).append(r)
+        return by_phase
+
+    def unmeasured(self, plan: Plan) -> int:
+        """How many of the plan's configurations ``add`` would have to measure."""
+        known = self.problem.shared.get("columns", {})
+        return sum(1 for k, relays in self._by_phase(plan).items()
+                   if (key := relay_key(relays)) not in self._index[k] and (self.ids[k], key) not in known)
+
+    def add(self, plan: Plan, source: str) -> list[int]:
+        """Measure the plan's configurations not yet in the pool; return the plan's column per phase."""
+        problem = self.problem
+        by_phase = self._by_phase(plan)
         # what was measured for another budget of a sweep (a configuration's figures do not depend on it)
         known: dict[tuple[int, tuple[Any, ...]], Column] = problem.shared.setdefault("columns", {})
         todo: dict[tuple[int, tuple[Any, ...]], list[RelayChoice]] = {}

@@ -552,23 +552,31 @@ def _scheduled(search: Search, order: tuple[str, ...], cycle_slack: float, plans
             pool.add(plan, name)
     except OutOfTime:
         cut = True
-    last = 0.0  # wall seconds the previous construction and its measurement took: the next is skipped if it
-    # would run past the search's end (less the combination's share)
+    last = 0.0  # wall seconds the previous construction and its measurement took: the next one's measuring is
+    # skipped if it would run past the search's end (less the combination's share)
     # when the rule's plan does not fit, a plan that does may need more relays than the caps allow (SigLIP b4: no
     # plan within them fits), and the loosest targets' constructions are what it is made of (SigLIP b4 with 120 s,
     # every construction measured: the plans at 72 and 80 KiB both use +10 % and +5 %, hosts in the rule's
     # order): they are built first, so a clock that stops the list early has them
     loosest_first = not search.greedy_objectives.fits
     for name, build in scheduled_constructions(problem, clock, loosest_first):
-        if cut or clock.wall_left() - COMBINE_SECONDS <= last:
+        if cut or clock.wall_left() <= 0:
             cut = True
             break
         began = time.perf_counter()
-        plan, fired = build()
+        plan, fired = build()  # a second or less, stopped at the search's end: built before the clock is asked
         cut |= fired
+        built = Plan(plan.mode, problem.machine, problem.table_budget, problem.fragment_limit, plan.relays)
+        if not pool.unmeasured(built):
+            # nothing new to measure: nothing the clock could have cut (SigLIP b4's last uniform construction,
+            # skipped at 45 s of 60 before it was built, made the run depend on the machine's speed for nothing)
+            pool.add(built, name)
+            continue
+        if clock.wall_left() - COMBINE_SECONDS <= last:
+            cut = True
+            break
         try:
-            pool.add(Plan(plan.mode, problem.machine, problem.table_budget, problem.fragment_limit, plan.relays),
-                     name)
+            pool.add(built, name)
         except OutOfTime:
             cut = True
         last = time.perf_counter() - began

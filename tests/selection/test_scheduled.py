@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from placer.modes import OrderingRules
@@ -139,6 +139,7 @@ def test_a_combination_cp_sat_cannot_settle_keeps_the_best_measured_plan(seed: i
 
     cap = relay_capture(groups=groups, fragments=fragments, phases=2, seed=seed)
     out = select(cap, M, budget, 16384, SelectionSettings(params=FAST))
+    assume(out.certificate is None)  # proved infeasible before any search (seed 0, one group, budget 150): no pool
     pool = out.pool
     assert pool is not None
     assert pool.plans
@@ -218,3 +219,25 @@ def test_the_combinations_work_does_not_follow_the_clock(monkeypatch: pytest.Mon
         else:
             assert seconds == 1.0
             assert until is None
+
+
+def test_a_plan_counts_only_the_configurations_not_yet_measured() -> None:
+    """``Pool.unmeasured`` is what ``add`` would measure: a construction that adds nothing new is taken without
+    asking the clock (SigLIP b4's last one was skipped for nothing, and the run reported a backstop)."""
+    import time
+
+    from placer.selection.columns import Pool
+
+    cap = relay_capture(groups=3, fragments=40, phases=2, seed=4, long_words=2000)
+    out = select(cap, M, 10**5, 16384, SelectionSettings(params=FAST))
+    assert out.plan.relays
+    problem = prepare(cap, M, 10**5, 16384).problem
+    pool = Pool(problem, sorted({pd.phase.phase for pd in problem.phases}), 1, time.perf_counter() + 60)
+    relayed = len({r.group.phase for r in out.plan.relays})
+    assert pool.unmeasured(out.plan) == relayed
+    before = pool.size()
+    pool.add(out.plan, "test")
+    assert pool.size() == before + relayed
+    assert pool.unmeasured(out.plan) == 0
+    pool.add(out.plan, "again")
+    assert pool.size() == before + relayed
