@@ -126,7 +126,7 @@ class Machine:
         """Geometric row of each logical tile (reversed on odd blocks); latency grows with it."""
         t = np.asarray(tiles, dtype=np.int64)
         if t.size >= _ROUTE_LOOKUP_MIN and t.min() >= 0 and t.max() < self.tiles:
-            return self._tables()[0][t]  # a gather: a timing asks for the row of every destination entry
+            return self._table("rows")[t]  # a gather: a timing asks for the row of every destination entry
         return self._row(t)
 
     def _row(self, t: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -158,28 +158,32 @@ class Machine:
         d = np.asarray(destination_tiles, np.int64)
         n = self.tiles
         # every timing of a phase routes each of its destination entries (millions at batch four): looked up in a
-        # table of every pair, built once per geometry, the route costs a gather instead of thirty array passes
-        if max(s.size, d.size) >= _ROUTE_LOOKUP_MIN and n <= _ROUTE_TABLE_TILES and s.size and d.size \
-                and min(s.min(), d.min()) >= 0 and max(s.max(), d.max()) < n:
-            routes: npt.NDArray[np.int64] = self._tables()[1][s * n + d].astype(np.int64)
+        # table of every pair, built once per geometry (half a second for 1,472 tiles, so only for calls of at
+        # least an eighth of its size), the route costs a gather instead of thirty array passes
+        if max(s.size, d.size) >= max(_ROUTE_LOOKUP_MIN, n * n // 8) and n <= _ROUTE_TABLE_TILES and s.size \
+                and d.size and min(s.min(), d.min()) >= 0 and max(s.max(), d.max()) < n:
+            routes: npt.NDArray[np.int64] = self._table("routes")[s * n + d].astype(np.int64)
             return routes
         return self._route(s, d)
 
-    def _tables(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int16]]:
-        """Every tile's row, and every (source, destination) pair's route, built once per geometry."""
-        key = (self.geometry, self.tiles)
-        tables = _TABLES.get(key)
-        if tables is None:
+    def _table(self, kind: str) -> npt.NDArray[Any]:
+        """Every tile's row, or every (source, destination) pair's route (int16), built once per geometry."""
+        key = (self.geometry, self.tiles, kind)
+        table = _TABLES.get(key)
+        if table is None:
             with _TABLES_LOCK:
-                tables = _TABLES.get(key)
-                if tables is None:
+                table = _TABLES.get(key)
+                if table is None:
                     every = np.arange(self.tiles, dtype=np.int64)
-                    hops = self._route(np.repeat(every, self.tiles), np.tile(every, self.tiles))
-                    route = hops.astype(np.int16)
-                    if not np.array_equal(route, hops):
-                        raise ValueError(f"machine {self.name}: a route outside ±32,767 cycles")
-                    tables = _TABLES[key] = (self._row(every), route)
-        return tables
+                    if kind == "rows":
+                        table = self._row(every)
+                    else:
+                        hops = self._route(np.repeat(every, self.tiles), np.tile(every, self.tiles))
+                        table = hops.astype(np.int16)
+                        if not np.array_equal(table, hops):
+                            raise ValueError(f"machine {self.name}: a route outside ±32,767 cycles")
+                    _TABLES[key] = table
+        return table
 
     def _route(self, source_tiles: npt.NDArray[np.int64], destination_tiles: npt.NDArray[np.int64]
                ) -> npt.NDArray[np.int64]:
@@ -212,7 +216,7 @@ class Machine:
 
 _ROUTE_LOOKUP_MIN = 1 << 14  # rows and routes computed directly below this many (the tables are not worth building)
 _ROUTE_TABLE_TILES = 4096  # the largest machine whose pair table is kept (4096² int16: 32 MiB)
-_TABLES: dict[tuple[Geometry, int], tuple[npt.NDArray[np.int64], npt.NDArray[np.int16]]] = {}
+_TABLES: dict[tuple[Geometry, int, str], npt.NDArray[Any]] = {}
 _TABLES_LOCK = threading.Lock()
 
 _SECTIONS = {"memory": Memory, "exchange": Exchange, "budget": Budget, "cost": CostConstants, "geometry": Geometry}
