@@ -293,7 +293,8 @@ def combine(pool: Pool, caps: Caps, params: SolverParams, order: tuple[str, ...]
     share = replace(params, time_limit=max(0.5, params.time_limit / (len(order) + 1)))
     # what must hold, most wanted first: the budget beats the cycle caps (a plan that fits beats one that does
     # not); a plan that fits but breaks the caps minimises its cycles before its table, and when nothing fits,
-    # the least worst tile comes first (the nearest to fitting), whatever its cycles
+    # the least excess comes first (bytes and fragments over, summed over the tiles: what is left to remove),
+    # then the worst tile, whatever its cycles
     cut = False
     for level, (fits, held) in enumerate(((True, True), (True, False), (False, False))):
         m.clear_assumptions()
