@@ -279,6 +279,10 @@ class _Model:
     capped: Any  # within the cycle caps
 
 
+# (fits the budget, within the cycle caps) of each level, tightest first
+_LEVELS = ((True, True), (True, False), (False, False))
+
+
 def combine(pool: Pool, caps: Caps, params: SolverParams, order: tuple[str, ...],
             start: list[int] | None = None, until: float | None = None) -> Combination | None:
     """The best choice of one measured configuration per phase (see the module docstring); None when no choice
@@ -296,7 +300,7 @@ def combine(pool: Pool, caps: Caps, params: SolverParams, order: tuple[str, ...]
     # the least excess comes first (bytes and fragments over, summed over the tiles: what is left to remove),
     # then the worst tile, whatever its cycles
     cut = False
-    for level, (fits, held) in enumerate(((True, True), (True, False), (False, False))):
+    for level, (fits, held) in enumerate(_LEVELS):
         m.clear_assumptions()
         m.add_assumptions([v for v, keep in ((model.within, fits), (model.capped, held)) if keep])
         stages = [n for n in order if n in objective]
@@ -318,8 +322,10 @@ def combine(pool: Pool, caps: Caps, params: SolverParams, order: tuple[str, ...]
             break
         if here:  # CP-SAT has not settled this level, a measured plan reaches it
             best = here[0]
+            # improved phase by phase, it may have reached a tighter level than this one: say which it is
+            at = _LEVELS[best.level]
             return Combination(best.choice, SolveResult(Status.FEASIBLE, float(best.values["table"]), None,
-                                                        res.runtime), fits, held, cut)
+                                                        res.runtime), at[0], at[1], cut)
         # infeasible, or unknown with no measured plan at this level: the next level, looser
     else:
         return None

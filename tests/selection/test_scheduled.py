@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from placer.modes import OrderingRules
@@ -127,6 +127,7 @@ def test_measuring_stops_at_the_search_end_and_says_so() -> None:
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10**6), groups=st.integers(1, 3), fragments=st.integers(8, 40),
        budget=st.integers(150, 1500), held=st.booleans())
+@example(seed=5, groups=1, fragments=29, budget=160, held=False)  # the improvement reaches a tighter level
 def test_a_combination_cp_sat_cannot_settle_keeps_the_best_measured_plan(seed: int, groups: int, fragments: int,
                                                                          budget: int, held: bool) -> None:
     """When every CP-SAT solve of the combination ends unknown (its share of a second ran out, as on SigLIP b4),
@@ -152,8 +153,11 @@ def test_a_combination_cp_sat_cannot_settle_keeps_the_best_measured_plan(seed: i
     got = columns._valued(pool, comb.choice, caps)
     measured = [columns._valued(pool, c, caps) for c in pool.plans]
     level = min(v.level for v in measured)
-    assert got.level == level
-    assert (comb.fits, comb.capped) == ((True, True), (True, False), (False, False))[level]
+    # improved phase by phase, the answer may reach a tighter level than any plan measured whole (seed 5, one
+    # group, budget 160: the best measured plan breaks the budget, its improvement fits); its flags say which
+    assert got.level <= level
+    assert (comb.fits, comb.capped) == ((True, True), (True, False), (False, False))[got.level]
+    level = got.level
     stages = ["table", "cycles"] if level == 0 else ["cycles", "table"] if level == 1 else ["excess", "table",
                                                                                              "cycles"]
     assert all(columns._rank(got, stages) <= columns._rank(v, stages) for v in measured if v.level == level)
