@@ -306,18 +306,23 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
                                 local_pack=settings.local_pack, direct=rule.direct, workers=params.workers)
     t = deadline.mark("options", t)
     large = not monolithic(problem)
-    best, candidates, cutoff = _incumbents(problem, rule, order, large, hints, deadline, end)
+    work = params.work_per_second * params.time_limit if context.work is None else context.work
+    # on a large program the estimate's searches run with the table first only, and only when their share of the
+    # work buys the neighbourhoods (``estimate_work``): with less, their constructions and neighbourhoods took the
+    # measurements' time for nothing (SigLIP b4 at 80 KiB and 60 s, the table first: 23 s of the constructive
+    # search at the estimate's bound, no configuration measured, 77,968 B where cycles first ends at 74,592 B)
+    estimating = not large or (order[0] != "cycles" and estimate_work(work) >= LNS_MIN_WORK)
+    best, candidates, cutoff = _incumbents(problem, rule, order, large, hints, deadline, end, estimating)
     t = deadline.mark("incumbent", t)
     proof = certificate(problem)
     if proof is not None:
         return _proved_infeasible(problem, rule, best, proof, params.workers, until, start)
     # a construction the wall clock skipped or stopped is reported like a search the backstop cut
-    work = params.work_per_second * params.time_limit if context.work is None else context.work
     clock = SearchClock(deadline, work, end, backstop=cutoff.fired)
     search = Search(capture, problem, params, rule.plan, rule.objectives, rule.decisions, context.progress, start,
                     rule.scans, clock)
     searched: Outcome | None = None
-    if order[0] != "cycles" or not large:
+    if estimating:
         # the estimate's searches (table first, or a program small enough for the exact model): their plan is one
         # more source of configurations. On a large program with cycles first their time goes to measuring
         # instead: SigLIP b4 at 80 KiB, 33 s of neighbourhoods, none improving, left the plan unmeasured; SigLIP
@@ -399,10 +404,11 @@ def _out_of_time(light: SelectionProblem, rule: _Rule, hints: Sequence[Plan], or
 
 
 def _incumbents(problem: SelectionProblem, rule: _Rule, order: tuple[str, ...], large: bool, hints: Sequence[Plan],
-                deadline: Deadline, end: float) -> tuple[Incumbent, list[tuple[Plan, str]], Cutoff]:
+                deadline: Deadline, end: float, estimating: bool) -> tuple[Incumbent, list[tuple[Plan, str]], Cutoff]:
     """The incumbent: the production rule's plan, placer's budget-aware constructions, or a plan of another budget
     (the best by the estimate's order), with every candidate (each is measured later) and the constructions'
-    cutoff (``fired`` when the wall clock stopped or skipped one)."""
+    cutoff (``fired`` when the wall clock stopped or skipped one). ``estimating``: the estimate's searches follow
+    (on a large program, the constructive search at the estimate's bound and the tighter targets are theirs)."""
     capture, greedy = problem.capture, rule.plan
     machine, table_budget, fragment_limit = greedy.machine, greedy.table_budget, greedy.fragment_limit
     est = estimate_order(order)
@@ -413,7 +419,7 @@ def _incumbents(problem: SelectionProblem, rule: _Rule, order: tuple[str, ...], 
     cutoff = Cutoff(deadline.start + end - costing)
     scheduled_first = order[0] == "cycles"
     targets = [1.0] if not rule.objectives.fits or (large and not scheduled_first) else []
-    if large and not scheduled_first:
+    if large and not scheduled_first and estimating:
         # the constructive search at the estimate's cycles bound (budget-independent: computed once per capture);
         # when it fits there, the estimate's cycles are settled and the budget-aware constructions have nothing
         # to add
@@ -485,17 +491,34 @@ def _estimate_search(search: Search, order: tuple[str, ...], best: Incumbent, la
     """CP-SAT by the estimate's cycles (``order``). On a large program it leaves part of the search's time to
     measuring what it and the schedule-true constructions find (each measured phase is scheduled)."""
     clock = search.clock
-    end = clock.end
+    end, work = clock.end, clock.work
     if large:
+        # half of what is left of the wall, and the same share of the work: a fixed share, so that the work does
+        # not depend on the clock (with all of it, every 60 s table-first solve of the one-layer programs was cut
+        # by the wall clock, with no neighbourhood improving)
         clock.end = clock.deadline.elapsed() + ESTIMATE_SHARE * (end - clock.deadline.elapsed())
+        clock.work = estimate_work(work)
         # the estimate at its bound, then the table: the estimate's best plans when the table comes first
         searched = _at_cycles_bound(search, ("estimate", *(n for n in order if n != "estimate")), best)
         if searched is None:
             searched = _lns(search, order, best)
     else:
         searched = _monolithic(search, order, best, max_rounds, local_pack)
-    clock.end = end
+    clock.end, clock.work = end, work
     return searched
+
+
+def _skipped(search: Search) -> str:
+    """Why a large program's table-first search did without the estimate's searches."""
+    share = estimate_work(search.clock.work)
+    limit = LNS_MIN_WORK / estimate_work(search.params.work_per_second)
+    return (f"the estimate's neighbourhood search needs {LNS_MIN_WORK:g} deterministic s of work, its share of "
+            f"this run's is {share:g} (--time-limit {limit:g} or more): the measured constructions were combined")
+
+
+def estimate_work(work: float) -> float:
+    """The deterministic work the estimate's searches get on a large program: ``ESTIMATE_SHARE`` of the search's."""
+    return ESTIMATE_SHARE * work
 
 
 SLACKS = (0.0, 0.02, 0.05, 0.1)  # the schedule-true construction's targets: each phase's bound + this share
@@ -634,7 +657,8 @@ def _scheduled(search: Search, order: tuple[str, ...], cycle_slack: float, plans
             + (f"; combination over them {comb.table.status.value}" if comb is not None else "")
             + ("; no measured plan within the caps fits the budget: the caps were relaxed (the budget first)"
                if comb is not None and cap.bound is not None and not comb.capped else "")
-            + (f"; {searched.note}" if searched is not None and searched.note else ""))
+            + (f"; {searched.note}" if searched is not None and searched.note else "")
+            + (f"; {_skipped(search)}" if searched is None and order[0] != "cycles" else ""))
     proof: Certificate | None = None
     if searched is not None and searched.status is Status.INFEASIBLE and not obj.fits:
         # the estimate's search proved that no plan fits the budget, whatever its cycles
@@ -999,7 +1023,7 @@ def lower_bounds(problem: SelectionProblem) -> dict[str, int]:
 # without it the hint is a solution at once and the search has the budget
 WINDOW_TUNING = {"cp_model_presolve": False}
 MIN_WINDOWS = 6  # the search's work is split into at least this many neighbourhood solves
-LNS_MIN_WORK = 20.0  # deterministic s below which large programs keep the best incumbent without neighbourhoods
+LNS_MIN_WORK = 20.0  # deterministic s of their share below which large programs do without the estimate's searches
 LP_MIN_WALL = 3.0  # seconds the clock must still allow for the table relaxation to be tried
 WINDOW_PHASES = 2  # at most this many phases are free in one neighbourhood
 
@@ -1187,10 +1211,6 @@ def _lns(search: Search, order: tuple[str, ...], best: Incumbent) -> Outcome:
     tried: set[tuple[int, ...]] = set()
     solved = improved = 0
     log: list[str] = []
-    if clock.work < LNS_MIN_WORK:
-        # a neighbourhood of two heavy phases costs CP-SAT about 7 deterministic s (its search does not stop
-        # sooner), so a smaller allowance would buy one window at most and the wall-clock backstop would decide
-        tried = set(_windows(problem, fixed))
     while clock.spent < clock.work - 1e-6:
         window = next((w for w in _windows(problem, fixed) if w not in tried), None)
         if window is None:
@@ -1242,10 +1262,6 @@ def _lns(search: Search, order: tuple[str, ...], best: Incumbent) -> Outcome:
     note = (f"large program: CP-SAT over {solved} neighbourhoods ({len(problem.phases)} phases have groups), "
             f"{improved} improved the incumbent" + (f" (phases {', '.join(log)})" if log else "")
             + "; bounds are valid lower bounds, not CP-SAT's")
-    if clock.work < LNS_MIN_WORK:
-        note = (f"large program: best of the incumbent constructions; neighbourhood search needs a work allowance "
-                f"of {LNS_MIN_WORK:g} deterministic s (--time-limit {LNS_MIN_WORK / params.work_per_second:g} or "
-                f"more), this run had {clock.work:g}; bounds are valid lower bounds, not CP-SAT's")
     return Outcome(plan=best.plan, objectives=best_obj, greedy=search.greedy,
                    greedy_objectives=search.greedy_objectives, decisions=search.decisions, status=status,
                    staged=staged_all, source=best.source, note=note, rounds=solved, runtime=runtime,

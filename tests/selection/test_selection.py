@@ -335,6 +335,7 @@ def test_large_program_at_the_cycles_bound(seed: int, monkeypatch: pytest.Monkey
     from placer.validation import validate
 
     monkeypatch.setattr(select_mod, "MONOLITHIC_OPTIONS", 0)
+    monkeypatch.setattr(select_mod, "LNS_MIN_WORK", 0.0)  # FAST's work would not buy the estimate's searches
     cap = relay_capture(groups=3, fragments=24, replicas=3, phases=3, seed=seed)
     order = ("table", "cycles", "scratch", "relays")  # the estimate's searches run when the table comes first
     out = select(cap, M, 600, 16384, SelectionSettings(params=FAST, order=order))
@@ -346,6 +347,32 @@ def test_large_program_at_the_cycles_bound(seed: int, monkeypatch: pytest.Monkey
         assert res.bound is not None, name
         assert res.objective is not None, name
         assert res.bound <= res.objective, name
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_large_program_without_the_work_for_the_estimates_searches_combines_the_constructions(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Table first on a large program whose share of the work is under ``LNS_MIN_WORK``: neither the constructive
+    search at the estimate's bound nor the neighbourhoods run (on the one-layer programs at 60 s they took the
+    measurements' time, and the wall clock cut them); the measured constructions are combined, the note says
+    why, the plan validates and is never worse than the production rule's."""
+    import placer.selection.select as select_mod
+    from placer.validation import validate
+
+    def refused(*_a: object, **_k: object) -> None:
+        raise AssertionError("an estimate search ran without its work")
+
+    monkeypatch.setattr(select_mod, "MONOLITHIC_OPTIONS", 0)
+    monkeypatch.setattr(select_mod, "_capacity_plan", refused)
+    monkeypatch.setattr(select_mod, "_lns", refused)
+    cap = relay_capture(groups=3, fragments=24, replicas=3, phases=3, seed=seed)
+    order = ("table", "cycles", "scratch", "relays")
+    assert select_mod.estimate_work(FAST.work_per_second * FAST.time_limit) < select_mod.LNS_MIN_WORK
+    out = select(cap, M, 420, 16384, SelectionSettings(params=FAST, order=order))
+    assert "neighbourhood search needs" in out.note
+    assert "measured" in out.note
+    assert out.objectives.key(order) <= out.greedy_objectives.key(order)
+    assert validate(cap, out.plan.to_json(cap), M).valid == out.objectives.fits
 
 
 def test_rendered_plan_file_is_the_same_bytes() -> None:
