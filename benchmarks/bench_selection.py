@@ -7,6 +7,7 @@
     python benchmarks/bench_selection.py --sweep --budgets 64KiB,72KiB,80KiB,96KiB   # option effects shared
     python benchmarks/bench_selection.py --readme --layers full   # full depth: SigLIP b2 at 27 layers, PE-core b2 at 24
     python benchmarks/bench_selection.py --batches 1,2 --front    # ... and what each cycle cap costs in table bytes
+    python benchmarks/bench_selection.py --objective table,cycles # the table first, nothing capped
 
 With --sweep the option effects are computed once per program (printed as "prepare") and the budgets are solved
 smallest first, each hinted with the smaller budgets' plans, as `placer compare` does; each budget still gets its
@@ -33,6 +34,7 @@ import os
 import time
 
 from placer.allocator import keep_freed_arrays
+from placer.api import objective_order
 from placer.capture.headroom import headroom
 from placer.machine import load_machine
 from placer.selection.budgets import FRONT_SECONDS
@@ -96,19 +98,22 @@ def main() -> None:
                     "placer's) scheduled whole, as `placer solve --schedule` does")
     ap.add_argument("--front", action="store_true", help="after each row, the least worst tile without the B1024 "
                     "cap, and with no cycle cap, over the solve's measured configurations")
+    ap.add_argument("--objective", default=None, help="lexicographic order of the objectives, as "
+                    "`placer solve --objective` (default: the cycles first, under the caps)")
     ap.add_argument("--order-time", type=float, default=10.0, help="with --schedule: seconds of placer's ordering "
                     "search per changed phase")
     args = ap.parse_args()
     keep_freed_arrays()  # as the CLI does
     machine = load_machine()
     budgets = parse_size_list(args.budgets)
+    order = objective_order(args.objective)
     params = SolverParams.from_toml(args.params).with_overrides(time_limit=args.time_limit)
     full = args.layers == "full"
     rows = FULL_DEPTH_ROWS if full else README_ROWS
     runs = rows if args.readme else [(m, int(b)) for m in args.models.split(",") for b in args.batches.split(",")]
     print(f"{load()}; limit {params.time_limit:g} s per solve, {params.workers} workers, "
           f"work {params.work_per_second * params.time_limit:.1f} deterministic s, "
-          f"deterministic={params.deterministic}")
+          f"deterministic={params.deterministic}; objectives {','.join(order)}")
     print(f"{'program':<12}{'budget':>8}  {'rule worst B':>12}{'Σ bound':>10}{'B1024 Δ':>9}{'fits':>5}  "
           f"{'placer worst B':>14}{'÷ rule':>7}{'Σ bound':>10}{'vs direct':>10}{'B1024 Δ':>9}{'fits':>5}"
           f"{'wall s':>8}{'backstop':>9}{'valid':>6}  stages (objective/bound)  [plan from]")
@@ -124,7 +129,7 @@ def main() -> None:
             print(f"{model.split('-')[0]} b{batch}: prepare {time.perf_counter() - began:.1f} s", flush=True)
         for budget in (sorted(budgets) if args.sweep else budgets):
             began = time.perf_counter()
-            out = select(cap, machine, budget, machine.budget.fragments, SelectionSettings(params=params),
+            out = select(cap, machine, budget, machine.budget.fragments, SelectionSettings(params=params, order=order),
                          SelectionContext(deadline=Deadline(params.time_limit, began), prepared=prepared, hints=hints))
             wall = time.perf_counter() - began
             if args.sweep and out.objectives.fits:
@@ -187,9 +192,9 @@ def main() -> None:
               "search per changed phase; cycles without sync):")
         print(f"{'program':<14}{'plan':<16}{'worst B':>9}{'estimate':>10}{'Σ B1024':>10}{'vs rule':>9}"
               f"{'Σ best':>10}{'Σ bound':>10}{'vs direct':>10}{'valid':>6}")
-        order = SolverParams(time_limit=args.order_time, workers=params.workers, seed=params.seed)
+        ordering = SolverParams(time_limit=args.order_time, workers=params.workers, seed=params.seed)
         for model, batch, cap, out, _wall, _valid in readme:
-            programs = schedule_programs(cap, out, machine, order)
+            programs = schedule_programs(cap, out, machine, ordering)
             tables = {"direct": out.problem.direct.worst_table() if out.problem is not None else 0,
                       "production_rule": out.greedy_objectives.table, "plan": out.objectives.table}
             estimates = {"direct": out.problem.direct.cycles if out.problem is not None else 0,
