@@ -655,6 +655,8 @@ def _scheduled(search: Search, order: tuple[str, ...], cycle_slack: float, plans
             + (f"under the caps Σ lower bound ≤ {held.lower_bound:,} and Σ B1024 change ≤ {held.b1024_change:+,}"
                if held is not None else "without cycle caps")
             + (f"; combination over them {comb.table.status.value}" if comb is not None else "")
+            + ("; the table bound holds for every plan, capped or not: the caps are not in it (`placer compare` "
+               "prices them)" if held is not None and held.held else "")
             + ("; no measured plan within the caps fits the budget: the caps were relaxed (the budget first)"
                if comb is not None and cap.bound is not None and not comb.capped else "")
             + (f"; {searched.note}" if searched is not None and searched.note else "")

@@ -75,6 +75,9 @@ def test_the_combined_plan_is_never_worse_than_the_rule_and_validates(seed: int,
     if out.caps is not None and out.caps.held:
         assert obj.b1024 <= rule.b1024
         assert obj.cycles <= out.caps.lower_bound
+        assert "the caps are not in it" in out.note  # the table bound's gap explained where the caps held
+    elif out.caps is not None:
+        assert "the caps are not in it" not in out.note
     for name, res in out.staged.stages if out.staged is not None else []:
         assert res.bound is not None, name
         assert res.objective is not None, name
