@@ -8,6 +8,7 @@
     python benchmarks/bench_selection.py --readme --layers full   # full depth: SigLIP b2 at 27 layers, PE-core b2 at 24
     python benchmarks/bench_selection.py --batches 1,2 --front    # ... and what each cycle cap costs in table bytes
     python benchmarks/bench_selection.py --objective table,cycles # the table first, nothing capped
+    python benchmarks/bench_selection.py --objective table,cycles --no-local-pack   # ... and bounded over those plans
 
 With --sweep the option effects are computed once per program (printed as "prepare") and the budgets are solved
 smallest first, each hinted with the smaller budgets' plans, as `placer compare` does; each budget still gets its
@@ -100,6 +101,9 @@ def main() -> None:
                     "cap, and with no cycle cap, over the solve's measured configurations")
     ap.add_argument("--objective", default=None, help="lexicographic order of the objectives, as "
                     "`placer solve --objective` (default: the cycles first, under the caps)")
+    ap.add_argument("--no-local-pack", action="store_true", help="offer no local-pack option, as `placer solve "
+                    "--no-local-pack` (with the table first, the table stage is then also bounded over direct-receive "
+                    "plans)")
     ap.add_argument("--order-time", type=float, default=10.0, help="with --schedule: seconds of placer's ordering "
                     "search per changed phase")
     args = ap.parse_args()
@@ -108,6 +112,7 @@ def main() -> None:
     budgets = parse_size_list(args.budgets)
     order = objective_order(args.objective)
     params = SolverParams.from_toml(args.params).with_overrides(time_limit=args.time_limit)
+    settings = SelectionSettings(params=params, order=order, local_pack=not args.no_local_pack)
     full = args.layers == "full"
     rows = FULL_DEPTH_ROWS if full else README_ROWS
     runs = rows if args.readme else [(m, int(b)) for m in args.models.split(",") for b in args.batches.split(",")]
@@ -125,11 +130,12 @@ def main() -> None:
         hints: list[Plan] = []
         if args.sweep:
             began = time.perf_counter()
-            prepared = prepare(cap, machine, min(budgets), machine.budget.fragments, workers=params.workers)
+            prepared = prepare(cap, machine, min(budgets), machine.budget.fragments, workers=params.workers,
+                              local_pack=not args.no_local_pack)
             print(f"{model.split('-')[0]} b{batch}: prepare {time.perf_counter() - began:.1f} s", flush=True)
         for budget in (sorted(budgets) if args.sweep else budgets):
             began = time.perf_counter()
-            out = select(cap, machine, budget, machine.budget.fragments, SelectionSettings(params=params, order=order),
+            out = select(cap, machine, budget, machine.budget.fragments, settings,
                          SelectionContext(deadline=Deadline(params.time_limit, began), prepared=prepared, hints=hints))
             wall = time.perf_counter() - began
             if args.sweep and out.objectives.fits:
