@@ -1025,7 +1025,10 @@ def lower_bounds(problem: SelectionProblem) -> dict[str, int]:
 # without it the hint is a solution at once and the search has the budget
 WINDOW_TUNING = {"cp_model_presolve": False}
 MIN_WINDOWS = 6  # the search's work is split into at least this many neighbourhood solves
-LNS_MIN_WORK = 20.0  # deterministic s of their share below which large programs do without the estimate's searches
+# deterministic s of their share below which large programs do without the estimate's searches: a neighbourhood of
+# two heavy phases costs CP-SAT about 7 deterministic s (its search does not stop sooner), so less buys one window
+# at most and the wall-clock backstop would decide
+LNS_MIN_WORK = 20.0
 LP_MIN_WALL = 3.0  # seconds the clock must still allow for the table relaxation to be tried
 WINDOW_PHASES = 2  # at most this many phases are free in one neighbourhood
 
