@@ -109,17 +109,17 @@ def small_machine(tiles: int = 48) -> Machine:
 
 def every_rewrite(cap: Capture, problem: SelectionProblem, machine: Machine,
                   max_segments: int | None = None) -> Iterator[Capture]:
-    """The program of every direct-receive plan of a tiny instance: each group direct or at each of its option
-    counts, every injective choice of eligible hosts (with ``max_segments``: only the plans that relay at most that
-    many segments)."""
-    from placer.alternatives.relay import direct_receive
+    """The program of every plan of a tiny instance: each group direct or at each of its relay options
+    (direct-receive and, where offered, local-pack), every injective choice of eligible hosts (with
+    ``max_segments``: only the plans that relay at most that many segments)."""
+    from placer.alternatives.relay import direct_receive, local_pack
     from placer.modes import PlanMode
     from placer.selection.plan import Plan, RelayChoice
 
     groups = [(pi, gi) for pi, pd in enumerate(problem.phases) for gi in range(len(pd.options))]
-    per_group = [[op for op in problem.phases[pi].options[gi] if op.variant != "local-pack"] for pi, gi in groups]
+    per_group = [problem.phases[pi].options[gi] for pi, gi in groups]
     for combo in itertools.product(*per_group):
-        relays = [(pi, op) for (pi, _gi), op in zip(groups, combo, strict=True) if op.variant == "direct-receive"]
+        relays = [(pi, op) for (pi, _gi), op in zip(groups, combo, strict=True) if op.variant != "direct"]
         need = sum(op.count for _, op in relays)
         if max_segments is not None and need > max_segments:
             continue
@@ -133,10 +133,15 @@ def every_rewrite(cap: Capture, problem: SelectionProblem, machine: Machine,
                     ok = False
                     break
                 assert op.seg is not None
-                phase = problem.phases[pi].phase
+                pd = problem.phases[pi]
                 buffers = np.full(op.count, 0x70000, np.int64)
-                plan.relays.append(RelayChoice(op.group, "direct-receive", op.seg, hosts, buffers,
-                                               direct_receive(op.group, op.seg, hosts, buffers, phase, 16592)))
+                if op.variant == "direct-receive":
+                    plan.relays.append(RelayChoice(op.group, op.variant, op.seg, hosts, buffers,
+                                                   direct_receive(op.group, op.seg, hosts, buffers, pd.phase, 16592)))
+                else:
+                    plan.relays.append(RelayChoice(op.group, op.variant, op.seg, hosts, buffers,
+                                                   local_pack(op.group, op.seg, hosts, buffers, pd.phase, 16592,
+                                                              pd.extra_phase), pd.extra_phase))
             if ok:
                 yield plan.rewritten(cap)
 

@@ -1,13 +1,16 @@
 """Per-tile floors: the least a tile's program table can be under any plan, and the certificate built from them.
 
 A tile's table under a plan is its direct table, plus for each group touching it the change the group's chosen
-option makes there, plus the rows of every segment it hosts, less at most the model's slack (a seam between two
-relayed groups saving a pointer reset, a local-pack replica losing its phase entry, the rounding of a phase's total).
-Taking every group at its most favourable option for the tile, hosting nothing and giving every slack back gives a
-floor no plan goes under (docs/selection.md, "Bounds", (a)). Summed over the tiles, the same argument with each
-group at the option whose total change (hosts included) is least floors the program's whole table mass, and the worst
-tile is at least its mean ((b)). A tile whose floor is over the budget, or a mean floor over it, proves that no plan
-fits: :class:`Certificate` says which, in figures a person can add up.
+option makes there, plus the rows of every segment it hosts, less at most the model's slack. An option's change is
+exact on its own (``placer.selection.options``), so the slack is only what two options can do together on one tile
+in one phase -- a seam between their receives saving a pointer reset, two local-pack options together emptying the
+tile's phase -- and what the model's sum gives away by adding raw changes to the rounded direct row (the row's
+padding to the table granule). Taking every group at its most favourable option for the tile, hosting nothing and
+rounding each phase's row up from its direct raw bytes plus that relief less the seams gives a floor no plan goes
+under (docs/selection.md, "Bounds", (a)). Summed over the tiles, the same argument with each group at the option
+whose total change (hosts included) is least floors the program's whole table mass, and the worst tile is at least
+its mean ((b)). A tile whose floor is over the budget, or a mean floor over it, proves that no plan fits:
+:class:`Certificate` says which, in figures a person can add up.
 """
 
 from __future__ import annotations
@@ -22,15 +25,38 @@ from placer.selection.problem import PhaseData, SelectionProblem
 CERTIFIED_TILES = 20  # a certificate names at most this many tiles, the furthest over the budget first
 
 
-def _phase_slack(problem: SelectionProblem, pd: PhaseData) -> dict[int, int]:
-    """Per tile the phase's options touch, the most the model can overstate the tile's rows in this phase."""
-    c = problem.machine.cost
-    touched: dict[int, int] = {}
+def _phase_seams(problem: SelectionProblem, pd: PhaseData) -> dict[int, int]:
+    """Per tile, the most the phase's options can save on it beyond the sum of their changes: where it receives
+    from two or more of the groups, per group a pointer reset at a seam between their receives. Each change is
+    exact on the tile's receive sequence alone, and nothing else adds up differently:
+    - senders only send, and sends have no resets;
+    - a local-pack change keeps the phase entry of a replica it leaves idle, but that replica then takes part in
+      the extra phase, whose entry its extra-phase rows leave out (``options.group_options``): the two entries
+      cancel, for one group or several;
+    - hosting never seams: a staging buffer is an allocation of its own, so its first receive resets (or, without
+      the capture's allocations, it may continue the tile's last receive: ``model_slack`` gives that back)."""
+    reset = problem.machine.cost.pointer_reset_extra_bytes
+    receiving: dict[int, int] = {}
     for opts in pd.options:
-        for t in {t for op in opts[1:] for t in op.tiles.tolist() if t < problem.tiles}:
-            touched[t] = touched.get(t, 0) + 1
-    return {t: groups * (c.pointer_reset_extra_bytes + c.phase_entry_bytes) + c.table_rounding - 1
-            for t, groups in touched.items()}
+        for t in {int(t) for t in opts[0].group.replicas if t < problem.tiles}:
+            receiving[t] = receiving.get(t, 0) + 1
+    return {t: groups * reset for t, groups in receiving.items() if groups >= 2}
+
+
+def _phase_touched(problem: SelectionProblem, pd: PhaseData) -> np.ndarray:
+    """The tiles some option of the phase changes (its groups' replicas and senders)."""
+    touched = np.zeros(problem.tiles, bool)
+    for opts in pd.options:
+        for op in opts[1:]:
+            touched[op.tiles[op.tiles < problem.tiles]] = True
+    return touched
+
+
+def _padding(problem: SelectionProblem, pd: PhaseData) -> np.ndarray:
+    """Per tile, the bytes its direct row in the phase was rounded up by: the model counts changes raw on top of
+    the rounded row, while the realised row rounds them together, so it can come out that much lower."""
+    raw = pd.raw[: problem.tiles].astype(np.int64)
+    return np.asarray((-raw) % problem.machine.cost.table_rounding)
 
 
 def _phase_relief(problem: SelectionProblem, pd: PhaseData) -> dict[int, int]:
@@ -41,7 +67,7 @@ def _phase_relief(problem: SelectionProblem, pd: PhaseData) -> dict[int, int]:
         per_tile: dict[int, int] = {}
         for op in opts[1:]:
             # the option's whole effect on each of its tiles: the phase's change plus, for local-pack, the rows its
-            # replicas get in the extra phase (their entry there is in the slack)
+            # replicas get in the extra phase (without that phase's entry, which only adds)
             effect: dict[int, int] = {}
             for t, d in zip(op.tiles.tolist(), op.delta.raw.tolist(), strict=True):
                 effect[t] = effect.get(t, 0) + int(d)
@@ -57,38 +83,56 @@ def _phase_relief(problem: SelectionProblem, pd: PhaseData) -> dict[int, int]:
 
 
 def model_slack(problem: SelectionProblem) -> dict[int, int]:
-    """Per tile, the most the model can overstate its table: per group touching it a pointer reset at a seam and a
-    phase entry, per phase the rounding (once per prepared problem: it does not depend on the budget)."""
+    """Per tile, the most the model can overstate its table, in every phase with relay options: the seams between
+    groups (``_phase_seams``); where an option touches the tile, its direct row's padding (``_padding``); and
+    where the tile receives and has room for a staging buffer, one pointer reset -- without the capture's
+    allocations a buffer may start where the tile's last receive ended, and its first gather then continues it
+    (with them, the receive's allocation ends there, which resets). Computed once per prepared problem: it does
+    not depend on the budget."""
     cached = problem.shared.get("model_slack")
     if cached is None:
-        slack: dict[int, int] = {}
+        reset = problem.machine.cost.pointer_reset_extra_bytes
+        slack = np.zeros(problem.tiles, np.int64)
         for pd in problem.phases:
-            for t, s in _phase_slack(problem, pd).items():
-                slack[t] = slack.get(t, 0) + s
-        cached = problem.shared["model_slack"] = slack
+            if not any(len(opts) > 1 for opts in pd.options):
+                continue
+            slack += np.where(_phase_touched(problem, pd), _padding(problem, pd), 0)
+            slack += np.where((pd.state.receives[: problem.tiles] > 0) & (pd.largest_gap > 0), reset, 0)
+            for t, s in _phase_seams(problem, pd).items():
+                slack[t] += s
+        cached = problem.shared["model_slack"] = {int(t): int(slack[t]) for t in np.flatnonzero(slack)}
     return dict(cached)
 
 
 def host_rounding(problem: SelectionProblem) -> np.ndarray:
     """Per tile, the most hosting can take off its rows through the rounding, in the phases where no option touches
     it (where one does, ``model_slack`` has it): a relay's rows are counted raw on top of the tile's rounded direct
-    row, and the realised row rounds the two together, so it can come out ``(-raw) mod rounding`` lower per phase.
-    (Zero on the bundled workloads: every row there is a multiple of the rounding.)"""
+    row, and the realised row rounds the two together, so it can come out by the direct row's padding lower per
+    phase. (Zero on the bundled workloads: every row there is a multiple of the rounding.)"""
     cached = problem.shared.get("host_rounding")
     if cached is None:
-        rnd = problem.machine.cost.table_rounding
         cached = np.zeros(problem.tiles, np.int64)
         for pd in problem.phases:
-            touched = np.zeros(problem.tiles, bool)
-            hosts = False
-            for opts in pd.options:
-                for op in opts[1:]:
-                    touched[op.tiles[op.tiles < problem.tiles]] = True
-                    hosts = True
-            if hosts:
-                cached += np.where(touched, 0, (-pd.raw[: problem.tiles].astype(np.int64)) % rnd)
+            if any(len(opts) > 1 for opts in pd.options):
+                cached += np.where(_phase_touched(problem, pd), 0, _padding(problem, pd))
         problem.shared["host_rounding"] = cached
     return np.asarray(cached).copy()
+
+
+def _phase_floors(problem: SelectionProblem, pd: PhaseData) -> dict[int, tuple[int, int, int]]:
+    """Per tile the phase's options touch: (relief, seams, rounding), where the tile's row in the phase is at least
+    its direct charge + relief − seams + rounding. The row is rounded up from its raw bytes, and the raw bytes are at
+    least the direct raw bytes plus the relief less the seams, so the rounding term is the row's padding then, less
+    its padding now (between −(granule − 1) and granule − 1). A local-pack option's relief also holds the extra
+    phase's rows; rounding their sum with the phase's is still a floor (a sum of rounded rows is at least the
+    rounded sum)."""
+    relief, seams, pad = _phase_relief(problem, pd), _phase_seams(problem, pd), _padding(problem, pd)
+    rnd = problem.machine.cost.table_rounding
+    out = {}
+    for t in sorted({*np.flatnonzero(_phase_touched(problem, pd)).tolist(), *relief}):
+        raw = int(pd.raw[t]) + relief.get(t, 0) - seams.get(t, 0)
+        out[t] = (relief.get(t, 0), seams.get(t, 0), (-raw) % rnd - int(pad[t]))
+    return out
 
 
 def tile_floors(problem: SelectionProblem) -> np.ndarray:
@@ -98,10 +142,8 @@ def tile_floors(problem: SelectionProblem) -> np.ndarray:
     if cached is None:
         best = problem.direct.table_bytes[: problem.tiles].astype(np.int64).copy()
         for pd in problem.phases:
-            for t, d in _phase_relief(problem, pd).items():
-                best[t] += d
-        for t, s in model_slack(problem).items():
-            best[t] -= s
+            for t, (relief, seams, rounding) in _phase_floors(problem, pd).items():
+                best[t] += relief - seams + rounding
         cached = problem.shared["best_tables"] = best
     return np.asarray(cached).copy()
 
@@ -112,7 +154,8 @@ class PhaseFloorDoc(TypedDict):
     direct: int
     relief: int
     groups: int
-    slack: int
+    seams: int
+    rounding: int
     floor: int
 
 
@@ -152,15 +195,16 @@ class PhaseFloor:
     direct: int  # the tile's rows in the phase, all direct, as charged after table sharing
     relief: int  # the most the phase's relays can take off them (≤ 0)
     groups: int  # groups touching the tile in the phase (each offered at least one relay)
-    slack: int  # the most the model can overstate the phase's rows on the tile, given back
+    seams: int  # the most two or more of those groups' options together can save beyond their changes, given back
+    rounding: int  # the row's padding to the table granule after relief and seams, less its padding direct
 
     @property
     def floor(self) -> int:
-        return self.direct + self.relief - self.slack
+        return self.direct + self.relief - self.seams + self.rounding
 
     def to_json(self) -> PhaseFloorDoc:
         return {"phase": self.phase, "label": self.label, "direct": self.direct, "relief": self.relief,
-                "groups": self.groups, "slack": self.slack, "floor": self.floor}
+                "groups": self.groups, "seams": self.seams, "rounding": self.rounding, "floor": self.floor}
 
 
 @dataclass(frozen=True)
@@ -187,14 +231,15 @@ class TileCertificate:
         """The certificate in words: the floor, its parts, and the phases that weigh most on it."""
         direct = sum(p.direct for p in self.phases)
         relief = sum(p.relief for p in self.phases)
-        slack = sum(p.slack for p in self.phases)
+        seams = sum(p.seams for p in self.phases)
+        rounding = sum(p.rounding for p in self.phases)
         heavy = sorted(self.phases, key=lambda p: (-p.floor, p.phase))[:most]
         parts = ", ".join(f"phase {p.phase}{f' ({p.label})' if p.label else ''} {p.direct:,} B"
                           + (f" − {-p.relief:,} B by its {p.groups} group{'s' if p.groups != 1 else ''}"
                              if p.relief else "") for p in heavy)
         return [f"tile {self.tile}: at least {self.floor:,} B against {self.budget:,} B "
                 f"({self.bytes_over:,} B over) = {direct:,} B direct − {-relief:,} B at most relays take off"
-                f" − {slack:,} B model slack",
+                f" − {seams:,} B seams {'+' if rounding >= 0 else '−'} {abs(rounding):,} B rounding",
                 f"  heaviest phases: {parts}"]
 
     def to_json(self) -> TileCertificateDoc:
@@ -294,18 +339,19 @@ def tile_certificates(problem: SelectionProblem) -> list[TileCertificate]:
         return []
     index = {p.phase: i for i, p in enumerate(problem.direct.phases)}
     charged = problem.direct.charged
-    by_phase = {pd.phase.phase: (_phase_relief(problem, pd), _phase_slack(problem, pd), pd) for pd in problem.phases}
+    by_phase = {pd.phase.phase: (_phase_floors(problem, pd), pd) for pd in problem.phases}
     out = []
     for t in tiles:
         parts = []
         for p in problem.direct.phases:
-            relief, slack, pd = by_phase.get(p.phase, ({}, {}, None))
+            floors, pd = by_phase.get(p.phase, ({}, None))
+            relief, seams, rounding = floors.get(t, (0, 0, 0))
             direct = int(charged[index[p.phase], t])
             groups = 0 if pd is None else sum(1 for opts in pd.options
                                               if any(t in op.tiles.tolist() for op in opts[1:]))
-            if direct or relief.get(t, 0) or slack.get(t, 0):
-                parts.append(PhaseFloor(p.phase, problem.capture.label(p.phase), direct, relief.get(t, 0),
-                                        groups, slack.get(t, 0)))
+            if direct or relief or seams or rounding:
+                parts.append(PhaseFloor(p.phase, problem.capture.label(p.phase), direct, relief, groups, seams,
+                                        rounding))
         out.append(TileCertificate(t, problem.table_budget, tuple(parts)))
     return out
 

@@ -18,7 +18,7 @@ from placer.machine import Machine
 from placer.modes import PlanMode, SelectionMode
 from placer.progress import SolverCallback, task, track
 from placer.selection import capacity
-from placer.selection.bounds import table_lp_bound
+from placer.selection.bounds import hosted_mass_bound, table_lp_bound
 from placer.selection.columns import Caps, CycleCaps, Pool, Scheduled, combine, fixed_of
 from placer.selection.cpsat import (
     EXACT_HOST_LIMIT,
@@ -635,6 +635,9 @@ def _scheduled(search: Search, order: tuple[str, ...], cycle_slack: float, plans
         source = "combined: " + "; ".join(used) if used else "all direct"
     if obj.key(_capped(order)) > g_obj.key(_capped(order)) and obj.fits <= g_obj.fits:
         plan, obj, sched, choice, source = greedy, g_obj, g_sched, rule_choice, "production rule"
+    if "hosted_mass" not in problem.shared and clock.wall_left() > HOSTED_MIN_WALL:
+        with task("hosted mass bound"):  # budget-independent; below any plan, so this one bounds its search
+            problem.shared["hosted_mass"] = hosted_mass_bound(problem, obj.table)
     runtime = time.perf_counter() - search.start
     bounds = lower_bounds(problem)
     cycles_bound = other + sum(relay_free_bound(problem, pid) * capture.iterations(pid) for pid in ids)
@@ -1004,8 +1007,9 @@ def lower_bounds(problem: SelectionProblem) -> dict[str, int]:
     after), so each selection phase costs at least its sync plus max over tiles of ⌈max(tx, rx)/4⌉.
     Table: the worst tile is at least (a) any tile's direct table plus, for each group touching it, the most
     favourable option's change, less its model slack (``floors.tile_floors``), (b) the average over tiles of the
-    least total table mass any choice leaves, less every tile's model slack (``floors.mass_floor``), and (c) the
-    linear relaxation of ``bounds.table_lp_bound`` once it has been computed.
+    least total table mass any choice leaves, less every tile's model slack (``floors.mass_floor``), (c) the
+    linear relaxation of ``bounds.table_lp_bound`` and (f) the hosted mass of ``bounds.hosted_mass_bound``, each
+    once it has been computed.
     """
     machine = problem.machine
     bpc = machine.exchange.bytes_per_cycle
@@ -1017,7 +1021,8 @@ def lower_bounds(problem: SelectionProblem) -> dict[str, int]:
         per_tile = np.maximum(ceil_div(st.tx[: problem.tiles], bpc), ceil_div(st.rx[: problem.tiles], bpc))
         cycles += pd.iterations * (int(per_tile.max(initial=0)) + machine.exchange.sync_cycles)
     best = tile_floors(problem)
-    table = max(int(best.max(initial=0)), mass_floor(problem).floor, problem.shared.get("table_lp", 0))
+    table = max(int(best.max(initial=0)), mass_floor(problem).floor, problem.shared.get("table_lp", 0),
+                problem.shared.get("hosted_mass", 0))
     return {"estimate": cycles, "table": table}
 
 
@@ -1030,6 +1035,9 @@ MIN_WINDOWS = 6  # the search's work is split into at least this many neighbourh
 # at most and the wall-clock backstop would decide
 LNS_MIN_WORK = 20.0
 LP_MIN_WALL = 3.0  # seconds the clock must still allow for the table relaxation to be tried
+# seconds the search's clock must still allow for the hosted mass bound (SigLIP b4: 2.5 s, a one-layer batch-two
+# program about 1.5 s); only SigLIP b4 at 60 s, at this machine's edge, ends its search closer to its end
+HOSTED_MIN_WALL = 4.0
 WINDOW_PHASES = 2  # at most this many phases are free in one neighbourhood
 
 

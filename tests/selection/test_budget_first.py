@@ -5,6 +5,7 @@ seams, and are the same plan on every run."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -65,6 +66,19 @@ def test_budget_first_plans_validate_and_never_raise_the_worst_tile(seed: int, g
     assert obj.table <= problem.direct.worst_table() + slack
     again = capacity.relay_greedy(problem, capacity.memory_caps(problem), by_hosts=True)
     assert again.to_json(cap) == plan.to_json(cap)
+
+
+def test_a_worst_replica_is_recut_at_a_coarser_option(monkeypatch: pytest.MonkeyPatch) -> None:
+    # three operands on replica pairs, four senders each: the construction cuts them fine so that their hosts stay
+    # light, and its worst tile is then a replica a coarser cut relieves, with room for the larger segments
+    cap = relay_capture(groups=3, fragments=19, replicas=2, senders=4, phases=1, seed=22)
+    problem = prepare(cap, M, 10**6, 16384).problem
+    plan = capacity.relay_greedy(problem, capacity.memory_caps(problem), by_hosts=True)
+    monkeypatch.setattr(capacity, "_recut", lambda *_args: 0)
+    without = capacity.relay_greedy(problem, capacity.memory_caps(problem), by_hosts=True)
+    assert plan_objectives(cap, plan).table == 80
+    assert plan_objectives(cap, without).table == 104
+    assert validate(cap, plan.to_json(cap), M).valid
 
 
 def test_select_keeps_the_construction_when_the_rule_does_not_fit() -> None:

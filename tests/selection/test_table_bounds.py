@@ -1,9 +1,10 @@
 """The table bounds that hold for every plan (``select.lower_bounds``: per-tile floors, the average table mass, the
-whole-program linear relaxation) are never above the best plan, checked against every plan of random instances
-small enough to enumerate."""
+whole-program linear relaxation, the hosted mass) are never above the best plan, checked against every plan of random
+instances small enough to enumerate."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -11,7 +12,8 @@ from placer.capture.model import Capture, PanelHint, Phase
 from placer.selection import bounds
 from placer.selection.floors import model_slack, proved_floor
 from placer.selection.select import lower_bounds, prepare
-from tests.builders import every_plan, group_phase, small_machine
+from placer.validation.table import program_table
+from tests.builders import every_plan, every_rewrite, group_phase, small_machine
 
 M = small_machine(8)
 
@@ -22,8 +24,9 @@ M = small_machine(8)
        panels=st.booleans(), local_pack=st.booleans())
 def test_table_bounds_never_above_the_best_plan(seed: int, a_frags: int, b_frags: int, a_senders: list[int],
                                                 b_senders: list[int], panels: bool, local_pack: bool) -> None:
-    # without local-pack options (``--no-local-pack``) every plan is of the kind enumerated, and the bounds are
-    # tighter (fewer options to take rows off a tile, less slack): never below those with them
+    # the plans enumerated are of every option offered (local-pack ones too); without local-pack options
+    # (``--no-local-pack``) the bounds are tighter (fewer options to take rows off a tile): never below those with
+    # them
     a = group_phase(0, [0, 1], a_senders, a_frags, seed=seed)
     b = group_phase(0, [4, 5], b_senders, b_frags, seed=seed + 1)
     hints = [PanelHint(0, (0, 1), (0, 32 * a_frags)), PanelHint(0, (4, 5), (0, 32 * b_frags))] if panels else []
@@ -35,7 +38,28 @@ def test_table_bounds_never_above_the_best_plan(seed: int, a_frags: int, b_frags
     assert lp is not None
     assert lp <= best
     problem.shared["table_lp"] = lp
+    hosted = bounds.hosted_mass_bound(problem, 4 * problem.direct.worst_table())  # searched far above the plans
+    assert hosted <= best
+    problem.shared["hosted_mass"] = hosted
     assert lower_bounds(problem)["table"] <= best
     if not local_pack:
         offered = prepare(cap, M, 10**6, 16384).problem
         assert proved_floor(problem) >= proved_floor(offered)
+
+
+@pytest.mark.parametrize(("seed", "b_senders", "b_frags", "local_pack"),
+                         [(9, [6], 4, True), (40, [7, 3], 2, True), (44, [7, 3], 7, False)])
+def test_the_hosted_mass_rises_above_the_floors_and_stays_under_every_plan(seed: int, b_senders: list[int],
+                                                                           b_frags: int, local_pack: bool) -> None:
+    # a seven-fragment operand sent by three of the eight tiles: the tiles with room for its larger segments are
+    # few, so the least total the tables can add up to, with every segment where it fits, is above the mass (b) and
+    # every tile floor (a) -- and, counted by the validator, under every plan
+    a = group_phase(0, [0, 1], [2, 3, 6], 7, seed=seed)
+    b = group_phase(0, [4, 5], b_senders, b_frags, seed=seed + 1)
+    cap = Capture(tile_count=8, phases=[Phase.concat(0, [a, b])])
+    problem = prepare(cap, M, 10**6, 16384, local_pack=local_pack).problem
+    hosted = bounds.hosted_mass_bound(problem, 4 * problem.direct.worst_table())
+    assert hosted > proved_floor(problem)
+    for program in every_rewrite(cap, problem, M):
+        table, _frags = program_table(program.phases, cap.tile_count, M)
+        assert int(table.max()) >= hosted
