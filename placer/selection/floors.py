@@ -3,8 +3,8 @@
 A tile's table under a plan is its direct table, plus for each group touching it the change the group's chosen
 option makes there, plus the rows of every segment it hosts, less at most the model's slack. An option's change is
 exact on its own (``placer.selection.options``), so the slack is only what two options can do together on one tile
-in one phase -- a seam between their receives saving a pointer reset, two local-pack options together emptying the
-tile's phase -- and what the model's sum gives away by adding raw changes to the rounded direct row (the row's
+in one phase -- a seam between their receives saving a pointer reset -- a host's first gather continuing the tile's
+last receive, and what the model's sum gives away by adding raw changes to the rounded direct row (the row's
 padding to the table granule). Taking every group at its most favourable option for the tile, hosting nothing and
 rounding each phase's row up from its direct raw bytes plus that relief less the seams gives a floor no plan goes
 under (docs/selection.md, "Bounds", (a)). Summed over the tiles, the same argument with each group at the option

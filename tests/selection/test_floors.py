@@ -180,7 +180,7 @@ def test_a_batch_four_certificate_survives_the_validators_count(model: str, mach
     problem = prepared.for_budget(floor - 1)
     cert = certificate(problem)
     assert cert is not None
-    direct, _frags = program_table(cap.phases, cap.tile_count, machine)
+    direct, _frags = program_table(cap.phases, cap.tile_count, machine, cap.allocations)
     for c in cert.tiles:
         assert sum(p.direct for p in c.phases) == direct[c.tile], c.tile
     if cert.mass is not None:
@@ -192,7 +192,8 @@ def test_a_batch_four_certificate_survives_the_validators_count(model: str, mach
         plans.append(Plan(PlanMode.CPSAT, machine, floor - 1, 16384, built.relays))
     for plan in plans:
         assert plan.relays
-        table, _frags = program_table(plan.rewritten(cap).phases, cap.tile_count, machine)
+        program = plan.rewritten(cap)
+        table, _frags = program_table(program.phases, cap.tile_count, machine, program.allocations)
         for c in cert.tiles:
             assert table[c.tile] >= c.floor, (c.tile, int(table[c.tile]), c.floor)
         if cert.mass is not None:
