@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from placer.arrays import unique
-from placer.selection.floors import host_rounding, mass_floor, tile_floors
+from placer.selection.floors import HostedLevel, HostedMass, host_rounding, mass_floor, tile_floors
 from placer.selection.problem import SelectionProblem
 from placer.solver import lazy_module
 from placer.units import round_up
@@ -158,24 +158,38 @@ def hosted_mass_bound(problem: SelectionProblem, upper: int) -> int:
     it under ``T``, averages at most ``T`` -- a bound on the worst tile of every plan, between the largest of the
     floors (a) and (b) and ``upper`` (a plan's worst tile). docs/selection.md, "Bounds", (f).
 
-    At a given ``T`` a tile ``t`` has room ``T - floor_t`` for the segments it hosts, each of which adds at least
-    its rows less a margin (a reset its first gather could save, the rounding of the phase's row and
-    the extra phase's) to the tile's table. So for every size ``L`` of a grid, segments of at least ``L`` bytes
-    (after the margin) number at most Σ ⌊room / L⌋ over the tiles, per phase at most the tiles with room ``L``
-    (a tile hosts one segment per phase), and add up to at most the room of the tiles with room ``L``. Each group's
-    options are fractions that sum to at most one (the rest direct); the least total change under those cuts
-    (GLOP), added to the direct total less the model's slack, over the tiles, is the mean table at ``T``. It only
-    falls as ``T`` grows (the room grows), so the least ``T`` at or above its mean is found by bisection; every
-    ``T`` the bisection rejects is below every plan's worst tile. Deterministic: no time limit, a fixed number of
-    LPs (about log2 of ``upper`` less the floors)."""
-    floors = tile_floors(problem)
-    mass = mass_floor(problem)
-    lo = max(int(floors.max(initial=0)), mass.floor)
-    if upper <= lo or not problem.tiles:
+    ``hosted_mass_at`` gives the least mean at a given ``T``; it only falls as ``T`` grows (the room grows), so the
+    least ``T`` at or above its mean is found by bisection; every ``T`` the bisection rejects is below every plan's
+    worst tile. Deterministic: no time limit, a fixed number of LPs (about log2 of ``upper`` less the floors)."""
+    lo = max(int(tile_floors(problem).max(initial=0)), mass_floor(problem).floor)
+    if upper <= lo or not problem.tiles or not _hosted_options(problem)[0]:
         return lo
+    # every table is a sum of rows rounded to the granule, so the worst tile is a multiple of it: search those
+    step = max(problem.machine.cost.table_rounding, 1)
+    lo, hi = -(-lo // step), upper // step
+    while lo < hi:
+        mid = (lo + hi) // 2
+        at = hosted_mass_at(problem, mid * step)
+        if at is not None and at.floor > mid * step:
+            lo = mid + 1  # no plan's worst tile is ``mid`` granules or less
+        else:
+            hi = mid
+    return lo * step
+
+
+_Hosted = tuple[list[tuple[int, int, int, np.ndarray]], np.ndarray]
+
+
+def _hosted_options(problem: SelectionProblem) -> _Hosted:
+    """Every relay option as the hosted mass sees it -- (phase index, group index, total change, its segments'
+    sizes less the hosting margin, sorted) -- and the sizes the levels are cut at (computed once per problem)."""
+    cached: _Hosted | None = problem.shared.get("hosted_options")
+    if cached is not None:
+        return cached
     c = problem.machine.cost
+    # a segment adds at least its rows less a reset its first gather may save and two rows' rounding
     margin = c.pointer_reset_extra_bytes + 2 * (c.table_rounding - 1)
-    options: list[tuple[int, int, int, np.ndarray]] = []  # phase index, group index, total change, segment sizes
+    options: list[tuple[int, int, int, np.ndarray]] = []
     for pi, pd in enumerate(problem.phases):
         for gi, opts in enumerate(pd.options):
             for op in opts[1:]:
@@ -188,55 +202,57 @@ def hosted_mass_bound(problem: SelectionProblem, upper: int) -> int:
                 options.append((pi, gi, total, np.sort(np.maximum(sizes - margin, 0))))
     sizes = np.concatenate([o[3] for o in options]) if options else np.zeros(0, np.int64)
     sizes = sizes[sizes > 0]
-    if not sizes.size:
-        return lo
-    levels = unique(np.geomspace(max(1, int(sizes.min())), int(sizes.max()), HOSTED_LEVELS).astype(np.int64))
-    floors = floors.astype(np.int64)
-    # every table is a sum of rows rounded to the granule, so the worst tile is a multiple of it: search those
-    step = max(c.table_rounding, 1)
-    lo, hi = -(-lo // step), upper // step
+    levels = (unique(np.geomspace(max(1, int(sizes.min())), int(sizes.max()), HOSTED_LEVELS).astype(np.int64))
+              if sizes.size else np.zeros(0, np.int64))
+    cached = problem.shared["hosted_options"] = (options if sizes.size else [], levels)
+    return cached
 
-    def mean_at(target: int) -> int | None:
-        room = np.maximum(target - floors, 0)
-        lp = pywraplp.Solver.CreateSolver("GLOP")
-        if lp is None:
-            return None
-        inf = lp.infinity()
-        objective = lp.Objective()
-        count = [lp.Constraint(-inf, float((room // level).sum())) for level in levels.tolist()]
-        volume = [lp.Constraint(-inf, float(room[room >= level].sum())) for level in levels.tolist()]
-        hosts = [float((room >= level).sum()) for level in levels.tolist()]
-        per_phase: dict[tuple[int, int], pywraplp.Constraint] = {}
-        pick: dict[tuple[int, int], pywraplp.Constraint] = {}
-        for pi, gi, total, seg in options:
-            if (pi, gi) not in pick:
-                pick[(pi, gi)] = lp.Constraint(-inf, 1.0)
-            v = lp.NumVar(0.0, 1.0, "")
-            pick[(pi, gi)].SetCoefficient(v, 1.0)
-            objective.SetCoefficient(v, float(total))
-            at = np.searchsorted(seg, levels)  # per level, the first segment at least that large
-            for k, first in enumerate(at.tolist()):
-                if first >= seg.size:
-                    break
-                big = seg[first:]
-                count[k].SetCoefficient(v, float(big.size))
-                volume[k].SetCoefficient(v, float(big.sum()))
-                if (pi, k) not in per_phase:
-                    per_phase[(pi, k)] = lp.Constraint(-inf, hosts[k])
-                per_phase[(pi, k)].SetCoefficient(v, float(big.size))
-        objective.SetMinimization()
-        if lp.Solve() != pywraplp.Solver.OPTIMAL:
-            return None
-        value = float(objective.Value())
-        # GLOP's tolerances are relative (about 1e-7): step below them
-        least = math.floor(value - abs(value) * 1e-6) - 1
-        return -(-(mass.direct + least - mass.slack) // problem.tiles)
 
-    while lo < hi:
-        mid = (lo + hi) // 2
-        mean = mean_at(mid * step)
-        if mean is not None and mean > mid * step:
-            lo = mid + 1  # no plan's worst tile is ``mid`` granules or less
-        else:
-            hi = mid
-    return lo * step
+def hosted_mass_at(problem: SelectionProblem, target: int) -> HostedMass | None:
+    """The hosted mass (f) at a worst tile of ``target``; None if GLOP did not solve it.
+
+    At ``target`` a tile ``t`` has room ``target - floor_t`` for the segments it hosts, each of which adds at least
+    its rows less a margin (a reset its first gather could save, the rounding of the phase's row and the extra
+    phase's) to the tile's table. So for every size ``L`` of a grid, segments of at least ``L`` bytes (after the
+    margin) number at most Σ ⌊room / L⌋ over the tiles, per phase at most the tiles with room ``L`` (a tile hosts
+    one segment per phase), and add up to at most the room of the tiles with room ``L``. Each group's options are
+    fractions that sum to at most one (the rest direct); the least total change under those cuts (GLOP), added to
+    the direct total less the model's slack, is the least the tables can add up to in a plan whose worst tile is
+    ``target`` or less."""
+    options, levels = _hosted_options(problem)
+    mass = mass_floor(problem)
+    room = np.maximum(target - tile_floors(problem).astype(np.int64), 0)
+    cuts = tuple(HostedLevel(int(level), int((room >= level).sum()), int((room // level).sum()),
+                             int(room[room >= level].sum())) for level in levels.tolist())
+    lp = pywraplp.Solver.CreateSolver("GLOP")
+    if lp is None:
+        return None
+    inf = lp.infinity()
+    objective = lp.Objective()
+    count = [lp.Constraint(-inf, float(cut.segments)) for cut in cuts]
+    volume = [lp.Constraint(-inf, float(cut.room)) for cut in cuts]
+    per_phase: dict[tuple[int, int], pywraplp.Constraint] = {}
+    pick: dict[tuple[int, int], pywraplp.Constraint] = {}
+    for pi, gi, total, seg in options:
+        if (pi, gi) not in pick:
+            pick[(pi, gi)] = lp.Constraint(-inf, 1.0)
+        v = lp.NumVar(0.0, 1.0, "")
+        pick[(pi, gi)].SetCoefficient(v, 1.0)
+        objective.SetCoefficient(v, float(total))
+        at = np.searchsorted(seg, levels)  # per level, the first segment at least that large
+        for k, first in enumerate(at.tolist()):
+            if first >= seg.size:
+                break
+            big = seg[first:]
+            count[k].SetCoefficient(v, float(big.size))
+            volume[k].SetCoefficient(v, float(big.sum()))
+            if (pi, k) not in per_phase:
+                per_phase[(pi, k)] = lp.Constraint(-inf, float(cuts[k].tiles))
+            per_phase[(pi, k)].SetCoefficient(v, float(big.size))
+    objective.SetMinimization()
+    if lp.Solve() != pywraplp.Solver.OPTIMAL:
+        return None
+    value = float(objective.Value())
+    # GLOP's tolerances are relative (about 1e-7): step below them
+    least = math.floor(value - abs(value) * 1e-6) - 1
+    return HostedMass(target, mass.direct, least, mass.slack, problem.tiles, cuts)

@@ -10,7 +10,9 @@ rounding each phase's row up from its direct raw bytes plus that relief less the
 under (docs/selection.md, "Bounds", (a)). Summed over the tiles, the same argument with each group at the option
 whose total change (hosts included) is least floors the program's whole table mass, and the worst tile is at least
 its mean ((b)). A tile whose floor is over the budget, or a mean floor over it, proves that no plan fits:
-:class:`Certificate` says which, in figures a person can add up.
+:class:`Certificate` says which, in figures a person can add up. Where neither is, the hosted mass at the budget
+(``bounds.hosted_mass_at``: the mass with every segment in room under the budget) can still be over it; its part of
+the certificate (:class:`HostedMass`) is checked with a linear program.
 """
 
 from __future__ import annotations
@@ -179,11 +181,30 @@ class MassFloorDoc(TypedDict):
     budget: int
 
 
+class HostedLevelDoc(TypedDict):
+    size: int
+    tiles: int
+    segments: int
+    room: int
+
+
+class HostedMassDoc(TypedDict):
+    target: int
+    direct: int
+    relief: int
+    slack: int
+    total: int
+    tiles: int
+    floor: int
+    levels: list[HostedLevelDoc]
+
+
 class CertificateDoc(TypedDict):
     """``Certificate.to_json`` (``placer solve --json``'s ``certificate``)."""
 
     tiles: list[TileCertificateDoc]
     mass: MassFloorDoc | None
+    hosted: HostedMassDoc | None
 
 
 @dataclass(frozen=True)
@@ -296,11 +317,65 @@ def mass_floor(problem: SelectionProblem) -> MassFloor:
 
 
 @dataclass(frozen=True)
+class HostedLevel:
+    """One segment size of the hosted mass: what the tiles with room for segments of that size can take."""
+
+    size: int  # segments of at least this many bytes (less the hosting margin)
+    tiles: int  # tiles with room for one: each hosts at most one per phase
+    segments: int  # Σ ⌊room / size⌋ over the tiles: at most this many such segments in all
+    room: int  # their room: such segments' bytes add up to at most this
+
+
+@dataclass(frozen=True)
+class HostedMass:
+    """The hosted mass (f) at one worst tile ``target``: the least the tiles' tables can add up to when every relay
+    segment sits on a tile whose floor leaves room for it under ``target`` (``bounds.hosted_mass_at``).
+
+    The relief is a linear program's optimum -- each group's options as fractions, the segments of each size
+    limited by the ``levels`` -- rounded down, so checking it takes an LP solver, not a search; when the mean of
+    the total is over ``target``, no plan's worst tile is ``target`` or less (docs/selection.md, "Bounds", (f))."""
+
+    target: int
+    direct: int  # Σ over tiles of the direct tables
+    relief: int  # the most relays can take off the total with every segment hosted in room (≤ 0)
+    slack: int  # Σ over tiles of the model's slack and of ``host_rounding``, given back
+    tiles: int
+    levels: tuple[HostedLevel, ...]
+
+    @property
+    def total(self) -> int:
+        return self.direct + self.relief - self.slack
+
+    @property
+    def floor(self) -> int:
+        """The least mean table at ``target``, rounded up."""
+        return max(0, -(-self.total // self.tiles)) if self.tiles else 0
+
+    def lines(self) -> list[str]:
+        roomy = self.levels[-1] if self.levels else None
+        where = (f" (only {roomy.tiles:,} tiles have room for a segment of {roomy.size:,} B or more)"
+                 if roomy is not None else "")
+        return [f"with every tile at most {self.target:,} B, each relay segment must sit on a tile whose floor leaves "
+                f"room for it{where}; then the tables add up to at least {self.total:,} B = {self.direct:,} B direct − "
+                f"{-self.relief:,} B at most relays take off (a linear program over the options, `--json`: "
+                f"certificate.hosted.levels) − {self.slack:,} B model slack; over {self.tiles:,} tiles some tile "
+                f"holds at least {self.floor:,} B, more than {self.target:,} B"]
+
+    def to_json(self) -> HostedMassDoc:
+        return {"target": self.target, "direct": self.direct, "relief": self.relief, "slack": self.slack,
+                "total": self.total, "tiles": self.tiles, "floor": self.floor,
+                "levels": [{"size": lv.size, "tiles": lv.tiles, "segments": lv.segments, "room": lv.room}
+                           for lv in self.levels]}
+
+
+@dataclass(frozen=True)
 class Certificate:
-    """Why no plan fits the budget: tiles whose own floor is over it, and/or a mean floor over it."""
+    """Why no plan fits the budget: tiles whose own floor is over it, and/or a mean floor over it, or (checked
+    when neither is) the hosted mass at the budget over it."""
 
     tiles: tuple[TileCertificate, ...]  # at most ``CERTIFIED_TILES``, the furthest over the budget first
     mass: MassFloor | None  # set when the mean floor alone is over the budget
+    hosted: HostedMass | None = None  # set when only the hosted mass is
 
     def lines(self, shown: int) -> list[str]:
         """The certificate in words (the first ``shown`` tiles)."""
@@ -308,11 +383,13 @@ class Certificate:
         if len(self.tiles) > shown:
             out.append(f"and {len(self.tiles) - shown} more tile(s) (`--json`: certificate.tiles, up to "
                        f"{CERTIFIED_TILES})")
-        return out + (self.mass.lines() if self.mass is not None else [])
+        return (out + (self.mass.lines() if self.mass is not None else [])
+                + (self.hosted.lines() if self.hosted is not None else []))
 
     def to_json(self) -> CertificateDoc:
         return {"tiles": [c.to_json() for c in self.tiles],
-                "mass": self.mass.to_json() if self.mass is not None else None}
+                "mass": self.mass.to_json() if self.mass is not None else None,
+                "hosted": self.hosted.to_json() if self.hosted is not None else None}
 
 
 def certificate(problem: SelectionProblem) -> Certificate | None:
@@ -356,7 +433,8 @@ def tile_certificates(problem: SelectionProblem) -> list[TileCertificate]:
     return out
 
 
-__all__ = ["CERTIFIED_TILES", "Certificate", "CertificateDoc", "MassFloor", "MassFloorDoc", "PhaseFloor",
+__all__ = ["CERTIFIED_TILES", "Certificate", "CertificateDoc", "HostedLevel", "HostedLevelDoc", "HostedMass",
+           "HostedMassDoc", "MassFloor", "MassFloorDoc", "PhaseFloor",
            "PhaseFloorDoc", "TileCertificate", "TileCertificateDoc", "certificate", "host_rounding", "mass_floor",
            "model_slack",
            "proved_floor", "tile_certificates", "tile_floors"]

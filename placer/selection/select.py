@@ -18,7 +18,7 @@ from placer.machine import Machine
 from placer.modes import PlanMode, SelectionMode
 from placer.progress import SolverCallback, task, track
 from placer.selection import capacity
-from placer.selection.bounds import hosted_mass_bound, table_lp_bound
+from placer.selection.bounds import hosted_mass_at, hosted_mass_bound, table_lp_bound
 from placer.selection.columns import Caps, CycleCaps, Pool, Scheduled, combine, fixed_of
 from placer.selection.cpsat import (
     EXACT_HOST_LIMIT,
@@ -314,7 +314,7 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     estimating = not large or (order[0] != "cycles" and estimate_work(work) >= LNS_MIN_WORK)
     best, candidates, cutoff = _incumbents(problem, rule, order, large, hints, deadline, end, estimating)
     t = deadline.mark("incumbent", t)
-    proof = certificate(problem)
+    proof = certificate(problem) or hosted_certificate(problem)
     if proof is not None:
         return _proved_infeasible(problem, rule, best, proof, params.workers, until, start)
     # a construction the wall clock skipped or stopped is reported like a search the backstop cut
@@ -472,7 +472,8 @@ def _proved_infeasible(problem: SelectionProblem, rule: _Rule, best: Incumbent, 
     """No plan fits, proved without search (``proof`` says why)."""
     greedy = rule.plan
     why = ("a tile's floor (every group touching it at its most favourable option, nothing hosted)" if proof.tiles
-           else "the least total table mass, spread over every tile")
+           else "the least total table mass, spread over every tile" if proof.mass is not None
+           else "the least total table mass with every segment hosted where it fits under the budget")
     best_obj, g_obj = best.objectives, rule.objectives
     b_sched = g_sched = None
     with contextlib.suppress(OutOfTime):
@@ -484,6 +485,13 @@ def _proved_infeasible(problem: SelectionProblem, rule: _Rule, best: Incumbent, 
                    note=f"proved infeasible without search: {why} is over the budget", rounds=0,
                    runtime=time.perf_counter() - start, problem=problem,
                    scans=rule.scans, certificate=proof, scheduled=b_sched, greedy_scheduled=g_sched)
+
+
+def hosted_certificate(problem: SelectionProblem) -> Certificate | None:
+    """No plan fits when the hosted mass at the budget is over it (docs/selection.md, "Bounds", (f)): one linear
+    program, about a tenth of a second on the bundled programs."""
+    at = hosted_mass_at(problem, problem.table_budget)
+    return Certificate((), None, at) if at is not None and at.floor > problem.table_budget else None
 
 
 def _estimate_search(search: Search, order: tuple[str, ...], best: Incumbent, large: bool, max_rounds: int,

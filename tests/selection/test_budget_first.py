@@ -73,11 +73,49 @@ def test_a_worst_replica_is_recut_at_a_coarser_option(monkeypatch: pytest.Monkey
     # light, and its worst tile is then a replica a coarser cut relieves, with room for the larger segments
     cap = relay_capture(groups=3, fragments=19, replicas=2, senders=4, phases=1, seed=22)
     problem = prepare(cap, M, 10**6, 16384).problem
+    _without(monkeypatch, "_repack", "_coarsen")
     plan = capacity.relay_greedy(problem, capacity.memory_caps(problem), by_hosts=True)
-    monkeypatch.setattr(capacity, "_recut", lambda *_args: 0)
+    _without(monkeypatch, "_recut")
     without = capacity.relay_greedy(problem, capacity.memory_caps(problem), by_hosts=True)
     assert plan_objectives(cap, plan).table == 80
     assert plan_objectives(cap, without).table == 104
+    assert validate(cap, plan.to_json(cap), M).valid
+
+
+def _without(monkeypatch: pytest.MonkeyPatch, *names: str) -> None:
+    """Turn off some of the construction's closing moves (``_recut``, ``_repack``, ``_coarsen``)."""
+    for name in names:
+        off = False if name == "_repack" else 0  # what each returns when it does nothing
+        monkeypatch.setattr(capacity, name, lambda *_args, off=off: off)
+
+
+def test_hosts_packed_across_phases_lower_the_worst_tile(monkeypatch: pytest.MonkeyPatch) -> None:
+    # five operands over three phases: hosted phase by phase, as each group is relayed, the early segments take the
+    # roomiest tiles whatever their size; packed together, the largest first, the worst tile falls from 232 to 192
+    # (re-cuts on, coarser cuts off)
+    cap = relay_capture(groups=5, fragments=19, replicas=3, senders=4, phases=3, seed=6)
+    problem = prepare(cap, M, 10**6, 16384).problem
+    _without(monkeypatch, "_coarsen")
+    plan = capacity.relay_greedy(problem, capacity.memory_caps(problem), by_hosts=True)
+    _without(monkeypatch, "_repack")
+    without = capacity.relay_greedy(problem, capacity.memory_caps(problem), by_hosts=True)
+    assert plan_objectives(cap, plan).table == 192
+    assert plan_objectives(cap, without).table == 232
+    assert validate(cap, plan.to_json(cap), M).valid
+
+
+def test_a_relay_takes_a_coarser_cut_where_its_hosts_have_room(monkeypatch: pytest.MonkeyPatch) -> None:
+    # five operands over two phases: a coarser cut of a relayed operand adds fewer rows in all, and where its
+    # segments find hosts under the worst tile the construction takes it (224 -> 184 here; re-cuts on, no
+    # packing across phases)
+    cap = relay_capture(groups=5, fragments=19, replicas=2, senders=4, phases=2, seed=4)
+    problem = prepare(cap, M, 10**6, 16384).problem
+    _without(monkeypatch, "_repack")
+    plan = capacity.relay_greedy(problem, capacity.memory_caps(problem), by_hosts=True)
+    _without(monkeypatch, "_coarsen")
+    without = capacity.relay_greedy(problem, capacity.memory_caps(problem), by_hosts=True)
+    assert plan_objectives(cap, plan).table == 184
+    assert plan_objectives(cap, without).table == 224
     assert validate(cap, plan.to_json(cap), M).valid
 
 

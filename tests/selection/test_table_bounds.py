@@ -1,6 +1,6 @@
 """The table bounds that hold for every plan (``select.lower_bounds``: per-tile floors, the average table mass, the
 whole-program linear relaxation, the hosted mass) are never above the best plan, checked against every plan of random
-instances small enough to enumerate."""
+instances small enough to enumerate; a budget under the hosted mass is proved infeasible."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 from placer.capture.model import Capture, PanelHint, Phase
 from placer.selection import bounds
 from placer.selection.floors import model_slack, proved_floor
-from placer.selection.select import lower_bounds, prepare
+from placer.report.selection import render_certificate
+from placer.selection.select import SelectionSettings, lower_bounds, prepare, select
+from placer.solver import SolverParams, Status
 from placer.validation.table import program_table
 from tests.builders import every_plan, every_rewrite, group_phase, small_machine
 
@@ -63,3 +65,30 @@ def test_the_hosted_mass_rises_above_the_floors_and_stays_under_every_plan(seed:
     for program in every_rewrite(cap, problem, M):
         table, _frags = program_table(program.phases, cap.tile_count, M)
         assert int(table.max()) >= hosted
+
+
+@pytest.mark.parametrize(("seed", "b_senders", "b_frags", "local_pack"), [(9, [6], 4, True), (44, [7, 3], 7, False)])
+def test_a_budget_under_the_hosted_mass_is_proved_infeasible(seed: int, b_senders: list[int], b_frags: int,
+                                                             local_pack: bool) -> None:
+    # the instances above, one granule under their hosted mass: the tile floors and the mass leave room for a plan,
+    # the hosted mass at the budget does not -- the selection says so without search, and no plan fits
+    a = group_phase(0, [0, 1], [2, 3, 6], 7, seed=seed)
+    b = group_phase(0, [4, 5], b_senders, b_frags, seed=seed + 1)
+    cap = Capture(tile_count=8, phases=[Phase.concat(0, [a, b])])
+    problem = prepare(cap, M, 10**6, 16384, local_pack=local_pack).problem
+    budget = bounds.hosted_mass_bound(problem, 4 * problem.direct.worst_table()) - M.cost.table_rounding
+    assert budget >= proved_floor(problem)
+    params = SolverParams(time_limit=10, workers=1, seed=0)
+    out = select(cap, M, budget, 16384, SelectionSettings(params=params, local_pack=local_pack))
+    assert out.status is Status.INFEASIBLE
+    assert out.certificate is not None and out.certificate.hosted is not None
+    assert not out.certificate.tiles and out.certificate.mass is None
+    hosted = out.certificate.hosted
+    assert hosted.target == budget and hosted.floor > budget
+    assert hosted.total == hosted.direct + hosted.relief - hosted.slack
+    doc = out.certificate.to_json()
+    assert doc["hosted"] is not None and doc["hosted"]["floor"] == hosted.floor
+    assert "relay segment must sit on a tile" in render_certificate(out.certificate)
+    for program in every_rewrite(cap, problem, M):
+        table, _frags = program_table(program.phases, cap.tile_count, M)
+        assert int(table.max()) > budget
