@@ -255,4 +255,5 @@ def hosted_mass_at(problem: SelectionProblem, target: int) -> HostedMass | None:
     value = float(objective.Value())
     # GLOP's tolerances are relative (about 1e-7): step below them
     least = math.floor(value - abs(value) * 1e-6) - 1
-    return HostedMass(target, mass.direct, least, mass.slack, problem.tiles, cuts)
+    return HostedMass(direct=mass.direct, relief=least, slack=mass.slack, tiles=problem.tiles, target=target,
+                      levels=cuts)

@@ -848,8 +848,7 @@ class _State:
 
 
 SWAP_ROUNDS = 3000  # improving moves at most (each is a few numpy passes over the tiles)
-COARSEN = True
-REPACKS = 4  # the host-aware construction re-hosts everything at once at most this often (``_repack``)
+REPACKS = 4  # rounds of re-cutting, packing (``_repack``) and coarsening (``_coarsen``) in the host-aware construction
 
 
 def relay_greedy(problem: SelectionProblem, caps: list[PhaseCaps], mode: PlanMode = PlanMode.CPSAT,
@@ -866,7 +865,9 @@ def relay_greedy(problem: SelectionProblem, caps: list[PhaseCaps], mode: PlanMod
     (checked between relays) the plan built so far is returned: valid, at the cycles bound, less improved.
 
     ``by_hosts``: each group takes the option whose heaviest touched tile, hosts included, is lightest (with
-    ``memory_caps``, the construction for programs the production rule's plan does not fit)."""
+    ``memory_caps``, the construction for programs the production rule's plan does not fit, and for the table
+    first); at the end the worst tiles are re-cut (``_recut``), every segment is packed again across the phases
+    (``_repack``) and cuts are coarsened where their hosts have room (``_coarsen``), in rounds while one moves."""
     cutoff = cutoff or Cutoff()
     st = _State(problem, caps, by_hosts)
     order = sorted(range(len(caps)), key=lambda pi: (-int(caps[pi].room.sum()), pi))
@@ -891,7 +892,10 @@ def relay_greedy(problem: SelectionProblem, caps: list[PhaseCaps], mode: PlanMod
         for _ in range(REPACKS):
             while not cutoff.reached() and _recut(st, member, rounds, cutoff):
                 _relieve_hosts(st, rounds)
-            if cutoff.reached() or not (_repack(st, rounds) | (COARSEN and _coarsen(st) > 0)):
+            if cutoff.reached():
+                break
+            packed = _repack(st, rounds)
+            if not _coarsen(st) and not packed:
                 break
     return st.plan(mode)
 

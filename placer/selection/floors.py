@@ -269,18 +269,13 @@ class TileCertificate:
 
 
 @dataclass(frozen=True)
-class MassFloor:
-    """The least the tiles' tables can add up to under any plan, and so the least the worst tile can be: their mean.
-
-    The total is the direct tables' plus, per group, the least total change any of its options makes (replicas,
-    senders and, since every segment is hosted somewhere, hosts), less every tile's model slack and what hosting can
-    save through the rounding (``host_rounding``)."""
+class _Mass:
+    """A least total of the tiles' tables, and its mean: some tile holds at least that much."""
 
     direct: int  # Σ over tiles of the direct tables
     relief: int  # the most relays can take off the total (≤ 0)
     slack: int  # Σ over tiles of the model's slack and of ``host_rounding``, given back
     tiles: int
-    budget: int
 
     @property
     def total(self) -> int:
@@ -290,6 +285,17 @@ class MassFloor:
     def floor(self) -> int:
         """The worst tile's floor: the total's mean over the tiles, rounded up."""
         return max(0, -(-self.total // self.tiles)) if self.tiles else 0
+
+
+@dataclass(frozen=True)
+class MassFloor(_Mass):
+    """The least the tiles' tables can add up to under any plan, and so the least the worst tile can be: their mean.
+
+    The total is the direct tables' plus, per group, the least total change any of its options makes (replicas,
+    senders and, since every segment is hosted somewhere, hosts), less every tile's model slack and what hosting can
+    save through the rounding (``host_rounding``)."""
+
+    budget: int
 
     def lines(self) -> list[str]:
         return [f"the tiles' tables add up to at least {self.total:,} B = {self.direct:,} B direct − "
@@ -327,29 +333,17 @@ class HostedLevel:
 
 
 @dataclass(frozen=True)
-class HostedMass:
+class HostedMass(_Mass):
     """The hosted mass (f) at one worst tile ``target``: the least the tiles' tables can add up to when every relay
     segment sits on a tile whose floor leaves room for it under ``target`` (``bounds.hosted_mass_at``).
 
     The relief is a linear program's optimum -- each group's options as fractions, the segments of each size
     limited by the ``levels`` -- rounded down, so checking it takes an LP solver, not a search; when the mean of
-    the total is over ``target``, no plan's worst tile is ``target`` or less (docs/selection.md, "Bounds", (f))."""
+    the total (``floor``) is over ``target``, no plan's worst tile is ``target`` or less (docs/selection.md,
+    "Bounds", (f))."""
 
     target: int
-    direct: int  # Σ over tiles of the direct tables
-    relief: int  # the most relays can take off the total with every segment hosted in room (≤ 0)
-    slack: int  # Σ over tiles of the model's slack and of ``host_rounding``, given back
-    tiles: int
     levels: tuple[HostedLevel, ...]
-
-    @property
-    def total(self) -> int:
-        return self.direct + self.relief - self.slack
-
-    @property
-    def floor(self) -> int:
-        """The least mean table at ``target``, rounded up."""
-        return max(0, -(-self.total // self.tiles)) if self.tiles else 0
 
     def lines(self) -> list[str]:
         roomy = self.levels[-1] if self.levels else None

@@ -68,17 +68,33 @@ def test_budget_first_plans_validate_and_never_raise_the_worst_tile(seed: int, g
     assert again.to_json(cap) == plan.to_json(cap)
 
 
-def test_a_worst_replica_is_recut_at_a_coarser_option(monkeypatch: pytest.MonkeyPatch) -> None:
-    # three operands on replica pairs, four senders each: the construction cuts them fine so that their hosts stay
-    # light, and its worst tile is then a replica a coarser cut relieves, with room for the larger segments
-    cap = relay_capture(groups=3, fragments=19, replicas=2, senders=4, phases=1, seed=22)
+# Each of the construction's closing moves on an instance where it lowers the worst tile on its own:
+# - re-cut: three operands on replica pairs, four senders each; the construction cuts them fine so that their
+#   hosts stay light, and its worst tile is then a replica a coarser cut relieves, with room for the larger segments;
+# - packing: five operands over three phases; hosted phase by phase, as each group is relayed, the early segments
+#   take the roomiest tiles whatever their size, and packed together, the largest first, they leave less on top;
+# - coarsening: five operands over two phases; a coarser cut of a relayed operand adds fewer rows in all, and where
+#   its segments find hosts under the worst tile the construction takes it.
+# per move: (groups, replicas, phases, seed) of 19-fragment operands with four senders each, the other moves turned
+# off in both runs, and the worst tile with the move and without it.
+CLOSING_MOVES = {
+    "recut": ((3, 2, 1, 22), ("_repack", "_coarsen"), 80, 104),
+    "repack": ((5, 3, 3, 6), ("_coarsen",), 192, 232),
+    "coarsen": ((5, 2, 2, 4), ("_repack",), 184, 224),
+}
+
+
+@pytest.mark.parametrize("move", list(CLOSING_MOVES))
+def test_each_closing_move_lowers_the_worst_tile(monkeypatch: pytest.MonkeyPatch, move: str) -> None:
+    (groups, replicas, phases, seed), off, with_it, without_it = CLOSING_MOVES[move]
+    cap = relay_capture(groups=groups, fragments=19, replicas=replicas, senders=4, phases=phases, seed=seed)
     problem = prepare(cap, M, 10**6, 16384).problem
-    _without(monkeypatch, "_repack", "_coarsen")
+    _without(monkeypatch, *off)
     plan = capacity.relay_greedy(problem, capacity.memory_caps(problem), by_hosts=True)
-    _without(monkeypatch, "_recut")
+    _without(monkeypatch, f"_{move}")
     without = capacity.relay_greedy(problem, capacity.memory_caps(problem), by_hosts=True)
-    assert plan_objectives(cap, plan).table == 80
-    assert plan_objectives(cap, without).table == 104
+    assert plan_objectives(cap, plan).table == with_it
+    assert plan_objectives(cap, without).table == without_it
     assert validate(cap, plan.to_json(cap), M).valid
 
 
@@ -87,36 +103,6 @@ def _without(monkeypatch: pytest.MonkeyPatch, *names: str) -> None:
     for name in names:
         off = False if name == "_repack" else 0  # what each returns when it does nothing
         monkeypatch.setattr(capacity, name, lambda *_args, off=off: off)
-
-
-def test_hosts_packed_across_phases_lower_the_worst_tile(monkeypatch: pytest.MonkeyPatch) -> None:
-    # five operands over three phases: hosted phase by phase, as each group is relayed, the early segments take the
-    # roomiest tiles whatever their size; packed together, the largest first, the worst tile falls from 232 to 192
-    # (re-cuts on, coarser cuts off)
-    cap = relay_capture(groups=5, fragments=19, replicas=3, senders=4, phases=3, seed=6)
-    problem = prepare(cap, M, 10**6, 16384).problem
-    _without(monkeypatch, "_coarsen")
-    plan = capacity.relay_greedy(problem, capacity.memory_caps(problem), by_hosts=True)
-    _without(monkeypatch, "_repack")
-    without = capacity.relay_greedy(problem, capacity.memory_caps(problem), by_hosts=True)
-    assert plan_objectives(cap, plan).table == 192
-    assert plan_objectives(cap, without).table == 232
-    assert validate(cap, plan.to_json(cap), M).valid
-
-
-def test_a_relay_takes_a_coarser_cut_where_its_hosts_have_room(monkeypatch: pytest.MonkeyPatch) -> None:
-    # five operands over two phases: a coarser cut of a relayed operand adds fewer rows in all, and where its
-    # segments find hosts under the worst tile the construction takes it (224 -> 184 here; re-cuts on, no
-    # packing across phases)
-    cap = relay_capture(groups=5, fragments=19, replicas=2, senders=4, phases=2, seed=4)
-    problem = prepare(cap, M, 10**6, 16384).problem
-    _without(monkeypatch, "_repack")
-    plan = capacity.relay_greedy(problem, capacity.memory_caps(problem), by_hosts=True)
-    _without(monkeypatch, "_coarsen")
-    without = capacity.relay_greedy(problem, capacity.memory_caps(problem), by_hosts=True)
-    assert plan_objectives(cap, plan).table == 184
-    assert plan_objectives(cap, without).table == 224
-    assert validate(cap, plan.to_json(cap), M).valid
 
 
 def test_select_keeps_the_construction_when_the_rule_does_not_fit() -> None:

@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from placer.capture.model import Capture, PanelHint, Phase
+from placer.report.selection import render_certificate
 from placer.selection import bounds
 from placer.selection.floors import model_slack, proved_floor
-from placer.report.selection import render_certificate
 from placer.selection.select import SelectionSettings, lower_bounds, prepare, select
 from placer.solver import SolverParams, Status
 from placer.validation.table import program_table
@@ -81,13 +81,17 @@ def test_a_budget_under_the_hosted_mass_is_proved_infeasible(seed: int, b_sender
     params = SolverParams(time_limit=10, workers=1, seed=0)
     out = select(cap, M, budget, 16384, SelectionSettings(params=params, local_pack=local_pack))
     assert out.status is Status.INFEASIBLE
-    assert out.certificate is not None and out.certificate.hosted is not None
-    assert not out.certificate.tiles and out.certificate.mass is None
+    assert out.certificate is not None
+    assert out.certificate.hosted is not None
+    assert not out.certificate.tiles
+    assert out.certificate.mass is None
     hosted = out.certificate.hosted
-    assert hosted.target == budget and hosted.floor > budget
+    assert hosted.target == budget
+    assert hosted.floor > budget
     assert hosted.total == hosted.direct + hosted.relief - hosted.slack
     doc = out.certificate.to_json()
-    assert doc["hosted"] is not None and doc["hosted"]["floor"] == hosted.floor
+    assert doc["hosted"] is not None
+    assert doc["hosted"]["floor"] == hosted.floor
     assert "relay segment must sit on a tile" in render_certificate(out.certificate)
     for program in every_rewrite(cap, problem, M):
         table, _frags = program_table(program.phases, cap.tile_count, M)
