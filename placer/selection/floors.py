@@ -171,13 +171,16 @@ class TileCertificateDoc(TypedDict):
     phases: list[PhaseFloorDoc]
 
 
-class MassFloorDoc(TypedDict):
+class _MassDoc(TypedDict):
     direct: int
     relief: int
     slack: int
     total: int
     tiles: int
     floor: int
+
+
+class MassFloorDoc(_MassDoc):
     budget: int
 
 
@@ -188,14 +191,8 @@ class HostedLevelDoc(TypedDict):
     room: int
 
 
-class HostedMassDoc(TypedDict):
+class HostedMassDoc(_MassDoc):
     target: int
-    direct: int
-    relief: int
-    slack: int
-    total: int
-    tiles: int
-    floor: int
     levels: list[HostedLevelDoc]
 
 

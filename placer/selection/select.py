@@ -490,8 +490,8 @@ def _proved_infeasible(problem: SelectionProblem, rule: _Rule, best: Incumbent, 
 def hosted_certificate(problem: SelectionProblem) -> Certificate | None:
     """No plan fits when the hosted mass at the budget is over it (docs/selection.md, "Bounds", (f)): one linear
     program, about a tenth of a second on a one-layer program (its size grows with the options'). It is solved only
-    where the direct tables' mean, less the slack, is over the budget: relays take off at least nothing in the LP,
-    so elsewhere its mean cannot be."""
+    where the direct tables' mean, less the slack, is over the budget: the LP's least change is never above zero
+    (every group may stay direct), so elsewhere its mean cannot be over."""
     mass = mass_floor(problem)
     if not problem.tiles or -(-(mass.direct - mass.slack) // problem.tiles) <= problem.table_budget:
         return None
