@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -962,19 +963,13 @@ def _recut(st: _State, member: list[dict[int, int]], rounds: int, cutoff: Cutoff
             if cutoff.reached():
                 return done
             for pi, gi in sorted((pi, m[t]) for pi, m in enumerate(member) if (pi, m.get(t)) in st.chosen):
-                saved = st.chosen[(pi, gi)]
                 on_t = {oi: int(d[tiles == t].sum()) for oi in st.group(pi, gi).options
                         for tiles, d, _c in [st.effect(pi, gi, oi)]}
-                now = on_t.get(saved[0], 0)
+                now = on_t.get(st.chosen[(pi, gi)][0], 0)
                 for oi in sorted((oi for oi, d in on_t.items() if d < now), key=lambda oi: (on_t[oi], oi)):
-                    st.undo(pi, gi)
-                    if st.relay_as(pi, gi, oi, top - 1):
-                        after = int(st.table.max(initial=0))
-                        if after < top or int((st.table == top).sum()) < at_top:
-                            moved = True
-                            break
-                        st.undo(pi, gi)
-                    st.restore(pi, gi, saved)
+                    if _switch(st, pi, gi, oi, top - 1, partial(_lower, top=top, at_top=at_top)):
+                        moved = True
+                        break
                 if moved:
                     break
             if moved:
@@ -1128,18 +1123,36 @@ def _coarsen(st: _State) -> int:
     moves = 0
     for pi, gi in sorted(st.chosen):
         top = int(st.table.max(initial=0))
-        saved = st.chosen[(pi, gi)]
         total = {oi: _total_change(st.problem.phases[pi].options[gi][oi]) for oi in st.group(pi, gi).options}
-        now = total.get(saved[0], 0)
+        now = total.get(st.chosen[(pi, gi)][0], 0)
         for oi in sorted((oi for oi, t in total.items() if t < now), key=lambda oi: (total[oi], oi)):
-            st.undo(pi, gi)
-            if st.relay_as(pi, gi, oi, top):
-                if int(st.table.max(initial=0)) <= top:  # its replicas may be relieved less
-                    moves += 1
-                    break
-                st.undo(pi, gi)
-            st.restore(pi, gi, saved)
+            # its replicas may be relieved less: the worst tile must not rise
+            if _switch(st, pi, gi, oi, top, partial(_no_higher, top=top)):
+                moves += 1
+                break
     return moves
+
+
+def _switch(st: _State, pi: int, gi: int, oi: int, ceiling: int, keep: Callable[[np.ndarray], bool]) -> bool:
+    """Move a relayed group to option ``oi``, its segments placed with no host above ``ceiling``, and keep the move
+    if ``keep(tables)`` then holds; otherwise the group is put back as it was. Returns True if the move is kept."""
+    saved = st.chosen[(pi, gi)]
+    st.undo(pi, gi)
+    if st.relay_as(pi, gi, oi, ceiling):
+        if keep(st.table):
+            return True
+        st.undo(pi, gi)
+    st.restore(pi, gi, saved)
+    return False
+
+
+def _lower(table: np.ndarray, top: int, at_top: int) -> bool:
+    """The worst tile fell below ``top``, or fewer tiles than ``at_top`` are at it."""
+    return int(table.max(initial=0)) < top or int((table == top).sum()) < at_top
+
+
+def _no_higher(table: np.ndarray, top: int) -> bool:
+    return int(table.max(initial=0)) <= top
 
 
 def _total_change(op: Any) -> int:
