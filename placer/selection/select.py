@@ -314,7 +314,8 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     estimating = not large or (order[0] != "cycles" and estimate_work(work) >= LNS_MIN_WORK)
     best, candidates, cutoff = _incumbents(problem, rule, order, large, hints, deadline, end, estimating)
     t = deadline.mark("incumbent", t)
-    proof = certificate(problem) or hosted_certificate(problem)
+    # the hosted mass is one LP: solved only when no incumbent fits (if one does, nothing can prove that none does)
+    proof = certificate(problem) or (None if best.objectives.fits else hosted_certificate(problem))
     if proof is not None:
         return _proved_infeasible(problem, rule, best, proof, params.workers, until, start)
     # a construction the wall clock skipped or stopped is reported like a search the backstop cut
