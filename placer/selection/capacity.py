@@ -853,7 +853,8 @@ REPACKS = 4  # rounds of re-cutting, packing (``_repack``) and coarsening (``_co
 
 
 def relay_greedy(problem: SelectionProblem, caps: list[PhaseCaps], mode: PlanMode = PlanMode.CPSAT,
-                 rounds: int = SWAP_ROUNDS, cutoff: Cutoff | None = None, by_hosts: bool = False) -> Plan:
+                 rounds: int = SWAP_ROUNDS, cutoff: Cutoff | None = None, by_hosts: bool = False,
+                 other: list[Plan] | None = None) -> Plan:
     """A plan at the cycles bound that lowers the worst tile.
 
     Construction: phases in order of how many tiles could host in them (most first: relaying there is hardly
@@ -868,7 +869,9 @@ def relay_greedy(problem: SelectionProblem, caps: list[PhaseCaps], mode: PlanMod
     ``by_hosts``: each group takes the option whose heaviest touched tile, hosts included, is lightest (with
     ``memory_caps``, the construction for programs the production rule's plan does not fit, and for the table
     first); at the end the worst tiles are re-cut (``_recut``), every segment is packed again across the phases
-    (``_repack``) and cuts are coarsened where their hosts have room (``_coarsen``), in rounds while one moves."""
+    (``_repack``) and cuts are coarsened where their hosts have room (``_coarsen``), in rounds while one moves;
+    all of it twice, the second time cutting finer a hosted segment nothing else can take (``_close_both``); the
+    plan of the run not kept is appended to ``other`` (if given) when it differs."""
     cutoff = cutoff or Cutoff()
     st = _State(problem, caps, by_hosts)
     order = sorted(range(len(caps)), key=lambda pi: (-int(caps[pi].room.sum()), pi))
@@ -886,19 +889,73 @@ def relay_greedy(problem: SelectionProblem, caps: list[PhaseCaps], mode: PlanMod
         _weighted(st, limited)
     if not cutoff.reached():
         _improve(st, _members(st), order, rounds, cutoff)
-    if not cutoff.reached():
-        _relieve_hosts(st, rounds)
     if by_hosts:  # a worst tile that hosts is relieved first; a re-cut may leave one that hosts
-        member = _members(st)
-        for _ in range(REPACKS):
-            while not cutoff.reached() and _recut(st, member, rounds, cutoff):
-                _relieve_hosts(st, rounds)
-            if cutoff.reached():
-                break
-            packed = _repack(st, rounds)
-            if not _coarsen(st) and not packed:
-                break
+        dropped = _close_both(st, rounds, cutoff)
+        if dropped is not None and other is not None:
+            kept = dict(st.chosen)
+            _replace(st, dropped)
+            other.append(st.plan(mode))
+            _replace(st, kept)
+    elif not cutoff.reached():
+        _relieve_hosts(st, rounds)
     return st.plan(mode)
+
+
+def _close(st: _State, member: list[dict[int, int]], rounds: int, cutoff: Cutoff, finer: bool) -> None:
+    """Relieve the hosts, then rounds of re-cutting the worst tiles (``_recut``, each followed by relieving the
+    hosts again), packing every segment again (``_repack``) and coarsening (``_coarsen``), while one of them moves
+    something (at most ``REPACKS``). ``finer``: see ``_relieve_hosts``."""
+    _relieve_hosts(st, rounds, finer)
+    for _ in range(REPACKS):
+        while not cutoff.reached() and _recut(st, member, rounds, cutoff):
+            _relieve_hosts(st, rounds, finer)
+        if cutoff.reached():
+            return
+        packed = _repack(st, rounds)
+        if not _coarsen(st) and not packed:
+            return
+
+
+_Chosen = dict[tuple[int, int], tuple[int, list[int], list[int]]]  # (phase, group) -> option, hosts, buffers
+
+
+def _close_both(st: _State, rounds: int, cutoff: Cutoff) -> _Chosen | None:
+    """``_close`` the construction twice from the same start: as it is, and with a hosted segment that no other
+    tile can take cut finer (``_relieve_hosts`` with ``finer``); the second is kept only if its worst tile is
+    lower or fewer tiles are at it. Where tile memory binds (full depth), a coarse segment's buffer fits only the
+    few tiles with that much free memory, and the worst tile stays on one of them until its group is cut finer.
+    Not instead of the first close: always cutting finer ends some programs a little higher, and cutting finer
+    only after the first close finds its plan already coarsened up to the worst tile (docs/selection.md, "The
+    host-aware construction"). Returns the relays of the run not kept (None: the runs agree, or the clock
+    stopped the second)."""
+    if cutoff.reached():
+        return None
+    member = _members(st)
+    start = dict(st.chosen)
+    _close(st, member, rounds, cutoff, finer=False)
+    if cutoff.reached():
+        return None
+    first = dict(st.chosen)
+    top = int(st.table.max(initial=0))
+    at_top = int((st.table == top).sum())
+    _replace(st, start)
+    _close(st, member, rounds, cutoff, finer=True)
+    if cutoff.reached():
+        _replace(st, first)
+        return None
+    second = dict(st.chosen)
+    if not _lower(st.table, top, at_top):
+        _replace(st, first)
+        return second if second != first else None
+    return first if second != first else None
+
+
+def _replace(st: _State, chosen: _Chosen) -> None:
+    """Undo every relay of the state and put ``chosen`` in its place."""
+    for key in sorted(st.chosen):
+        st.undo(*key)
+    for key, choice in sorted(chosen.items()):
+        st.restore(*key, choice)
 
 
 def relieve_hosts(problem: SelectionProblem, caps: list[PhaseCaps], plan: Plan, mode: PlanMode = PlanMode.CPSAT,
@@ -919,11 +976,12 @@ def relieve_hosts(problem: SelectionProblem, caps: list[PhaseCaps], plan: Plan, 
     return st.plan(mode) if _relieve_hosts(st, rounds) else plan
 
 
-def _relieve_hosts(st: _State, rounds: int) -> int:
+def _relieve_hosts(st: _State, rounds: int, finer: bool = False) -> int:
     """While the worst tile hosts segments, move one of them (its group's segments re-placed, none on that tile,
     every host staying below the worst) or, failing that, return the group to direct if its replicas stay below
-    the worst. The capacity model charges a host only the phase's smallest segment's rows, so its plans can pile
-    large segments on one spare tile (SigLIP b2: tile 1471 hosts in five phases and is the only tile above
+    the worst, or (``finer``) cut the group finer, its segments placed the same way and its replicas staying
+    below the worst. The capacity model charges a host only the phase's smallest segment's rows, so its plans can
+    pile large segments on one spare tile (SigLIP b2: tile 1471 hosts in five phases and is the only tile above
     52.5 KB). Returns the number of moves."""
     for done in range(rounds):
         top = int(st.table.max(initial=0))
@@ -940,12 +998,30 @@ def _relieve_hosts(st: _State, rounds: int) -> int:
             free[t] = True  # nothing of phase pi is on it now (a tile hosts one segment per phase)
             if not moved and int(st.table[st.replicas(pi, gi)].max(initial=0)) < top:
                 moved = True  # the group stays direct: its replicas stay below the worst tile
+            if not moved and finer:
+                free[t] = False
+                moved = _cut_finer(st, pi, gi, saved[0], top)
+                free[t] = True
             if moved:
                 break
             st.restore(pi, gi, saved)
         if not moved:
             return done
     return rounds
+
+
+def _cut_finer(st: _State, pi: int, gi: int, oi: int, top: int) -> bool:
+    """Relay the (undone) group at the fewest segments above option ``oi``'s whose segments find hosts below
+    ``top`` and whose replicas stay below it: smaller segments need less room and less free memory."""
+    count = st.problem.phases[pi].options[gi][oi].count
+    g = st.group(pi, gi)
+    for c, finer in sorted(zip(g.counts, g.options, strict=True)):
+        if c <= count or not st.relay_as(pi, gi, finer, top - 1):
+            continue
+        if int(st.table[st.replicas(pi, gi)].max(initial=0)) < top:
+            return True
+        st.undo(pi, gi)
+    return False
 
 
 def _recut(st: _State, member: list[dict[int, int]], rounds: int, cutoff: Cutoff) -> int:

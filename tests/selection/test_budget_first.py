@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from placer.capture.model import Allocations, Capture, Phase
 from placer.selection import capacity
 from placer.selection.floors import model_slack
+from placer.selection.plan import Plan
 from placer.selection.select import OBJECTIVES, SelectionSettings, plan_objectives, prepare, select
 from placer.solver import SolverParams
 from placer.validation import validate
@@ -74,13 +75,16 @@ def test_budget_first_plans_validate_and_never_raise_the_worst_tile(seed: int, g
 # - packing: five operands over three phases; hosted phase by phase, as each group is relayed, the early segments
 #   take the roomiest tiles whatever their size, and packed together, the largest first, they leave less on top;
 # - coarsening: five operands over two phases; a coarser cut of a relayed operand adds fewer rows in all, and where
-#   its segments find hosts under the worst tile the construction takes it.
+#   its segments find hosts under the worst tile the construction takes it;
+# - cutting finer: two operands over two phases; the worst tile hosts a segment no other tile can take under it,
+#   and the second close, which cuts that segment's operand finer, ends lower (``_close_both``).
 # per move: (groups, replicas, phases, seed) of 19-fragment operands with four senders each, the other moves turned
 # off in both runs, and the worst tile with the move and without it.
 CLOSING_MOVES = {
     "recut": ((3, 2, 1, 22), ("_repack", "_coarsen"), 80, 104),
     "repack": ((5, 3, 3, 6), ("_coarsen",), 192, 232),
     "coarsen": ((5, 2, 2, 4), ("_repack",), 184, 224),
+    "cut_finer": ((2, 2, 2, 28), (), 120, 184),
 }
 
 
@@ -98,10 +102,22 @@ def test_each_closing_move_lowers_the_worst_tile(monkeypatch: pytest.MonkeyPatch
     assert validate(cap, plan.to_json(cap), M).valid
 
 
+def test_the_construction_hands_back_the_close_it_did_not_keep() -> None:
+    """On the cutting-finer instance above the two closes differ: the kept plan is the lower, and the other (the
+    combination may want its phases) is handed back, valid too."""
+    (groups, replicas, phases, seed), _off, with_it, without_it = CLOSING_MOVES["cut_finer"]
+    cap = relay_capture(groups=groups, fragments=19, replicas=replicas, senders=4, phases=phases, seed=seed)
+    problem = prepare(cap, M, 10**6, 16384).problem
+    other: list[Plan] = []
+    plan = capacity.relay_greedy(problem, capacity.memory_caps(problem), by_hosts=True, other=other)
+    assert [plan_objectives(cap, p).table for p in (plan, *other)] == [with_it, without_it]
+    assert all(validate(cap, p.to_json(cap), M).valid for p in (plan, *other))
+
+
 def _without(monkeypatch: pytest.MonkeyPatch, *names: str) -> None:
-    """Turn off some of the construction's closing moves (``_recut``, ``_repack``, ``_coarsen``)."""
+    """Turn off some of the construction's closing moves (``_recut``, ``_repack``, ``_coarsen``, ``_cut_finer``)."""
     for name in names:
-        off = False if name == "_repack" else 0  # what each returns when it does nothing
+        off = False if name in ("_repack", "_cut_finer") else 0  # what each returns when it does nothing
         monkeypatch.setattr(capacity, name, lambda *_args, off=off: off)
 
 

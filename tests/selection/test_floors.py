@@ -165,12 +165,13 @@ def test_no_certificate_when_nothing_proves_it(shift: int) -> None:
 def test_a_batch_four_certificate_survives_the_validators_count(model: str, machine: Machine) -> None:
     """Batch four, one layer, a byte under the proved floor: the certificate's direct parts are what the validator
     counts for the direct program, and every plan placer builds there -- the production rule's, the budget-aware
-    construction at four targets, the host-aware construction -- rewritten and counted by the validator has each
-    certified tile at or above its floor and the tables' total at or above the mass (so no plan fits)."""
+    construction at four targets, the host-aware construction (both its closes where they differ) -- rewritten
+    and counted by the validator has each certified tile at or above its floor and the tables' total at or above
+    the mass (so no plan fits)."""
     from placer.modes import PlanMode
     from placer.selection.greedy import budget_plan, production_plan
     from placer.selection.plan import Plan
-    from placer.selection.select import _host_aware_plan
+    from placer.selection.select import _host_aware_plans
     from placer.solver import Cutoff
     from placer.workloads.generate import generate
 
@@ -186,7 +187,7 @@ def test_a_batch_four_certificate_survives_the_validators_count(model: str, mach
     if cert.mass is not None:
         assert cert.mass.direct == int(direct[: problem.tiles].sum())
     plans = [production_plan(cap, machine, floor - 1, 16384, direct=problem.direct, workers=2)[0],
-             _host_aware_plan(problem, Cutoff())]
+             *(plan for plan, _name in _host_aware_plans(problem, Cutoff()))]
     for share in (1.0, 0.8, 0.7, 0.5):
         built = budget_plan(cap, prepared.scans, machine, int(share * (floor - 1)), 16384)
         plans.append(Plan(PlanMode.CPSAT, machine, floor - 1, 16384, built.relays))
