@@ -1,7 +1,9 @@
-"""The host-aware construction alone: its worst tile on the generated workloads, with and without cutting finer.
+"""The host-aware construction alone: its worst tile on the generated workloads, with and without cutting finer,
+or with and without local-pack options.
 
     python benchmarks/bench_construction.py                         # SigLIP and PE-core, batches 1, 2, 4, one layer
     python benchmarks/bench_construction.py --layers full --batches 2   # full depth: 27 and 24 layers
+    python benchmarks/bench_construction.py --local-pack            # local-pack options offered (the default)
 
 Per program, ``capacity.relay_greedy(problem, memory_caps(problem), by_hosts=True)`` (the construction the table
 first and the programs nothing else fits use; docs/selection.md, "The host-aware construction"), without
@@ -9,7 +11,10 @@ local-pack options, re-costed exactly: its worst tile, the tiles' mean, the tabl
 floors, the mass and the hosted mass: docs/selection.md, "Bounds") and the gap to it (over the worst tile, as the
 solver reports gaps), the construction's seconds, and the same construction with its
 second close turned off (no segment cut finer: ``capacity._cut_finer`` returns False), which is what it was
-before that close was added. Generation and preparation are excluded from the seconds; each plan is validated.
+before that close was added. With ``--local-pack`` the problem offers local-pack options, as ``placer solve`` does
+by default: the construction takes them (``memory_caps(problem, local_pack=True)``), the bound is the one with
+them, and the last column is the same construction with direct-receive options alone. Generation and preparation
+are excluded from the seconds; each plan is validated.
 """
 
 from __future__ import annotations
@@ -35,13 +40,13 @@ def load() -> str:
     return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"
 
 
-def build(problem: SelectionProblem, finer: bool) -> tuple[Plan, float]:
+def build(problem: SelectionProblem, finer: bool, local_pack: bool) -> tuple[Plan, float]:
     saved = capacity._cut_finer
     if not finer:
         capacity._cut_finer = lambda *_args: False
     try:
         began = time.perf_counter()
-        plan = capacity.relay_greedy(problem, capacity.memory_caps(problem), by_hosts=True)
+        plan = capacity.relay_greedy(problem, capacity.memory_caps(problem, local_pack), by_hosts=True)
         return plan, time.perf_counter() - began
     finally:
         capacity._cut_finer = saved
@@ -53,20 +58,24 @@ def main() -> None:
     ap.add_argument("--batches", default="1,2,4")
     ap.add_argument("--layers", default="1", help="layers per program, or 'full' (the model's depth)")
     ap.add_argument("--budget", default="80KiB", help="the problem's budget (the construction ignores it)")
+    ap.add_argument("--local-pack", action="store_true",
+                    help="offer local-pack options; compare with the construction without them")
     args = ap.parse_args()
     machine = load_machine()
     budget = parse_size(args.budget)
+    # (cut finer, local-pack) of the construction measured, then of the one it is compared with
+    runs = ((True, True), (True, False)) if args.local_pack else ((True, False), (False, False))
     print(load(), flush=True)
     print(f"{'program':<24} {'worst B':>8} {'mean B':>8} {'bound B':>8} {'gap':>7} {'s':>5} {'valid':>5}   "
-          f"{'without cutting finer':>22}")
+          f"{'direct-receive alone' if args.local_pack else 'without cutting finer':>22}")
     for model in args.models.split(","):
         for batch in (int(b) for b in args.batches.split(",")):
             layers = int(load_model(model).layers) if args.layers == "full" else int(args.layers)
             cap = generate(model, batch, layers, machine, 0)
-            problem = prepare(cap, machine, budget, machine.budget.fragments, local_pack=False).problem
+            problem = prepare(cap, machine, budget, machine.budget.fragments, local_pack=args.local_pack).problem
             rows = []
-            for finer in (True, False):
-                plan, seconds = build(problem, finer)
+            for finer, local_pack in runs:
+                plan, seconds = build(problem, finer, local_pack)
                 obj = plan_objectives(cap, plan)
                 table, _frags, _cycles = program_tables(problem, phase_fixed(problem, plan))
                 valid = validate(cap, plan.to_json(cap), machine).valid == obj.fits

@@ -36,7 +36,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from placer.alternatives.relay import direct_receive
+from placer.alternatives.relay import direct_receive, local_pack
 from placer.arrays import isin, unique
 from placer.modes import PlanMode
 from placer.progress import SolverCallback
@@ -89,14 +89,16 @@ def phase_caps(problem: SelectionProblem) -> list[PhaseCaps]:
     return out
 
 
-def memory_caps(problem: SelectionProblem) -> list[PhaseCaps]:
-    """No cycle caps: every direct-receive option offered and a host limited only by its free memory. For
-    programs the production rule's plan does not fit, where fitting the budget comes before the cycles."""
+def memory_caps(problem: SelectionProblem, local_pack: bool = False) -> list[PhaseCaps]:
+    """No cycle caps: every direct-receive option offered (``local_pack``: and every local-pack one the problem
+    has) and a host limited only by its free memory. For programs the production rule's plan does not fit, where
+    fitting the budget comes before the cycles, and for the table first."""
     tiles = problem.tiles
     free = np.full(tiles, np.iinfo(np.int64).max // 4, np.int64)
     out = []
     for pd in problem.phases:
-        options = [[oi for oi, op in enumerate(opts) if op.variant != "local-pack"] for opts in pd.options]
+        options = [[oi for oi, op in enumerate(opts) if local_pack or op.variant != "local-pack"]
+                   for opts in pd.options]
         out.append(with_room(pd, PhaseCaps(free.copy(), free.copy(), free.copy(), options, np.zeros(tiles, bool))))
     return out
 
@@ -553,10 +555,18 @@ class _Needs:
         return hit
 
 
-def _needs(op: Any) -> _Needs:
+def _host_raw(op: Any, entry: int) -> np.ndarray:
+    """Per segment of a relay option: the rows it adds to its host's table. A local-pack host also sends the
+    segment in the extra phase, which it enters (``entry``: the machine's phase-entry bytes); the phase entry
+    itself is left out, as for a direct-receive host (most hosts take part in the phase anyway)."""
+    raw: np.ndarray = op.host.raw if op.ext_host is None else op.host.raw + op.ext_host.raw + entry
+    return raw
+
+
+def _needs(op: Any, entry: int) -> _Needs:
     h = op.host
-    rows = list(zip(h.rx.tolist(), h.tx.tolist(), h.ctrl.tolist(), op.buffer_bytes.tolist(), h.raw.tolist(),
-                    strict=True))
+    rows = list(zip(h.rx.tolist(), h.tx.tolist(), h.ctrl.tolist(), op.buffer_bytes.tolist(),
+                    _host_raw(op, entry).tolist(), strict=True))
     index: dict[tuple[int, ...], int] = {}
     cls = [index.setdefault(r, len(index)) for r in rows]
     classes = np.array(list(index), np.int64).reshape(len(index), 5)
@@ -649,6 +659,7 @@ class _State:
     def __init__(self, problem: SelectionProblem, caps: list[PhaseCaps], by_hosts: bool = False) -> None:
         self.problem, self.caps = problem, caps
         self.by_hosts = by_hosts  # ``try_relay`` judges an option by its hosts too (``relay_greedy``)
+        self.entry = problem.machine.cost.phase_entry_bytes  # what a local-pack extra phase adds to each tile in it
         tiles = self.tiles = problem.tiles
         self.table = problem.direct.table_bytes[:tiles].astype(np.int64).copy()
         self.hosting = []
@@ -678,15 +689,18 @@ class _State:
         hit = self._effects.get(key)
         if hit is None:
             op = self.problem.phases[pi].options[gi][oi]
-            keep = op.tiles < self.tiles
-            hit = self._effects[key] = (op.tiles[keep], op.delta.raw[keep], op.delta.ctrl[keep])
+            tiles, raw, ctrl = op.tiles, op.delta.raw, op.delta.ctrl
+            if op.ext is not None:
+                tiles, raw, ctrl = _with_extra_phase(op, self.entry)
+            keep = tiles < self.tiles
+            hit = self._effects[key] = (tiles[keep], raw[keep], ctrl[keep])
         return hit
 
     def needs(self, pi: int, gi: int, oi: int) -> _Needs:
         key = (pi, gi, oi)
         hit = self._needs.get(key)
         if hit is None:
-            hit = self._needs[key] = _needs(self.problem.phases[pi].options[gi][oi])
+            hit = self._needs[key] = _needs(self.problem.phases[pi].options[gi][oi], self.entry)
         return hit
 
     def group(self, pi: int, gi: int) -> _Group:
@@ -827,8 +841,9 @@ class _State:
         np.add.at(self.table, tiles, sign * raw)
         np.add.at(host.ctrl, tiles, -sign * ctrl)
         assert op.host is not None  # a relay option
+        rows = _host_raw(op, self.entry)
         for s, t in enumerate(hosts):
-            self.table[t] += sign * int(op.host.raw[s])
+            self.table[t] += sign * int(rows[s])
             host.rx[t] -= sign * int(op.host.rx[s])
             host.tx[t] -= sign * int(op.host.tx[s])
             host.ctrl[t] -= sign * int(op.host.ctrl[s])
@@ -843,9 +858,27 @@ class _State:
             op = pd.options[gi][oi]
             assert op.seg is not None
             h, b = np.asarray(hosts, np.int64), np.asarray(buffers, np.int64)
-            plan.relays.append(RelayChoice(op.group, op.variant, op.seg, h, b,
-                                           direct_receive(op.group, op.seg, h, b, pd.phase, max_bytes)))
+            if op.variant == "local-pack":
+                plan.relays.append(RelayChoice(op.group, op.variant, op.seg, h, b,
+                                               local_pack(op.group, op.seg, h, b, pd.phase, max_bytes,
+                                                          pd.extra_phase), pd.extra_phase))
+            else:
+                plan.relays.append(RelayChoice(op.group, op.variant, op.seg, h, b,
+                                               direct_receive(op.group, op.seg, h, b, pd.phase, max_bytes)))
         return plan
+
+
+def _with_extra_phase(op: Any, entry: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A local-pack option's tiles and their change of raw table and control words: its phase's (replicas and
+    senders) and, on its replicas, the extra phase's rows with that phase's entry (controls: the phase's only,
+    the caps' concern). A tile is a replica of one group per phase, so one entry each is exact but for rounding."""
+    tiles = np.concatenate([op.tiles, op.ext_tiles]).astype(np.int64)
+    u, at = np.unique(tiles, return_inverse=True)
+    raw = np.zeros(len(u), np.int64)
+    np.add.at(raw, at, np.concatenate([op.delta.raw, op.ext.raw + entry]))
+    ctrl = np.zeros(len(u), np.int64)
+    np.add.at(ctrl, at[: len(op.tiles)], op.delta.ctrl)
+    return u, raw, ctrl
 
 
 SWAP_ROUNDS = 3000  # improving moves at most (each is a few numpy passes over the tiles)
@@ -1199,7 +1232,7 @@ def _coarsen(st: _State) -> int:
     moves = 0
     for pi, gi in sorted(st.chosen):
         top = int(st.table.max(initial=0))
-        total = {oi: _total_change(st.problem.phases[pi].options[gi][oi]) for oi in st.group(pi, gi).options}
+        total = {oi: _total_change(st, pi, gi, oi) for oi in st.group(pi, gi).options}
         now = total.get(st.chosen[(pi, gi)][0], 0)
         for oi in sorted((oi for oi, t in total.items() if t < now), key=lambda oi: (total[oi], oi)):
             # its replicas may be relieved less: the worst tile must not rise
@@ -1231,17 +1264,19 @@ def _no_higher(table: np.ndarray, top: int) -> bool:
     return int(table.max(initial=0)) <= top
 
 
-def _total_change(op: Any) -> int:
-    """What a direct-receive option adds to the tables' total: its replicas' change and its hosts' rows."""
+def _total_change(st: _State, pi: int, gi: int, oi: int) -> int:
+    """What a relay option adds to the tables' total: its replicas' and senders' change and its hosts' rows."""
+    op = st.problem.phases[pi].options[gi][oi]
     assert op.host is not None
-    return int(op.delta.raw.sum()) + int(op.host.raw.sum())
+    extra = 0 if op.ext is None else int(op.ext.raw.sum()) + st.entry * len(op.ext_tiles)
+    return int(op.delta.raw.sum()) + extra + int(_host_raw(op, st.entry).sum())
 
 
 def _host_rows(st: _State, key: tuple[int, int], t: int) -> int:
     oi, hosts, _b = st.chosen[key]
     op = st.problem.phases[key[0]].options[key[1]][oi]
     assert op.host is not None
-    return int(op.host.raw[hosts.index(t)])
+    return int(_host_raw(op, st.entry)[hosts.index(t)])
 
 
 def _members(st: _State) -> list[dict[int, int]]:

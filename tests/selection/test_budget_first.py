@@ -45,17 +45,18 @@ def test_a_heavy_operand_is_cut_so_that_no_host_takes_it_whole() -> None:
     assert validate(cap, plan.to_json(cap), M).valid
 
 
+@pytest.mark.parametrize("local_pack", [False, True])
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10**6), groups=st.integers(1, 5), fragments=st.integers(4, 60),
        replicas=st.integers(2, 5), senders=st.integers(1, 4), phases=st.integers(1, 3),
        budget=st.integers(100, 1200))
-def test_budget_first_plans_validate_and_never_raise_the_worst_tile(seed: int, groups: int, fragments: int,
-                                                                   replicas: int, senders: int, phases: int,
-                                                                   budget: int) -> None:
+def test_budget_first_plans_validate_and_never_raise_the_worst_tile(local_pack: bool, seed: int, groups: int,
+                                                                   fragments: int, replicas: int, senders: int,
+                                                                   phases: int, budget: int) -> None:
     cap = relay_capture(groups=groups, fragments=fragments, replicas=replicas, senders=senders, phases=phases,
                         seed=seed)
     problem = prepare(cap, M, budget, 16384).problem
-    plan = capacity.relay_greedy(problem, capacity.memory_caps(problem), by_hosts=True)
+    plan = capacity.relay_greedy(problem, capacity.memory_caps(problem, local_pack), by_hosts=True)
     obj = plan_objectives(cap, plan)
     report = validate(cap, plan.to_json(cap), M)
     assert report.valid == obj.fits, report.errors[:3]
@@ -65,8 +66,22 @@ def test_budget_first_plans_validate_and_never_raise_the_worst_tile(seed: int, g
     # ones by at most its slack (seams, phase entries, rounding)
     slack = max(model_slack(problem).values(), default=0)
     assert obj.table <= problem.direct.worst_table() + slack
-    again = capacity.relay_greedy(problem, capacity.memory_caps(problem), by_hosts=True)
+    again = capacity.relay_greedy(problem, capacity.memory_caps(problem, local_pack), by_hosts=True)
     assert again.to_json(cap) == plan.to_json(cap)
+
+
+def test_local_pack_relieves_the_sender_a_gather_cannot() -> None:
+    """One 19-fragment operand from a single sender on three replicas: the sender, with 19 sends, is the worst
+    tile. A direct-receive relay gathers the fragments one for one, so the sender keeps its sends (160 B, as
+    direct); a local-pack relay gathers the sender's one source run whole, and the worst tile halves."""
+    cap = relay_capture(groups=1, fragments=19, replicas=3, senders=1, phases=1, seed=0)
+    problem = prepare(cap, M, 10**6, 16384).problem
+    gathers = capacity.relay_greedy(problem, capacity.memory_caps(problem), by_hosts=True)
+    packed = capacity.relay_greedy(problem, capacity.memory_caps(problem, local_pack=True), by_hosts=True)
+    assert problem.direct.worst_table() == plan_objectives(cap, gathers).table == 160
+    assert plan_objectives(cap, packed).table == 80
+    assert [r.variant for r in packed.relays] == ["local-pack"]
+    assert validate(cap, packed.to_json(cap), M).valid
 
 
 # Each of the construction's closing moves on an instance where it lowers the worst tile on its own:
