@@ -573,24 +573,36 @@ def _check_scratch(
     out: list[str] = []
     p = orig.phase
     alloc = capture.allocations
-    for ref, b0, b1, what in items:
+    tiles = np.array([ref.seg.tile for ref, *_ in items], np.int64)
+    lo = np.array([b0 for _, b0, _, _ in items], np.int64)
+    hi = np.array([b1 for _, _, b1, _ in items], np.int64)
+    q0, q1 = iv.key(tiles, lo), iv.key(tiles, hi)
+    # which items to look at one by one: those outside SRAM, across the region boundary, or on a live allocation
+    # (one sorted pass over the phase's live allocations: SigLIP b2's local-pack plan has 268k scratch ranges)
+    outside = (lo < mem.base) | (hi > mem.end)
+    crosses = ~outside & (lo < mem.region0_end) & (hi > mem.region0_end)
+    live = np.flatnonzero((alloc.first <= p) & (alloc.last >= p)) if len(alloc) else np.zeros(0, np.int64)
+    look = outside | crosses | (hi <= lo)  # an empty range is in no union either: looked at like the old loop did
+    if live.size:
+        live0 = iv.key(alloc.tile[live], alloc.start[live])
+        live1 = iv.key(alloc.tile[live], alloc.end[live])
+        # an empty allocation is in no union, but a range around its address still meets it: look at every item
+        look |= iv.overlaps(q0, q1, *iv.union(live0, live1)) | bool((live1 <= live0).any())
+    for i in np.flatnonzero(look).tolist():
+        ref, b0, b1, what = items[i]
         name = f"phase {p} {ref.name()} {what} {_hexr(b0, b1)} on tile {ref.seg.tile}"
-        if b0 < mem.base or b1 > mem.end:
+        if outside[i]:
             out.append(f"{name}: outside SRAM {_hexr(mem.base, mem.end)}")
-        elif b0 < mem.region0_end < b1:
+        elif crosses[i]:
             out.append(f"{name}: crosses the region boundary {mem.region0_end:#x}")
-        live = alloc.live_on(ref.seg.tile, p) if len(alloc) else np.zeros(0, np.int64)
-        hit = live[(alloc.start[live] < b1) & (alloc.end[live] > b0)] if len(live) else live
-        for a in hit.tolist():
+        on = live[alloc.tile[live] == ref.seg.tile]
+        for a in on[(alloc.start[on] < b1) & (alloc.end[on] > b0)].tolist():
             label = alloc.name[a] if alloc.name and alloc.name[a] else f"allocation {a}"
             out.append(
                 f"{name}: overlaps {label} {_hexr(int(alloc.start[a]), int(alloc.end[a]))} live in "
                 f"phases {int(alloc.first[a])}..{int(alloc.last[a])}"
             )
     # the original phase's reads (every Repeat address) and writes on the relay tiles
-    tiles = np.array([ref.seg.tile for ref, *_ in items], np.int64)
-    q0 = iv.key(tiles, np.array([b0 for _, b0, _, _ in items], np.int64))
-    q1 = iv.key(tiles, np.array([b1 for _, _, b1, _ in items], np.int64))
     s = Seq.from_phase(orig)
     rt = s.src_owner()
     dt = s.dst_owner()
