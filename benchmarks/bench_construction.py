@@ -8,8 +8,8 @@ or with and without local-pack options.
 Per program, ``capacity.relay_greedy(problem, memory_caps(problem), by_hosts=True)`` (the construction the table
 first and the programs nothing else fits use; docs/selection.md, "The host-aware construction"), without
 local-pack options, re-costed exactly: its worst tile, the tiles' mean, the table bound (the largest of the tile
-floors, the mass and the hosted mass: docs/selection.md, "Bounds") and the gap to it (over the worst tile, as the
-solver reports gaps), the construction's seconds, and the same construction with its
+floors, the mass, the hosted mass and the hosted patterns: docs/selection.md, "Bounds") and the gap to it (over
+the worst tile, as the solver reports gaps), the construction's seconds, and the same construction with its
 second close turned off (no segment cut finer: ``capacity._cut_finer`` returns False), which is what it was
 before that close was added. With ``--local-pack`` the problem offers local-pack options, as ``placer solve`` does
 by default: the construction takes them (``memory_caps(problem, local_pack=True)``), the bound is the one with
@@ -26,6 +26,7 @@ import time
 from placer.machine import load_machine
 from placer.selection import capacity
 from placer.selection.bounds import hosted_mass_bound
+from placer.selection.patterns import hosted_patterns_bound
 from placer.selection.plan import Plan
 from placer.selection.problem import SelectionProblem
 from placer.selection.select import phase_fixed, plan_objectives, prepare, program_tables
@@ -81,7 +82,7 @@ def main() -> None:
                 valid = validate(cap, plan.to_json(cap), machine).valid == obj.fits
                 rows.append((obj.table, float(table.mean()), seconds, valid))
             (worst, mean, seconds, valid), (worst0, _mean0, seconds0, valid0) = rows
-            bound = hosted_mass_bound(problem, worst)
+            bound = hosted_patterns_bound(problem, hosted_mass_bound(problem, worst), worst)
             name = f"{model} b{batch}, {layers} layer{'s' if layers > 1 else ''}"
             print(f"{name:<24} {worst:>8,} {mean:>8,.0f} {bound:>8,} {(worst - bound) / worst:>7.2%} {seconds:>5.1f} "
                   f"{'yes' if valid else 'NO':>5}   {worst0:>8,} B ({seconds0:.1f} s, {'yes' if valid0 else 'NO'})",

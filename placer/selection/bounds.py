@@ -162,7 +162,7 @@ def hosted_mass_bound(problem: SelectionProblem, upper: int) -> int:
     least ``T`` at or above its mean is found by bisection; every ``T`` the bisection rejects is below every plan's
     worst tile. Deterministic: no time limit, a fixed number of LPs (about log2 of ``upper`` less the floors)."""
     lo = max(int(tile_floors(problem).max(initial=0)), mass_floor(problem).floor)
-    if upper <= lo or not problem.tiles or not _hosted_options(problem)[0]:
+    if upper <= lo or not problem.tiles or not hosted_segments(problem)[0]:
         return lo
     # every table is a sum of rows rounded to the granule, so the worst tile is a multiple of it: search those
     step = max(problem.machine.cost.table_rounding, 1)
@@ -180,7 +180,7 @@ def hosted_mass_bound(problem: SelectionProblem, upper: int) -> int:
 _Hosted = tuple[list[tuple[int, int, int, np.ndarray]], np.ndarray]
 
 
-def _hosted_options(problem: SelectionProblem) -> _Hosted:
+def hosted_segments(problem: SelectionProblem) -> _Hosted:
     """Every relay option as the hosted mass sees it -- (phase index, group index, total change, its segments'
     sizes less the hosting margin, sorted) -- and the sizes the levels are cut at (computed once per problem)."""
     cached: _Hosted | None = problem.shared.get("hosted_options")
@@ -219,7 +219,7 @@ def hosted_mass_at(problem: SelectionProblem, target: int) -> HostedMass | None:
     fractions that sum to at most one (the rest direct); the least total change under those cuts (GLOP), added to
     the direct total less the model's slack, is the least the tables can add up to in a plan whose worst tile is
     ``target`` or less."""
-    options, levels = _hosted_options(problem)
+    options, levels = hosted_segments(problem)
     mass = mass_floor(problem)
     room = np.maximum(target - tile_floors(problem).astype(np.int64), 0)
     cuts = tuple(HostedLevel(int(level), int((room >= level).sum()), int((room // level).sum()),

@@ -31,6 +31,7 @@ from placer.selection.cpsat import (
 )
 from placer.selection.floors import Certificate, certificate, mass_floor, model_slack, tile_floors
 from placer.selection.greedy import Decision, budget_plan, greedy_plan
+from placer.selection.patterns import hosted_patterns_bound
 from placer.selection.plan import Plan
 from placer.selection.problem import SelectionProblem, bucket_hosts, build_problem, selection_scans
 from placer.selection.realise import realise
@@ -649,9 +650,15 @@ def _scheduled(search: Search, order: tuple[str, ...], cycle_slack: float, plans
         source = "combined: " + "; ".join(used) if used else "all direct"
     if obj.key(_capped(order)) > g_obj.key(_capped(order)) and obj.fits <= g_obj.fits:
         plan, obj, sched, choice, source = greedy, g_obj, g_sched, rule_choice, "production rule"
-    if order[0] == "table" and "hosted_mass" not in problem.shared and clock.wall_left() > HOSTED_MIN_WALL:
+    if order[0] == "table" and "hosted_mass" not in problem.shared and _bound_wall(clock) > HOSTED_MIN_WALL:
         with task("hosted mass bound"):  # budget-independent; below any plan, so this one bounds its search
             problem.shared["hosted_mass"] = hosted_mass_bound(problem, obj.table)
+    if order[0] == "table" and "hosted_mass" in problem.shared and "hosted_patterns" not in problem.shared \
+            and _bound_wall(clock) > PATTERNS_MIN_WALL:
+        with task("hosted patterns bound"):  # as the hosted mass: budget-independent, below any plan
+            problem.shared["hosted_patterns"] = hosted_patterns_bound(
+                problem, lower_bounds(problem)["table"], obj.table,
+                until=time.perf_counter() + _bound_wall(clock))
     runtime = time.perf_counter() - search.start
     bounds = lower_bounds(problem)
     cycles_bound = other + sum(relay_free_bound(problem, pid) * capture.iterations(pid) for pid in ids)
@@ -689,6 +696,16 @@ def _scheduled(search: Search, order: tuple[str, ...], cycle_slack: float, plans
                    work_budget=clock.work,
                    backstop=clock.backstop or cut, scheduled=sched, greedy_scheduled=g_sched, caps=held, pool=pool,
                    greedy_choice=rule_choice)
+
+
+def _bound_wall(clock: SearchClock) -> float:
+    """Wall seconds left for the table bounds computed after the search (the table first): to the search's end,
+    or, when that end is the command's (one budget), to the command's limit less ``OUTPUT_SHARE`` of it for the
+    re-costing and the output. Only what is reported as the bound depends on it, never the plan."""
+    deadline = clock.deadline
+    if clock.end >= SEARCH_END * deadline.seconds:
+        return deadline.remaining() - OUTPUT_SHARE * deadline.seconds
+    return clock.wall_left()
 
 
 def _unmeasured(search: Search, order: tuple[str, ...], plans: list[tuple[Plan, str]], searched: Outcome | None
@@ -1022,8 +1039,8 @@ def lower_bounds(problem: SelectionProblem) -> dict[str, int]:
     Table: the worst tile is at least (a) any tile's direct table plus, for each group touching it, the most
     favourable option's change, less its model slack (``floors.tile_floors``), (b) the average over tiles of the
     least total table mass any choice leaves, less every tile's model slack (``floors.mass_floor``), (c) the
-    linear relaxation of ``bounds.table_lp_bound`` and (f) the hosted mass of ``bounds.hosted_mass_bound``, each
-    once it has been computed.
+    linear relaxation of ``bounds.table_lp_bound``, (f) the hosted mass of ``bounds.hosted_mass_bound`` and (g) the
+    hosted patterns of ``patterns.hosted_patterns_bound``, each once it has been computed.
     """
     machine = problem.machine
     bpc = machine.exchange.bytes_per_cycle
@@ -1036,7 +1053,7 @@ def lower_bounds(problem: SelectionProblem) -> dict[str, int]:
         cycles += pd.iterations * (int(per_tile.max(initial=0)) + machine.exchange.sync_cycles)
     best = tile_floors(problem)
     table = max(int(best.max(initial=0)), mass_floor(problem).floor, problem.shared.get("table_lp", 0),
-                problem.shared.get("hosted_mass", 0))
+                problem.shared.get("hosted_mass", 0), problem.shared.get("hosted_patterns", 0))
     return {"estimate": cycles, "table": table}
 
 
@@ -1054,6 +1071,12 @@ LP_MIN_WALL = 3.0  # seconds the clock must still allow for the table relaxation
 # above every table bound (docs/selection.md, "What the gap is made of"), and it raised SigLIP b2's by 117 B (0.3 %)
 # for about 10 % of the solve's time
 HOSTED_MIN_WALL = 4.0
+# and for the hosted patterns after it (a bisection of column-generation programs: SigLIP b2 2.0 s, SigLIP b4 1.7 s);
+# the bisection starts no probe past the time it is given, and keeps what it proved by then
+PATTERNS_MIN_WALL = 3.0
+# share of the command's limit the bounds after the search leave for the re-costing and the output (the search
+# itself stops at SEARCH_END): SigLIP b2's output takes under a second
+OUTPUT_SHARE = 0.1
 WINDOW_PHASES = 2  # at most this many phases are free in one neighbourhood
 
 

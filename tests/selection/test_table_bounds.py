@@ -1,6 +1,7 @@
 """The table bounds that hold for every plan (``select.lower_bounds``: per-tile floors, the average table mass, the
-whole-program linear relaxation, the hosted mass) are never above the best plan, checked against every plan of random
-instances small enough to enumerate; a budget under the hosted mass is proved infeasible."""
+whole-program linear relaxation, the hosted mass, the hosted patterns) are never above the best plan, checked
+against every plan of random instances small enough to enumerate; a budget under the hosted mass is proved
+infeasible."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 
 from placer.capture.model import Capture, PanelHint, Phase
 from placer.report.selection import render_certificate
-from placer.selection import bounds
+from placer.selection import bounds, patterns
 from placer.selection.floors import model_slack, proved_floor
 from placer.selection.select import SelectionSettings, lower_bounds, prepare, select
 from placer.solver import SolverParams, Status
@@ -43,6 +44,9 @@ def test_table_bounds_never_above_the_best_plan(seed: int, a_frags: int, b_frags
     hosted = bounds.hosted_mass_bound(problem, 4 * problem.direct.worst_table())  # searched far above the plans
     assert hosted <= best
     problem.shared["hosted_mass"] = hosted
+    hosted_patterns = patterns.hosted_patterns_bound(problem, hosted, 4 * problem.direct.worst_table())
+    assert hosted_patterns <= best
+    problem.shared["hosted_patterns"] = hosted_patterns
     assert lower_bounds(problem)["table"] <= best
     if not local_pack:
         offered = prepare(cap, M, 10**6, 16384).problem
