@@ -183,7 +183,7 @@ _Hosted = tuple[list[tuple[int, int, int, np.ndarray]], np.ndarray]
 def hosted_segments(problem: SelectionProblem) -> _Hosted:
     """Every relay option as the hosted mass sees it -- (phase index, group index, total change, its segments'
     sizes less the hosting margin, sorted) -- and the sizes the levels are cut at (computed once per problem)."""
-    cached: _Hosted | None = problem.shared.get("hosted_options")
+    cached: _Hosted | None = problem.shared.get("hosted_segments")
     if cached is not None:
         return cached
     c = problem.machine.cost
@@ -204,7 +204,7 @@ def hosted_segments(problem: SelectionProblem) -> _Hosted:
     sizes = sizes[sizes > 0]
     levels = (unique(np.geomspace(max(1, int(sizes.min())), int(sizes.max()), HOSTED_LEVELS).astype(np.int64))
               if sizes.size else np.zeros(0, np.int64))
-    cached = problem.shared["hosted_options"] = (options if sizes.size else [], levels)
+    cached = problem.shared["hosted_segments"] = (options if sizes.size else [], levels)
     return cached
 
 
