@@ -12,9 +12,10 @@ floors, the mass, the hosted mass and the hosted patterns: docs/selection.md, "B
 the worst tile, as the solver reports gaps), the construction's seconds, and the same construction with its
 second close turned off (no segment cut finer: ``capacity._cut_finer`` returns False), which is what it was
 before that close was added. With ``--local-pack`` the problem offers local-pack options, as ``placer solve`` does
-by default: the construction takes them (``memory_caps(problem, local_pack=True)``), the bound is the one with
-them, and the last column is the same construction with direct-receive options alone. Generation and preparation
-are excluded from the seconds; each plan is validated.
+by default: the construction takes them (``memory_caps(problem, local_pack=True)``), run a second time with each
+group limited to four of its cuts (``capacity.fewer_cuts``) and the better of the two kept, as ``placer solve``
+does; the bound is the one with them, and the last column is the construction with direct-receive options
+alone. Generation and preparation are excluded from the seconds; each plan is validated.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from placer.selection.bounds import hosted_mass_bound
 from placer.selection.patterns import hosted_patterns_bound
 from placer.selection.plan import Plan
 from placer.selection.problem import SelectionProblem
-from placer.selection.select import phase_fixed, plan_objectives, prepare, program_tables
+from placer.selection.select import FEWER_CUTS, phase_fixed, plan_objectives, prepare, program_tables
 from placer.units import parse_size
 from placer.validation import validate
 from placer.workloads.generate import generate
@@ -48,6 +49,11 @@ def build(problem: SelectionProblem, finer: bool, local_pack: bool) -> tuple[Pla
     try:
         began = time.perf_counter()
         plan = capacity.relay_greedy(problem, capacity.memory_caps(problem, local_pack), by_hosts=True)
+        fewer = capacity.fewer_cuts(problem, capacity.memory_caps(problem, True), FEWER_CUTS) if local_pack else None
+        if fewer is not None:  # as ``select._host_aware_plans`` does: the better of the two
+            again = capacity.relay_greedy(problem, fewer, by_hosts=True)
+            if plan_objectives(problem.capture, again).table < plan_objectives(problem.capture, plan).table:
+                plan = again
         return plan, time.perf_counter() - began
     finally:
         capacity._cut_finer = saved

@@ -37,9 +37,11 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from placer.alternatives.relay import direct_receive, local_pack
+from placer.alternatives.segments import native
 from placer.arrays import isin, unique
 from placer.modes import PlanMode
 from placer.progress import SolverCallback
+from placer.selection.options import spread_counts
 from placer.selection.plan import Plan, RelayChoice
 from placer.selection.problem import SelectionProblem
 from placer.solver import Cutoff, SolveResult, SolverParams, Status, run
@@ -101,6 +103,25 @@ def memory_caps(problem: SelectionProblem, local_pack: bool = False) -> list[Pha
                    for opts in pd.options]
         out.append(with_room(pd, PhaseCaps(free.copy(), free.copy(), free.copy(), options, np.zeros(tiles, bool))))
     return out
+
+
+def fewer_cuts(problem: SelectionProblem, caps: list[PhaseCaps], most: int) -> list[PhaseCaps] | None:
+    """``caps`` with each group's relay options limited to ``most`` of its segment counts, chosen as the options'
+    own are (``options.spread_counts``); None where no group offers more."""
+    out, fewer = [], False
+    for pd, pc in zip(problem.phases, caps, strict=True):
+        options = []
+        for gi, offered in enumerate(pc.options):
+            opts = pd.options[gi]
+            counts = sorted({opts[oi].count for oi in offered} - {0})
+            if len(counts) <= most:
+                options.append(offered)
+                continue
+            keep = {0, *spread_counts(counts, native(opts[offered[0]].group).count, most)}
+            options.append([oi for oi in offered if opts[oi].count in keep])
+            fewer = True
+        out.append(with_room(pd, replace(pc, options=options)))
+    return out if fewer else None
 
 
 def with_room(pd: Any, pc: PhaseCaps) -> PhaseCaps:

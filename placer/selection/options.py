@@ -213,13 +213,18 @@ def _segmentations(group: ReplicaGroup, max_counts: int) -> list[Segmentation]:
     for k in candidate_counts(group, base):
         seg = with_count(group, base, k)
         segs.setdefault(seg.count, seg)
-    counts = sorted(segs)
-    if len(counts) > max_counts:
-        keep = {counts[0], base.count, counts[-1]}
-        rest = [k for k in counts if k not in keep]
-        keep |= set(rest[:: max(1, len(rest) // max(1, max_counts - len(keep)))][: max_counts - len(keep)])
-        counts = sorted(keep)
-    return [segs[k] for k in counts]
+    return [segs[k] for k in spread_counts(sorted(segs), base.count, max_counts)]
+
+
+def spread_counts(counts: list[int], native_count: int, most: int) -> list[int]:
+    """At most ``most`` of the sorted segment ``counts``: the first, the native count and the last kept, the rest
+    spread evenly among the others."""
+    if len(counts) <= most:
+        return counts
+    keep = {counts[0], native_count, counts[-1]}
+    rest = [k for k in counts if k not in keep]
+    keep |= set(rest[:: max(1, len(rest) // max(1, most - len(keep)))][: most - len(keep)])
+    return sorted(keep)
 
 
 class _Segments(NamedTuple):

@@ -92,6 +92,11 @@ def pinned_tiles(direct: ProgramCost) -> np.ndarray:
     return direct.sharing.pinned()
 
 
+# Segmentations per group the options are made of (``options._segmentations``: 1, the native count, the most, and
+# the rest spread evenly). Six, not four: the cuts between 2 and the native count (3, 6) are what let the segments
+# of the large operands pack under a flat worst tile (docs/selection.md, "What is chosen").
+SEGMENTATIONS = 6
+
 SHARED_ROW = "a replica's row shares its table with another phase's (docs/cost.md)"
 
 
@@ -118,7 +123,7 @@ def selection_scans(capture: Capture, direct: ProgramCost, full: list[GroupScan]
 
 def build_problem(capture: Capture, machine: Machine, table_budget: int, fragment_limit: int, *,
                   scans: list[GroupScan] | None = None, local_pack: bool = True,
-                  max_counts: int = 4, aggregate: bool = True, direct: ProgramCost | None = None,
+                  max_counts: int = SEGMENTATIONS, aggregate: bool = True, direct: ProgramCost | None = None,
                   workers: int = 1) -> SelectionProblem:
     tiles = program_tiles(capture, machine)
     direct = direct if direct is not None else program_cost(capture, machine)

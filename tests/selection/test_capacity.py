@@ -15,6 +15,7 @@ from placer.capture.model import Capture, PanelHint, Phase
 from placer.selection import capacity
 from placer.selection.floors import model_slack
 from placer.selection.greedy import budget_plan
+from placer.selection.problem import SelectionProblem, build_problem
 from placer.selection.select import lower_bounds, plan_objectives, prepare
 from placer.solver import Cutoff, SolverParams, Status
 from placer.validation import validate
@@ -141,3 +142,25 @@ def test_the_constructions_return_what_they_have_at_their_cutoff() -> None:
     stop = Cutoff(0.0)
     assert not budget_plan(cap, scans, M, 600, 16384, cutoff=stop).relays
     assert stop.fired
+
+
+def test_fewer_cuts_offers_the_counts_fewer_segmentations_would() -> None:
+    """``fewer_cuts(problem, caps, 4)`` leaves each group the counts a problem built with four segmentations
+    offers (here 1, 2, 12 and 24 of 1, 2, 3, 4, 12 and 24), and the construction on it builds a valid plan."""
+    cap = relay_capture(groups=2, fragments=48, replicas=4, senders=4, phases=1, seed=3)
+    six = build_problem(cap, M, 1200, 16384)
+    four = build_problem(cap, M, 1200, 16384, max_counts=4)
+
+    def counts(problem: SelectionProblem, caps: list[capacity.PhaseCaps]) -> list[list[int]]:
+        return [sorted(problem.phases[pi].options[gi][oi].count for oi in idx)
+                for pi, pc in enumerate(caps) for gi, idx in enumerate(pc.options)]
+
+    fewer = capacity.fewer_cuts(six, capacity.memory_caps(six, True), 4)
+    assert fewer is not None
+    assert counts(six, capacity.memory_caps(six, True)) != counts(six, fewer)
+    assert counts(six, fewer) == counts(four, capacity.memory_caps(four, True))
+    assert capacity.fewer_cuts(six, capacity.memory_caps(six, True), 6) is None  # nothing to limit
+    plan = capacity.relay_greedy(six, fewer, by_hosts=True)
+    assert plan.relays
+    assert all(r.segmentation.count in {1, 2, 12, 24} for r in plan.relays)
+    assert validate(cap, plan.to_json(cap), M).valid == plan_objectives(cap, plan).fits
