@@ -14,8 +14,9 @@ second close turned off (no segment cut finer: ``capacity._cut_finer`` returns F
 before that close was added. With ``--local-pack`` the problem offers local-pack options, as ``placer solve`` does
 by default: the construction takes them (``memory_caps(problem, local_pack=True)``), run a second time with each
 group limited to four of its cuts (``capacity.fewer_cuts``) and the better of the two kept, as ``placer solve``
-does; the bound is the one with them, and the last column is the construction with direct-receive options
-alone. Generation and preparation are excluded from the seconds; each plan is validated.
+does (both runs' worst tiles are printed last); the bound is the one with them, and the column before is the
+construction with direct-receive options alone. Generation and preparation are excluded from the seconds; each
+plan is validated.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ def load() -> str:
     return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"
 
 
-def build(problem: SelectionProblem, finer: bool, local_pack: bool) -> tuple[Plan, float]:
+def build(problem: SelectionProblem, finer: bool, local_pack: bool) -> tuple[Plan, float, str]:
+    """The construction's plan, its seconds, and (with local-pack options) each run's worst tile."""
     saved = capacity._cut_finer
     if not finer:
         capacity._cut_finer = lambda *_args: False
@@ -50,11 +52,13 @@ def build(problem: SelectionProblem, finer: bool, local_pack: bool) -> tuple[Pla
         began = time.perf_counter()
         plan = capacity.relay_greedy(problem, capacity.memory_caps(problem, local_pack), by_hosts=True)
         fewer = capacity.fewer_cuts(problem, capacity.memory_caps(problem, True), FEWER_CUTS) if local_pack else None
-        if fewer is not None:  # as ``select._host_aware_plans`` does: the better of the two
-            again = capacity.relay_greedy(problem, fewer, by_hosts=True)
-            if plan_objectives(problem.capture, again).table < plan_objectives(problem.capture, plan).table:
-                plan = again
-        return plan, time.perf_counter() - began
+        if fewer is None:
+            return plan, time.perf_counter() - began, ""
+        # as ``select._fewer_cuts_plans`` adds: the better of the two
+        again = capacity.relay_greedy(problem, fewer, by_hosts=True)
+        seconds = time.perf_counter() - began
+        every, four = plan_objectives(problem.capture, plan).table, plan_objectives(problem.capture, again).table
+        return (again if four < every else plan), seconds, f"every cut {every:,} B, {FEWER_CUTS} cuts {four:,} B"
     finally:
         capacity._cut_finer = saved
 
@@ -82,16 +86,17 @@ def main() -> None:
             problem = prepare(cap, machine, budget, machine.budget.fragments, local_pack=args.local_pack).problem
             rows = []
             for finer, local_pack in runs:
-                plan, seconds = build(problem, finer, local_pack)
+                plan, seconds, each = build(problem, finer, local_pack)
                 obj = plan_objectives(cap, plan)
                 table, _frags, _cycles = program_tables(problem, phase_fixed(problem, plan))
                 valid = validate(cap, plan.to_json(cap), machine).valid == obj.fits
-                rows.append((obj.table, float(table.mean()), seconds, valid))
-            (worst, mean, seconds, valid), (worst0, _mean0, seconds0, valid0) = rows
+                rows.append((obj.table, float(table.mean()), seconds, valid, each))
+            (worst, mean, seconds, valid, each), (worst0, _mean0, seconds0, valid0, _) = rows
             bound = hosted_patterns_bound(problem, hosted_mass_bound(problem, worst), worst)
             name = f"{model} b{batch}, {layers} layer{'s' if layers > 1 else ''}"
             print(f"{name:<24} {worst:>8,} {mean:>8,.0f} {bound:>8,} {(worst - bound) / worst:>7.2%} {seconds:>5.1f} "
-                  f"{'yes' if valid else 'NO':>5}   {worst0:>8,} B ({seconds0:.1f} s, {'yes' if valid0 else 'NO'})",
+                  f"{'yes' if valid else 'NO':>5}   {worst0:>8,} B ({seconds0:.1f} s, {'yes' if valid0 else 'NO'})"
+                  f"{'   ' + each if each else ''}",
                   flush=True)
     print(load())
 
