@@ -698,6 +698,7 @@ class _State:
         self._undone: tuple[int, int, int] | None = None  # (phase, group, version before) of the latest undo
         self._effects: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._needs: dict[tuple[int, int, int], _Needs] = {}
+        self._host_loads: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]] = {}
         self._groups: dict[tuple[int, int], _Group] = {}
         self._relayed_fx: dict[int, tuple[int, np.ndarray, _Effects]] = {}
         self._replicas: dict[tuple[int, int], np.ndarray] = {}
@@ -715,6 +716,20 @@ class _State:
                 tiles, raw, ctrl = _with_extra_phase(op, self.entry)
             keep = tiles < self.tiles
             hit = self._effects[key] = (tiles[keep], raw[keep], ctrl[keep])
+            # ``_apply`` adds by fancy indexing, which needs each tile once (an option's tiles are a set)
+            assert len(unique(hit[0])) == len(hit[0])
+        return hit
+
+    def host_loads(self, pi: int, gi: int, oi: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per segment of a relay option: the rows it adds to its host's table, and its receive, transmit and
+        control loads there (one row each, as ``_Hosting.limits`` lays them out)."""
+        key = (pi, gi, oi)
+        hit = self._host_loads.get(key)
+        if hit is None:
+            op = self.problem.phases[pi].options[gi][oi]
+            assert op.host is not None  # a relay option
+            hit = self._host_loads[key] = (_host_raw(op, self.entry).astype(np.int64),
+                                           np.stack([op.host.rx, op.host.tx, op.host.ctrl]).astype(np.int64))
         return hit
 
     def needs(self, pi: int, gi: int, oi: int) -> _Needs:
@@ -856,19 +871,17 @@ class _State:
         self.relayed[pi][gi] = choice[0]
 
     def _apply(self, pi: int, gi: int, oi: int, hosts: list[int], sign: int) -> None:
-        op = self.problem.phases[pi].options[gi][oi]
         host = self.hosting[pi]
         tiles, raw, ctrl = self.effect(pi, gi, oi)
-        np.add.at(self.table, tiles, sign * raw)
-        np.add.at(host.ctrl, tiles, -sign * ctrl)
-        assert op.host is not None  # a relay option
-        rows = _host_raw(op, self.entry)
-        for s, t in enumerate(hosts):
-            self.table[t] += sign * int(rows[s])
-            host.rx[t] -= sign * int(op.host.rx[s])
-            host.tx[t] -= sign * int(op.host.tx[s])
-            host.ctrl[t] -= sign * int(op.host.ctrl[s])
-            host.free[t] = sign < 0
+        # the tiles of an effect are distinct, and so are a relay's hosts (one segment per tile and phase): plain
+        # fancy-index updates are exact, in half the time of ``np.add.at`` and a loop over the hosts
+        self.table[tiles] += sign * raw
+        host.ctrl[tiles] -= sign * ctrl
+        at = np.asarray(hosts, np.int64)
+        rows, loads = self.host_loads(pi, gi, oi)
+        self.table[at] += sign * rows
+        host.limits[:3, at] -= sign * loads
+        host.free[at] = sign < 0
 
     def plan(self, mode: PlanMode) -> Plan:
         problem = self.problem
