@@ -12,6 +12,7 @@ from placer.capture.model import Allocations, Capture, Phase
 
 if TYPE_CHECKING:
     from placer.machine import Machine
+    from placer.selection.plan import Plan
     from placer.selection.problem import SelectionProblem
 
 BASE = 0x60000
@@ -109,9 +110,16 @@ def small_machine(tiles: int = 48) -> Machine:
 
 def every_rewrite(cap: Capture, problem: SelectionProblem, machine: Machine,
                   max_segments: int | None = None) -> Iterator[Capture]:
-    """The program of every plan of a tiny instance: each group direct or at each of its relay options
-    (direct-receive and, where offered, local-pack), every injective choice of eligible hosts (with
-    ``max_segments``: only the plans that relay at most that many segments)."""
+    """The program of every plan ``every_relay_plan`` makes."""
+    for plan in every_relay_plan(cap, problem, machine, max_segments):
+        yield plan.rewritten(cap)
+
+
+def every_relay_plan(cap: Capture, problem: SelectionProblem, machine: Machine,
+                     max_segments: int | None = None) -> Iterator[Plan]:
+    """Every plan of a tiny instance: each group direct or at each of its relay options (direct-receive and,
+    where offered, local-pack), every injective choice of eligible hosts (with ``max_segments``: only the plans
+    that relay at most that many segments)."""
     from placer.alternatives.relay import direct_receive, local_pack
     from placer.modes import PlanMode
     from placer.selection.plan import Plan, RelayChoice
@@ -143,7 +151,7 @@ def every_rewrite(cap: Capture, problem: SelectionProblem, machine: Machine,
                                                    local_pack(op.group, op.seg, hosts, buffers, pd.phase, 16592,
                                                               pd.extra_phase), pd.extra_phase))
             if ok:
-                yield plan.rewritten(cap)
+                yield plan
 
 
 def every_plan(cap: Capture, problem: SelectionProblem, machine: Machine,

@@ -137,15 +137,27 @@ def _phase_floors(problem: SelectionProblem, pd: PhaseData) -> dict[int, tuple[i
     return out
 
 
+def phase_floor_terms(problem: SelectionProblem, index: int) -> np.ndarray:
+    """Per tile, what selection phase ``index`` adds to its floor over its direct table (relief − seams +
+    rounding, ``_phase_floors``); computed once per prepared problem. A problem that differs from another in one
+    phase's options shares the other phases' terms (``forced.without_packing``)."""
+    cached: dict[int, np.ndarray] = problem.shared.setdefault("phase_floor_terms", {})
+    if index not in cached:
+        term = np.zeros(problem.tiles, np.int64)
+        for t, (relief, seams, rounding) in _phase_floors(problem, problem.phases[index]).items():
+            term[t] += relief - seams + rounding
+        cached[index] = term
+    return cached[index]
+
+
 def tile_floors(problem: SelectionProblem) -> np.ndarray:
     """Per tile, a lower bound on its program table under any plan (the module docstring); computed once per
     prepared problem (it does not depend on the budget)."""
     cached = problem.shared.get("best_tables")
     if cached is None:
         best = problem.direct.table_bytes[: problem.tiles].astype(np.int64).copy()
-        for pd in problem.phases:
-            for t, (relief, seams, rounding) in _phase_floors(problem, pd).items():
-                best[t] += relief - seams + rounding
+        for index in range(len(problem.phases)):
+            best += phase_floor_terms(problem, index)
         cached = problem.shared["best_tables"] = best
     return np.asarray(cached).copy()
 
@@ -311,8 +323,9 @@ def mass_floor(problem: SelectionProblem) -> MassFloor:
         relief = 0
         for pd in problem.phases:
             for opts in pd.options:
-                relief += min(0, *(int(op.delta.raw.sum()) + (int(op.host.raw.sum()) if op.host is not None else 0)
-                                   + (int(op.ext.raw.sum()) if op.ext is not None else 0) for op in opts[1:]))
+                # a group may have no relay option left (``forced.without_packing``): then it stays direct
+                relief += min([0, *(int(op.delta.raw.sum()) + (int(op.host.raw.sum()) if op.host is not None else 0)
+                                    + (int(op.ext.raw.sum()) if op.ext is not None else 0) for op in opts[1:])])
         slack = sum(model_slack(problem).values()) + int(host_rounding(problem).sum())
         cached = problem.shared["mass_floor"] = (int(problem.direct.table_bytes[: problem.tiles].sum()), relief, slack)
     direct, relief, slack = cached
@@ -427,5 +440,5 @@ def tile_certificates(problem: SelectionProblem) -> list[TileCertificate]:
 __all__ = ["CERTIFIED_TILES", "Certificate", "CertificateDoc", "HostedLevel", "HostedLevelDoc", "HostedMass",
            "HostedMassDoc", "MassFloor", "MassFloorDoc", "PhaseFloor",
            "PhaseFloorDoc", "TileCertificate", "TileCertificateDoc", "certificate", "host_rounding", "mass_floor",
-           "model_slack",
+           "model_slack", "phase_floor_terms",
            "proved_floor", "tile_certificates", "tile_floors"]

@@ -31,6 +31,7 @@ from placer.selection.cpsat import (
     solve_staged,
 )
 from placer.selection.floors import Certificate, certificate, mass_floor, model_slack, tile_floors
+from placer.selection.forced import ForcedPacking, forced_packing
 from placer.selection.greedy import Decision, budget_plan, greedy_plan
 from placer.selection.patterns import hosted_patterns_bound
 from placer.selection.plan import Plan
@@ -663,9 +664,18 @@ def _scheduled(search: Search, order: tuple[str, ...], cycle_slack: float, plans
             problem.shared["hosted_patterns"] = hosted_patterns_bound(
                 problem, lower_bounds(problem)["table"], obj.table,
                 until=time.perf_counter() + _bound_wall(clock))
+    packs: list[ForcedPacking] = []
+    if order[0] == "table":
+        forced: dict[int, list[ForcedPacking]] = problem.shared.setdefault("forced_packing", {})
+        if obj.table not in forced and _bound_wall(clock) > FORCED_MIN_WALL:
+            with task("local-pack relays the table forces"):  # for this worst tile, whatever the budget
+                forced[obj.table] = forced_packing(
+                    problem, obj.table, until=time.perf_counter() + min(_bound_wall(clock), FORCED_MAX_WALL))
+        packs = forced.get(obj.table, [])
     runtime = time.perf_counter() - search.start
     bounds = lower_bounds(problem)
-    cycles_bound = other + sum(relay_free_bound(problem, pid) * capture.iterations(pid) for pid in ids)
+    cycles_bound = other + sum(relay_free_bound(problem, pid) * capture.iterations(pid) for pid in ids) \
+        + sum(f.cycles * capture.iterations(f.phase) for f in packs)
     table_bound = bounds["table"]  # the estimate searches' bounds hold at the estimate's cycles only
     stages_out = [
         ("cycles", SolveResult(Status.OPTIMAL if obj.cycles <= cycles_bound else Status.FEASIBLE, float(obj.cycles),
@@ -687,6 +697,8 @@ def _scheduled(search: Search, order: tuple[str, ...], cycle_slack: float, plans
                "prices them)" if held is not None and held.held else "")
             + ("; no measured plan within the caps fits the budget: the caps were relaxed (the budget first)"
                if comb is not None and cap.bound is not None and not comb.capped else "")
+            + ("; the cycles bound counts the local-pack relays the table forces (phase, kernel cycles: "
+               + ", ".join(f"{f.phase}: {f.kernel:,}" for f in packs) + ")" if packs else "")
             + (f"; {searched.note}" if searched is not None and searched.note else "")
             + (f"; {_skipped(search)}" if searched is None and order[0] != "cycles" else ""))
     proof: Certificate | None = None
@@ -1078,6 +1090,14 @@ HOSTED_MIN_WALL = 4.0
 # and for the hosted patterns after it (a bisection of column-generation programs: SigLIP b2 2.0 s, SigLIP b4 1.7 s);
 # the bisection starts no probe past the time it is given, and keeps what it proved by then
 PATTERNS_MIN_WALL = 3.0
+# and for the local-pack relays the table forces (``forced.forced_packing``, the cycles stage's bound with the table
+# first: bisections of table-bound proofs, the cheapest bounds first); no proof starts past the time it is given, and
+# what was proved by then stands. At most FORCED_MAX_WALL: the cheapest bounds find all that SigLIP b2 and PE-core
+# b2 are forced to in under a second, and given all the time left the costlier ones found nothing more in 7-8 s
+# while the table-first solves took 4-10 s longer (with 3 s, SigLIP b2's ended at 53.5-54.4 s of 60 and two of four
+# budgets had no time for it)
+FORCED_MIN_WALL = 1.0
+FORCED_MAX_WALL = 1.5
 # share of the command's limit the bounds after the search leave for the re-costing and the output (the search
 # itself stops at SEARCH_END): SigLIP b2's output takes under a second
 OUTPUT_SHARE = 0.1
