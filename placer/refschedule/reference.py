@@ -40,6 +40,7 @@ by line from ``_materialize_python``, 64-bit integers throughout); the Python lo
 from __future__ import annotations
 
 import bisect
+import threading
 import weakref
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -245,8 +246,10 @@ def memory_elements(addr: np.ndarray, nbytes: np.ndarray) -> tuple[np.ndarray, n
 Hazards = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 # The last phase's hazard pairs, read-only: the timing preparation, the bounds and the order search's steps each
-# need them (0.1–0.3 s on a SigLIP phase), many times for one phase. One slot, as for ``_PREPARED``.
-_HAZARDS: tuple[weakref.ref[Phase], Hazards] | None = None
+# need them (0.1–0.3 s on a SigLIP phase), many times for one phase. One slot per thread, as for ``_prepare``'s
+# (``_SLOTS``): measurements run two phases at a time, and one slot shared by the threads was taken by the other
+# phase between a phase's bound and its schedule, so both were prepared twice.
+_SLOTS = threading.local()
 
 
 def hazard_pairs(phase: Phase) -> Hazards:
@@ -254,13 +257,13 @@ def hazard_pairs(phase: Phase) -> Hazards:
     can never clash and is not tracked. Returns (send transfer, its key) pairs, each once (a send's Repeat
     addresses may touch one element several times), sorted by transfer, and (destination entry, its key) pairs in
     entry order, as read-only arrays."""
-    global _HAZARDS
-    if _HAZARDS is not None and _HAZARDS[0]() is phase:
-        return _HAZARDS[1]
+    last: tuple[weakref.ref[Phase], Hazards] | None = getattr(_SLOTS, "hazards", None)
+    if last is not None and last[0]() is phase:
+        return last[1]
     pairs = _hazard_pairs(phase)
     for a in pairs:
         a.flags.writeable = False
-    _HAZARDS = (weakref.ref(phase), pairs)
+    _SLOTS.hazards = (weakref.ref(phase), pairs)
     return pairs
 
 
@@ -316,6 +319,19 @@ class _Plan:
 
 
 def _plan(phase: Phase, machine: Machine, tiles: int) -> _Plan:
+    """The phase's ``_Plan``, kept for the last phase of this thread: a measurement bounds the phase and then
+    schedules it, and both need it."""
+    last: tuple[weakref.ref[Phase], Machine, int, _Plan] | None = getattr(_SLOTS, "plan", None)
+    if last is not None and last[0]() is phase and last[1] is machine and last[2] == tiles:
+        return last[3]
+    plan = _make_plan(phase, machine, tiles)
+    for a in (plan.lead, plan.select, plan.pointer, plan.guard):  # shared by every caller until the next phase
+        a.flags.writeable = False
+    _SLOTS.plan = (weakref.ref(phase), machine, tiles, plan)
+    return plan
+
+
+def _make_plan(phase: Phase, machine: Machine, tiles: int) -> _Plan:
     n = phase.n
     owner = phase.dst_transfer()
     words = phase.words.astype(np.int64)
@@ -370,18 +386,17 @@ class _Prepared:
     keys: int
 
 
-# The last phase prepared: an order search times one phase many times, and the preparation (the plan's routes for
-# every entry, the hazard keys) costs about three times the compiled loop on a SigLIP phase. One slot only, so a
-# run over every phase of a capture does not keep every phase's arrays alive.
-_PREPARED: _Prepared | None = None
+# The last phase prepared (per thread, in ``_SLOTS``): an order search times one phase many times, and the
+# preparation (the plan's routes for every entry, the hazard keys) costs about three times the compiled loop on a
+# SigLIP phase. One slot per thread only, so a run over every phase of a capture does not keep every phase's
+# arrays alive.
 
 
 def _prepare(phase: Phase, machine: Machine, tiles: int) -> _Prepared:
     """The compiled loop's order-free inputs of ``phase``; raises ValueError where it cannot time the phase: a tile
     out of range, a transfer without destinations, negative words, or an address whose continuation (``address +
     4·words``) could leave int64."""
-    global _PREPARED
-    last = _PREPARED
+    last: _Prepared | None = getattr(_SLOTS, "prepared", None)
     if last is not None and last.phase() is phase and last.machine is machine and last.tiles == tiles:
         return last
     source = phase.source.astype(np.int64)
@@ -407,7 +422,7 @@ def _prepare(phase: Phase, machine: Machine, tiles: int) -> _Prepared:
                          _Plan(flat(plan.lead), flat(plan.select), flat(plan.pointer), flat(plan.guard)),
                          _csr_pointers(s_tr, phase.n), flat(ids[:len(s_key)]), _csr_pointers(t, phase.n),
                          flat(entry), flat(ids[len(s_key):]), int(ids.max(initial=-1)) + 1)
-    _PREPARED = prepared
+    _SLOTS.prepared = prepared
     return prepared
 
 

@@ -6,6 +6,7 @@ with ValueError."""
 from __future__ import annotations
 
 import heapq
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -189,6 +190,22 @@ def test_the_prepared_arrays_of_the_last_phase_give_the_same_schedule() -> None:
         phase, order, deps, MACHINE, 2 * TILES))
 
 
+def test_each_thread_keeps_its_own_last_phase() -> None:
+    # measurements bound and schedule two phases at a time: another thread's phase must not take this one's slot
+    mine, theirs = host_phase(direct=3), host_phase(direct=1)
+    deps = transfer_dependencies(mine)
+    order = reference_order(mine, transfer_levels(mine.n, deps), tiles=TILES)
+    first = materialize(mine, order, deps, MACHINE, TILES)
+    kept = reference._SLOTS.prepared, reference.hazard_pairs(mine), reference._plan(mine, MACHINE, TILES)
+    with ThreadPoolExecutor(1) as other:
+        other.submit(lambda: materialize(theirs, np.arange(theirs.n), transfer_dependencies(theirs), MACHINE,
+                                         TILES)).result()
+    assert reference._SLOTS.prepared is kept[0]
+    assert reference.hazard_pairs(mine) is kept[1]
+    assert reference._plan(mine, MACHINE, TILES) is kept[2]
+    _same(materialize(mine, order, deps, MACHINE, TILES), first)
+
+
 def test_a_transfer_naming_one_tile_twice_is_refused() -> None:
     phase = Phase.build(0, source=[0, 1], words=[8, 8], dst_counts=[1, 3], dst_tile=[5, 6, 5, 5],
                         dst_addr=[0x90000, 0x90000, 0x91000, 0x92000], src_addr=[0x4C000, 0x4C000])
@@ -232,7 +249,7 @@ def test_the_compiled_loop_checks_its_arguments() -> None:
     deps = transfer_dependencies(phase)
     order = reference_order(phase, transfer_levels(phase.n, deps), tiles=TILES)
     materialize(phase, order, deps, MACHINE, TILES)  # prepares the phase
-    p = reference._PREPARED
+    p = reference._SLOTS.prepared
     assert p is not None
     n, entries = phase.n, int(phase.dst_tile.shape[0])
     pred_ptr = np.zeros(n + 1, np.int64)
