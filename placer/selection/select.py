@@ -264,6 +264,7 @@ class Search:
     start: float  # when ``select`` was called (perf_counter): every outcome's runtime counts from here
     scans: list[GroupScan]
     clock: SearchClock
+    local_pack: bool = True  # local-pack options are offered
 
 
 @dataclass(frozen=True, eq=False)
@@ -310,12 +311,12 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     t = deadline.mark("options", t)
     large = not monolithic(problem)
     work = params.work_per_second * params.time_limit if context.work is None else context.work
-    # on a large program the estimate's searches do not run (``LARGE_ESTIMATE_SEARCHES``): their time goes to
-    # measuring. When switched on, they run with the table first only, and only when their share of the work buys
-    # the neighbourhoods (``estimate_work``): with less, they took the measurements' time for nothing (SigLIP b4 at
-    # 80 KiB and 60 s, the table first: 23 s of the constructive search at the estimate's bound, no configuration
-    # measured, 77,968 B where cycles first ends at 74,592 B)
-    estimating = not large or (LARGE_ESTIMATE_SEARCHES and order[0] != "cycles"
+    # on a large program the estimate's searches run with the table first only, without local-pack options (with
+    # them they found nothing the measured constructions do not: ``LNS_MIN_WORK``), and only when their share of
+    # the work buys the neighbourhoods (``estimate_work``): with less, they took the measurements' time for nothing
+    # (SigLIP b4 at 80 KiB and 60 s, the table first: 23 s of the constructive search at the estimate's bound, no
+    # configuration measured, 77,968 B where cycles first ends at 74,592 B)
+    estimating = not large or (order[0] != "cycles" and not settings.local_pack
                                and estimate_work(work) >= LNS_MIN_WORK)
     best, candidates, cutoff = _incumbents(problem, rule, order, large, hints, deadline, end, estimating)
     t = deadline.mark("incumbent", t)
@@ -326,7 +327,7 @@ def select(capture: Capture, machine: Machine, table_budget: int, fragment_limit
     # a construction the wall clock skipped or stopped is reported like a search the backstop cut
     clock = SearchClock(deadline, work, end, backstop=cutoff.fired)
     search = Search(capture, problem, params, rule.plan, rule.objectives, rule.decisions, context.progress, start,
-                    rule.scans, clock)
+                    rule.scans, clock, settings.local_pack)
     searched: Outcome | None = None
     if estimating:
         # the estimate's searches (table first, or a program small enough for the exact model): their plan is one
@@ -532,9 +533,9 @@ def _estimate_search(search: Search, order: tuple[str, ...], best: Incumbent, la
 
 def _skipped(search: Search) -> str:
     """Why a large program's table-first search did without the estimate's searches."""
-    if not LARGE_ESTIMATE_SEARCHES:
-        return ("large program: the estimate's searches do not run (they found nothing the measured constructions "
-                "do not; docs/selection.md): the measured constructions were combined")
+    if search.local_pack:
+        return ("large program with local-pack options: the estimate's searches do not run (there they found nothing "
+                "the measured constructions do not; docs/selection.md): the measured constructions were combined")
     share = estimate_work(search.clock.work)
     limit = LNS_MIN_WORK / estimate_work(search.params.work_per_second)
     return (f"the estimate's neighbourhood search needs {LNS_MIN_WORK:g} deterministic s of work, its share of "
@@ -1086,14 +1087,13 @@ MIN_WINDOWS = 6  # the search's work is split into at least this many neighbourh
 # two heavy phases costs CP-SAT about 7 deterministic s (its search does not stop sooner), so less buys one window
 # at most and the wall-clock backstop would decide
 LNS_MIN_WORK = 20.0
-# whether a large program runs the estimate's searches at all (with the table first and LNS_MIN_WORK of share). Off:
-# on every real program tried with the work for them (2026-12-07, table first at 80 KiB: SigLIP b2, PE b1 and PE b4
-# at 120 s, SigLIP b4 at 120-400 s, SigLIP b2 27 layers and PE b2 24 layers at 300 s) the plan was the same bytes
-# with and without them, no neighbourhood improved the combined plan, and with them the command took 1.5-4.2 times
-# the wall, enough for the clock to cut the measurements (SigLIP b4 at every limit to 400 s, SigLIP b2 and PE b4 at
-# 120 s: docs/selection.md, "Time and determinism"). On: what placer did before, for experiments (the tests force it
-# onto small captures)
-LARGE_ESTIMATE_SEARCHES = False
+# With local-pack options offered (the default), a large program does without them whatever its share: on every real
+# program tried (2026-12-07, table first at 80 KiB: SigLIP b2, PE b1 and PE b4 at 120 s, SigLIP b4 at 120-400 s,
+# SigLIP b2 27 layers and PE b2 24 layers at 300 s) the plan was the same bytes with and without them, no
+# neighbourhood improved the combined plan, and with them the command took 1.5-4.2 times the wall, enough for the
+# clock to cut the measurements (SigLIP b4 at every limit to 400 s, SigLIP b2 and PE b4 at 120 s). Without
+# local-pack they pay: PE b2 at 24 layers, 300 s, the same 20,488 B at 3,837,199 cycles, 4,009,063 without them
+# (docs/selection.md, "The estimate's searches")
 LP_MIN_WALL = 3.0  # seconds the clock must still allow for the table relaxation to be tried
 # seconds the search's clock must still allow for the hosted mass bound (SigLIP b4: 2.5 s, a one-layer batch-two
 # program about 1.5 s). It is computed with the table first only: with cycles first the caps hold the plans far

@@ -312,12 +312,12 @@ def test_large_program_path_on_a_small_one(seed: int, monkeypatch: pytest.Monkey
     monkeypatch.setattr(cpsat_mod, "EXACT_HOST_LIMIT", 0)
     monkeypatch.setattr(select_mod, "EXACT_HOST_LIMIT", 0)
     monkeypatch.setattr(select_mod, "MONOLITHIC_OPTIONS", 0)
-    monkeypatch.setattr(select_mod, "LARGE_ESTIMATE_SEARCHES", True)  # off by default on large programs
     monkeypatch.setattr(select_mod, "LNS_MIN_WORK", 0.0)
     monkeypatch.setattr(select_mod, "_at_cycles_bound", lambda *a, **k: None)  # the path when cycles must rise
     cap = relay_capture(groups=3, fragments=24, replicas=3, phases=3, seed=seed)
     order = ("table", "cycles", "scratch", "relays")  # the estimate's searches run when the table comes first
-    out = select(cap, M, 420, 16384, SelectionSettings(params=FAST, order=order))
+    # ... and no local-pack options are offered
+    out = select(cap, M, 420, 16384, SelectionSettings(params=FAST, order=order, local_pack=False))
     assert "neighbourhoods" in out.note
     assert out.objectives.key(order) <= out.greedy_objectives.key(order)
     assert validate(cap, out.plan.to_json(cap), M).valid == out.objectives.fits
@@ -336,11 +336,11 @@ def test_large_program_at_the_cycles_bound(seed: int, monkeypatch: pytest.Monkey
     from placer.validation import validate
 
     monkeypatch.setattr(select_mod, "MONOLITHIC_OPTIONS", 0)
-    monkeypatch.setattr(select_mod, "LARGE_ESTIMATE_SEARCHES", True)  # off by default on large programs
     monkeypatch.setattr(select_mod, "LNS_MIN_WORK", 0.0)  # FAST's work would not buy the estimate's searches
     cap = relay_capture(groups=3, fragments=24, replicas=3, phases=3, seed=seed)
     order = ("table", "cycles", "scratch", "relays")  # the estimate's searches run when the table comes first
-    out = select(cap, M, 600, 16384, SelectionSettings(params=FAST, order=order))
+    # ... and no local-pack options are offered
+    out = select(cap, M, 600, 16384, SelectionSettings(params=FAST, order=order, local_pack=False))
     assert "cycles bound" in out.note
     assert out.objectives.key(order) <= out.greedy_objectives.key(order)
     assert validate(cap, out.plan.to_json(cap), M).valid == out.objectives.fits
@@ -365,13 +365,12 @@ def test_a_large_program_without_the_work_for_the_estimates_searches_combines_th
         raise AssertionError("an estimate search ran without its work")
 
     monkeypatch.setattr(select_mod, "MONOLITHIC_OPTIONS", 0)
-    monkeypatch.setattr(select_mod, "LARGE_ESTIMATE_SEARCHES", True)  # switched on: the work decides
     monkeypatch.setattr(select_mod, "_capacity_plan", refused)
     monkeypatch.setattr(select_mod, "_lns", refused)
     cap = relay_capture(groups=3, fragments=24, replicas=3, phases=3, seed=seed)
     order = ("table", "cycles", "scratch", "relays")
     assert select_mod.estimate_work(FAST.work_per_second * FAST.time_limit) < select_mod.LNS_MIN_WORK
-    out = select(cap, M, 420, 16384, SelectionSettings(params=FAST, order=order))
+    out = select(cap, M, 420, 16384, SelectionSettings(params=FAST, order=order, local_pack=False))
     assert "neighbourhood search needs" in out.note
     assert "measured" in out.note
     assert out.objectives.key(order) <= out.greedy_objectives.key(order)
@@ -379,12 +378,12 @@ def test_a_large_program_without_the_work_for_the_estimates_searches_combines_th
 
 
 @pytest.mark.parametrize("seed", [1, 2])
-def test_a_large_program_does_without_the_estimates_searches_whatever_its_work(
+def test_a_large_program_with_local_pack_does_without_the_estimates_searches_whatever_its_work(
         seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """By default a large program never runs the estimate's searches, even with the work for them (on the real
-    programs they found nothing the measured constructions did not, and the wall clock they took cut the
-    measurements): the constructions are combined, the note says so, the plan validates and is never worse than
-    the production rule's."""
+    """With local-pack options offered (the default) a large program never runs the estimate's searches, even with
+    the work for them (on the real programs they found nothing the measured constructions did not, and the wall
+    clock they took cut the measurements): the constructions are combined, the note says so, the plan validates
+    and is never worse than the production rule's."""
     import placer.selection.select as select_mod
     from placer.validation import validate
 
@@ -399,7 +398,7 @@ def test_a_large_program_does_without_the_estimates_searches_whatever_its_work(
     cap = relay_capture(groups=3, fragments=24, replicas=3, phases=3, seed=seed)
     order = ("table", "cycles", "scratch", "relays")
     out = select(cap, M, 420, 16384, SelectionSettings(params=FAST, order=order))
-    assert "the estimate's searches do not run" in out.note
+    assert "local-pack options: the estimate's searches do not run" in out.note
     assert "measured" in out.note
     assert out.objectives.key(order) <= out.greedy_objectives.key(order)
     assert validate(cap, out.plan.to_json(cap), M).valid == out.objectives.fits
