@@ -109,17 +109,18 @@ def small_machine(tiles: int = 48) -> Machine:
 
 
 def every_rewrite(cap: Capture, problem: SelectionProblem, machine: Machine,
-                  max_segments: int | None = None) -> Iterator[Capture]:
+                  max_segments: int | None = None, memory: bool = False) -> Iterator[Capture]:
     """The program of every plan ``every_relay_plan`` makes."""
-    for plan in every_relay_plan(cap, problem, machine, max_segments):
+    for plan in every_relay_plan(cap, problem, machine, max_segments, memory):
         yield plan.rewritten(cap)
 
 
 def every_relay_plan(cap: Capture, problem: SelectionProblem, machine: Machine,
-                     max_segments: int | None = None) -> Iterator[Plan]:
+                     max_segments: int | None = None, memory: bool = False) -> Iterator[Plan]:
     """Every plan of a tiny instance: each group direct or at each of its relay options (direct-receive and,
     where offered, local-pack), every injective choice of eligible hosts (with ``max_segments``: only the plans
-    that relay at most that many segments)."""
+    that relay at most that many segments). ``memory``: each buffer at the first address of its host that holds
+    it in the phase (the production allocator's mirror), and only the plans whose buffers all find one."""
     from placer.alternatives.relay import direct_receive, local_pack
     from placer.modes import PlanMode
     from placer.selection.plan import Plan, RelayChoice
@@ -143,6 +144,12 @@ def every_relay_plan(cap: Capture, problem: SelectionProblem, machine: Machine,
                 assert op.seg is not None
                 pd = problem.phases[pi]
                 buffers = np.full(op.count, 0x70000, np.int64)
+                if memory:
+                    placed = [pd.memory.allocate(int(h), int(op.buffer_bytes[s])) for s, h in enumerate(hosts)]
+                    if any(a is None for a in placed):
+                        ok = False
+                        break
+                    buffers = np.array(placed, np.int64)
                 if op.variant == "direct-receive":
                     plan.relays.append(RelayChoice(op.group, op.variant, op.seg, hosts, buffers,
                                                    direct_receive(op.group, op.seg, hosts, buffers, pd.phase, 16592)))

@@ -177,19 +177,21 @@ def hosted_mass_bound(problem: SelectionProblem, upper: int) -> int:
     return lo * step
 
 
-_Hosted = tuple[list[tuple[int, int, int, np.ndarray]], np.ndarray]
+# per relay option: phase index, group index, total change, segment sizes (sorted), their buffers (in that order)
+_Hosted = tuple[list[tuple[int, int, int, np.ndarray, np.ndarray]], np.ndarray]
 
 
 def hosted_segments(problem: SelectionProblem) -> _Hosted:
     """Every relay option as the hosted mass sees it -- (phase index, group index, total change, its segments'
-    sizes less the hosting margin, sorted) -- and the sizes the levels are cut at (computed once per problem)."""
+    sizes less the hosting margin, sorted, and their buffers' bytes in the same order) -- and the sizes the levels
+    are cut at (computed once per problem)."""
     cached: _Hosted | None = problem.shared.get("hosted_segments")
     if cached is not None:
         return cached
     c = problem.machine.cost
     # a segment adds at least its rows less a reset its first gather may save and two rows' rounding
     margin = c.pointer_reset_extra_bytes + 2 * (c.table_rounding - 1)
-    options: list[tuple[int, int, int, np.ndarray]] = []
+    options: list[tuple[int, int, int, np.ndarray, np.ndarray]] = []
     for pi, pd in enumerate(problem.phases):
         for gi, opts in enumerate(pd.options):
             for op in opts[1:]:
@@ -199,7 +201,9 @@ def hosted_segments(problem: SelectionProblem) -> _Hosted:
                 if op.ext is not None and op.ext_host is not None:
                     sizes = sizes + op.ext_host.raw
                     total += int(op.ext.raw.sum())
-                options.append((pi, gi, total, np.sort(np.maximum(sizes - margin, 0))))
+                order = np.argsort(sizes, kind="stable")
+                options.append((pi, gi, total, np.maximum(sizes[order] - margin, 0),
+                                op.buffer_bytes.astype(np.int64)[order]))
     sizes = np.concatenate([o[3] for o in options]) if options else np.zeros(0, np.int64)
     sizes = sizes[sizes > 0]
     levels = (unique(np.geomspace(max(1, int(sizes.min())), int(sizes.max()), HOSTED_LEVELS).astype(np.int64))
@@ -233,7 +237,7 @@ def hosted_mass_at(problem: SelectionProblem, target: int) -> HostedMass | None:
     volume = [lp.Constraint(-inf, float(cut.room)) for cut in cuts]
     per_phase: dict[tuple[int, int], pywraplp.Constraint] = {}
     pick: dict[tuple[int, int], pywraplp.Constraint] = {}
-    for pi, gi, total, seg in options:
+    for pi, gi, total, seg, _buffers in options:
         if (pi, gi) not in pick:
             pick[(pi, gi)] = lp.Constraint(-inf, 1.0)
         v = lp.NumVar(0.0, 1.0, "")

@@ -134,8 +134,8 @@ class _Fields:
         return v
 
     def int_list(self, name: str, *, lo: builtins.int = 0,
-                 hi: builtins.int = 2**32) -> builtins.list[builtins.int]:  # int, list: methods here
-        # hi: transfer indices, tiles and addresses all fit 32 bits; larger would overflow the int64 arrays
+                 hi: builtins.int = 2**32 - 1) -> builtins.list[builtins.int]:  # int, list: methods here
+        # hi (inclusive): transfer indices, tiles and addresses all fit 32 bits unsigned
         v = self.list(name)
         for k, x in enumerate(v):
             if not _is_int(x) or not lo <= x <= hi:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from placer.capture.model import Capture, Phase
+from placer.capture.model import Allocations, Capture, Phase
 from placer.machine import Machine
 from placer.selection import capacity
 from placer.selection.bounds import hosted_mass_bound
@@ -26,41 +26,82 @@ M = small_machine(8)
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 10**6), phases=st.integers(1, 3), per_phase=st.integers(1, 4), room=st.integers(0, 12))
-def test_the_best_pattern_is_the_best_of_every_pattern(seed: int, phases: int, per_phase: int, room: int) -> None:
+@given(seed=st.integers(0, 10**6), phases=st.integers(1, 3), per_phase=st.integers(1, 4), room=st.integers(0, 12),
+       classes=st.integers(1, 3))
+def test_the_best_pattern_is_the_best_of_every_pattern(seed: int, phases: int, per_phase: int, room: int,
+                                                        classes: int) -> None:
     rng = random.Random(seed)
     phase = np.repeat(np.arange(phases), per_phase)
     weight = np.array([rng.randint(0, 6) for _ in phase], np.int64)
     value = np.array([rng.choice([0.0, 0.5, 1.0, 2.5, 4.0]) for _ in phase])
-    types = _Types([], [], [], [], phase, weight)
-    worth, taken = _best_patterns(types, phases, value, room)
-    for r in range(room + 1):
-        # at most one type per phase (None: none), their weights within the room
-        choices = [[None, *np.flatnonzero(phase == p).tolist()] for p in range(phases)]
+    types = _Types([], [], [], [], phase, weight, np.ones((len(phase), 0), bool))
+    # per class, the types its tiles' memory takes
+    allowed = np.array([[rng.random() < 0.7 for _ in phase] for _ in range(classes)], bool)
+    worth, taken = _best_patterns(types, phases, value, room, allowed)
+    for c, r in itertools.product(range(classes), range(room + 1)):
+        # at most one type per phase (None: none), each one the class takes, their weights within the room
+        choices = [[None, *(s for s in np.flatnonzero(phase == p).tolist() if allowed[c, s])] for p in range(phases)]
         fits = [[s for s in pick if s is not None] for pick in itertools.product(*choices)]
         best = max(sum(value[s] for s in pick) for pick in fits if sum(int(weight[s]) for s in pick) <= r)
-        assert worth[r] == pytest.approx(best)
-        read = _pattern(types, taken, r)
+        assert worth[c, r] == pytest.approx(best)
+        read = _pattern(types, taken, c, r)
         assert len({int(phase[s]) for s in read}) == len(read)
+        assert all(allowed[c, s] for s in read)
         assert sum(int(weight[s]) for s in read) <= r
         assert sum(value[s] for s in read) == pytest.approx(best)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10**6), two_phases=st.booleans(), local_pack=st.booleans())
-def test_the_hosted_patterns_stay_under_every_plan(seed: int, two_phases: bool, local_pack: bool) -> None:
+def _short_of_memory(cap: Capture, free: list[int]) -> Capture:
+    """``cap`` with each tile's SRAM taken by one allocation live in every phase but ``free[tile]`` bytes at the
+    top (the traffic's own addresses lie inside it)."""
+    top = min(M.memory.end, M.memory.loader_limit) // 32 * 32
+    n = cap.tile_count
+    alloc = Allocations(np.arange(n, dtype=np.int32), np.full(n, M.memory.base, np.int64),
+                        top - np.array(free, np.int64), np.zeros(n, np.int64),
+                        np.full(n, max(cap.phase_ids()), np.int64), ["tile data"] * n)
+    return Capture(tile_count=n, phases=cap.phases, allocations=alloc)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), two_phases=st.booleans(), local_pack=st.booleans(), short=st.booleans())
+def test_the_hosted_patterns_stay_under_every_plan(seed: int, two_phases: bool, local_pack: bool,
+                                                   short: bool) -> None:
     # bisected from the proved floor on their own (not from the hosted mass), then checked against the worst tile
-    # of every plan of at most four segments (every plan of two phases takes minutes), counted by the validator
+    # of every plan of at most four segments (every plan of two phases takes minutes), counted by the validator;
+    # ``short``: most tiles have little or no free memory, and a plan is one whose buffers the production
+    # allocator's mirror places
     rng = random.Random(seed)
     phases = []
     for ph in range(2 if two_phases else 1):
         tiles = rng.sample(range(8), 5)
         phases.append(group_phase(ph, tiles[:2], tiles[2:2 + rng.randint(1, 2)], rng.randint(2, 6), seed=seed + ph))
     cap = Capture(tile_count=8, phases=phases)
+    if short:
+        cap = _short_of_memory(cap, [rng.choice([0, 0, 64, 128, 256, 4096]) for _ in range(8)])
     problem = prepare(cap, M, 10**6, 16384, local_pack=local_pack).problem
     bound = hosted_patterns_bound(problem, proved_floor(problem), 4 * problem.direct.worst_table())
-    best = min(int(program_table(p.phases, cap.tile_count, M)[0].max()) for p in every_rewrite(cap, problem, M, 4))
+    best = min(int(program_table(p.phases, cap.tile_count, M)[0].max())
+               for p in every_rewrite(cap, problem, M, 4, memory=short))
     assert proved_floor(problem) <= bound <= best
+
+
+def test_the_hosted_patterns_see_each_tiles_free_memory() -> None:
+    # two phases of one operand each (7 and 5 fragments of 32 bytes), local-pack offered; most tiles have 64-96
+    # free bytes, which a coarse cut's buffer does not fit: with each tile's memory the patterns rise above the
+    # same capture's with memory unlimited, and stay under every plan whose buffers the allocator places
+    a = group_phase(0, [2, 4], [6], 7, seed=28)
+    b = group_phase(1, [7, 6], [3], 5, seed=29)
+    loose = Capture(tile_count=8, phases=[a, b])
+    short = _short_of_memory(loose, [64, 64, 96, 96, 0, 256, 96, 0])
+    bounds = []
+    for cap in (loose, short):
+        problem = prepare(cap, M, 10**6, 16384, local_pack=True).problem
+        bound = hosted_patterns_bound(problem, proved_floor(problem), 4 * problem.direct.worst_table())
+        best = min(int(program_table(p.phases, cap.tile_count, M)[0].max())
+                   for p in every_rewrite(cap, problem, M, 4, memory=cap is short))
+        assert proved_floor(problem) <= bound <= best
+        bounds.append(bound)
+    assert bounds[1] > bounds[0]
 
 
 def test_the_hosted_patterns_reach_the_hosted_mass_on_its_named_instance() -> None:

@@ -54,7 +54,12 @@ def bad_plans() -> list[tuple[str, Any, str]]:
     cases.append(("bases length", d, "relays[0].bases: has 1 entries for 4 replicas"))
     d = clone(p)
     d["delta"][0]["remove"] = [1, "x"]
-    cases.append(("remove not int", d, "delta[0].remove[1]: must be an integer in 0..4,294,967,296, got 'x'"))
+    cases.append(("remove not int", d, "delta[0].remove[1]: must be an integer in 0..4,294,967,295, got 'x'"))
+    d = clone(p)
+    d["relays"][0]["replicas"] = [0, 2**32]  # one past the largest unsigned 32-bit value
+    cases.append(
+        ("replica past 32 bits", d, "relays[0].replicas[1]: must be an integer in 0..4,294,967,295, got 4294967296")
+    )
     return cases
 
 
