@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -91,6 +91,17 @@ def striped_allocations(tiles: int, start: int, end: int, stripe: int, first: in
     n = lo.size
     return Allocations(tile, lo, np.minimum(lo + stripe, end), np.full(n, first, np.int64),
                        np.full(n, last, np.int64), [""] * n)
+
+
+def short_of_memory(cap: Capture, machine: Machine, free: Sequence[int] | np.ndarray) -> Capture:
+    """``cap`` with each tile's SRAM taken by one allocation live in every phase except ``free[tile]`` bytes at the
+    top (the traffic's own addresses lie inside it)."""
+    top = min(machine.memory.end, machine.memory.loader_limit) // 32 * 32
+    n = cap.tile_count
+    alloc = Allocations(np.arange(n, dtype=np.int32), np.full(n, machine.memory.base, np.int64),
+                        top - np.asarray(free, np.int64), np.zeros(n, np.int64),
+                        np.full(n, max(cap.phase_ids()), np.int64), ["tile data"] * n)
+    return Capture(tile_count=n, phases=cap.phases, allocations=alloc)
 
 
 def joined(*parts: Allocations) -> Allocations:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from placer.capture.model import Allocations, Capture, Phase
+from placer.capture.model import Capture, Phase
 from placer.machine import Machine
 from placer.selection import capacity
 from placer.selection.bounds import hosted_mass_bound
@@ -20,7 +20,7 @@ from placer.selection.floors import proved_floor
 from placer.selection.patterns import _best_patterns, _pattern, _Types, hosted_patterns_bound
 from placer.selection.select import plan_objectives, prepare
 from placer.validation.table import program_table
-from tests.builders import every_rewrite, group_phase, small_machine
+from tests.builders import every_rewrite, group_phase, short_of_memory, small_machine
 
 M = small_machine(8)
 
@@ -51,17 +51,6 @@ def test_the_best_pattern_is_the_best_of_every_pattern(seed: int, phases: int, p
         assert sum(value[s] for s in read) == pytest.approx(best)
 
 
-def _short_of_memory(cap: Capture, free: list[int]) -> Capture:
-    """``cap`` with each tile's SRAM taken by one allocation live in every phase but ``free[tile]`` bytes at the
-    top (the traffic's own addresses lie inside it)."""
-    top = min(M.memory.end, M.memory.loader_limit) // 32 * 32
-    n = cap.tile_count
-    alloc = Allocations(np.arange(n, dtype=np.int32), np.full(n, M.memory.base, np.int64),
-                        top - np.array(free, np.int64), np.zeros(n, np.int64),
-                        np.full(n, max(cap.phase_ids()), np.int64), ["tile data"] * n)
-    return Capture(tile_count=n, phases=cap.phases, allocations=alloc)
-
-
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10**6), two_phases=st.booleans(), local_pack=st.booleans(), short=st.booleans())
 def test_the_hosted_patterns_stay_under_every_plan(seed: int, two_phases: bool, local_pack: bool,
@@ -77,7 +66,7 @@ def test_the_hosted_patterns_stay_under_every_plan(seed: int, two_phases: bool, 
         phases.append(group_phase(ph, tiles[:2], tiles[2:2 + rng.randint(1, 2)], rng.randint(2, 6), seed=seed + ph))
     cap = Capture(tile_count=8, phases=phases)
     if short:
-        cap = _short_of_memory(cap, [rng.choice([0, 0, 64, 128, 256, 4096]) for _ in range(8)])
+        cap = short_of_memory(cap, M, [rng.choice([0, 0, 64, 128, 256, 4096]) for _ in range(8)])
     problem = prepare(cap, M, 10**6, 16384, local_pack=local_pack).problem
     bound = hosted_patterns_bound(problem, proved_floor(problem), 4 * problem.direct.worst_table())
     best = min(int(program_table(p.phases, cap.tile_count, M)[0].max())
@@ -92,7 +81,7 @@ def test_the_hosted_patterns_see_each_tiles_free_memory() -> None:
     a = group_phase(0, [2, 4], [6], 7, seed=28)
     b = group_phase(1, [7, 6], [3], 5, seed=29)
     loose = Capture(tile_count=8, phases=[a, b])
-    short = _short_of_memory(loose, [64, 64, 96, 96, 0, 256, 96, 0])
+    short = short_of_memory(loose, M, [64, 64, 96, 96, 0, 256, 96, 0])
     bounds = []
     for cap in (loose, short):
         problem = prepare(cap, M, 10**6, 16384, local_pack=True).problem

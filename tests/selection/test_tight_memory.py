@@ -14,7 +14,7 @@ from placer.selection.plan import Plan
 from placer.selection.select import SelectionSettings, plan_objectives, select
 from placer.solver import SolverParams
 from placer.validation import validate
-from tests.builders import group_phase, relay_capture, small_machine
+from tests.builders import group_phase, relay_capture, short_of_memory, small_machine
 
 M = small_machine(48)
 FREE = (0, 0, 64, 256, 512, 2048, 8192)  # bytes left at the top of a tile: many tiles have (almost) none
@@ -22,15 +22,9 @@ FREE = (0, 0, 64, 256, 512, 2048, 8192)  # bytes left at the top of a tile: many
 
 def _nearly_full(cap: Capture, rng: np.random.Generator) -> tuple[Capture, np.ndarray]:
     """``cap`` with each tile's SRAM taken by one allocation live in every phase, except a random few bytes at the
-    top (the traffic's own addresses lie inside it)."""
-    top = min(M.memory.end, M.memory.loader_limit) // 32 * 32
+    top; and per tile, the first free address."""
     free = rng.choice(FREE, size=cap.tile_count)
-    n = cap.tile_count
-    last = max(cap.phase_ids())
-    alloc = Allocations(np.arange(n, dtype=np.int32), np.full(n, M.memory.base, np.int64),
-                        (top - free).astype(np.int64), np.zeros(n, np.int64), np.full(n, last, np.int64),
-                        ["tile data"] * n)
-    return Capture(tile_count=n, phases=cap.phases, allocations=alloc), top - free
+    return short_of_memory(cap, M, free), min(M.memory.end, M.memory.loader_limit) // 32 * 32 - free
 
 
 def _buffers_in_free_bytes(plan: Plan, free_from: np.ndarray) -> None:
