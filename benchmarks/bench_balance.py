@@ -1,6 +1,7 @@
 """The reference's B1024 order (``placer.refschedule.reference.reference_order``) with the balancing heap compiled
-and in Python (its test oracle, ``balance._balanced_picks_python``), on real phases: both times, their ratio, and
-whether the two orders are identical.
+and in Python (its test oracle, ``balance._balanced_picks_python``), on real phases: the times, their ratios, and
+whether the orders are identical. The compiled heap is timed twice: with the tiered queues (the default; every
+capture's words are positive) and with the line queues, ported line by line from the Python heap.
 
     placer generate siglip-so400m --batch 2 -o /tmp/siglip-b2.json.gz
     python benchmarks/bench_balance.py /tmp/siglip-b2.json.gz 16,50 [--tiles 1472] [--repeat 1]
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -28,14 +30,16 @@ from placer.refschedule.reference import reference_order
 from placer.streams import balance
 from placer.streams.dependencies import transfer_dependencies, transfer_levels
 
+HEAPS = {"python": balance._balanced_picks_python, "line": partial(balance.balanced_picks, tiered=False),
+         "tiered": partial(balance.balanced_picks, tiered=True)}
 
-def timed(phase: Phase, levels: np.ndarray, tiles: int, python: bool, repeat: int) -> tuple[float, np.ndarray]:
-    """Best time of ``repeat`` calls with the compiled heap or the Python one, and the order."""
+
+def timed(phase: Phase, levels: np.ndarray, tiles: int, heap: str, repeat: int) -> tuple[float, np.ndarray]:
+    """Best time of ``repeat`` calls with the heap ``heap`` (of ``HEAPS``), and the order."""
     best = float("inf")
     order = np.zeros(0, np.int64)
     try:
-        if python:  # reference_order calls the balancing heap by this name
-            vars(reference)["balanced_picks"] = balance._balanced_picks_python
+        vars(reference)["balanced_picks"] = HEAPS[heap]  # reference_order calls the balancing heap by this name
         for _ in range(repeat):
             t0 = time.perf_counter()
             order = reference_order(phase, levels, tiles=tiles)
@@ -54,18 +58,20 @@ def main() -> None:
     args = ap.parse_args()
     capture = read_capture(args.capture)
     print(f"{args.capture.name}: reference_order, best of {args.repeat}")
-    print("| phase | transfers × receivers | Python | compiled | ratio | orders |")
-    print("|---|---|---|---|---|---|")
+    print("| phase | transfers × receivers | Python | compiled, line queues | compiled, tiered | Python / tiered "
+          "| line / tiered | orders |")
+    print("|---|---|---:|---:|---:|---:|---:|---|")
     same_all = True
     for pid in (int(p) for p in args.phases.split(",")):
         phase = capture.phase_by_id(pid)
         levels = transfer_levels(phase.n, transfer_dependencies(phase))
-        python, compiled = (timed(phase, levels, args.tiles, oracle, args.repeat) for oracle in (True, False))
-        same = np.array_equal(python[1], compiled[1])
+        python, line, tiered = (timed(phase, levels, args.tiles, heap, args.repeat) for heap in HEAPS)
+        same = np.array_equal(python[1], line[1]) and np.array_equal(python[1], tiered[1])
         same_all &= same
         receivers = float(np.diff(phase.dst_ptr).mean())
-        print(f"| {pid} | {phase.n:,} × {receivers:.1f} | {python[0]:.2f} s | {compiled[0]:.3f} s | "
-              f"{python[0] / compiled[0]:.0f} | {'identical' if same else 'DIFFERENT'} |", flush=True)
+        print(f"| {pid} | {phase.n:,} × {receivers:.1f} | {python[0]:.2f} s | {line[0]:.3f} s | {tiered[0]:.3f} s | "
+              f"{python[0] / tiered[0]:.0f} | {line[0] / tiered[0]:.2f} | {'identical' if same else 'DIFFERENT'} |",
+              flush=True)
     sys.exit(0 if same_all else 1)
 
 

@@ -31,7 +31,7 @@ from types import ModuleType
 
 MODULES: dict[str, int] = {
     "placer.capture._scan": 2,
-    "placer.streams._balance": 3,
+    "placer.streams._balance": 4,
     "placer.refschedule._materialize": 2,
     "placer.placement._canonical": 1,
 }

@@ -34,7 +34,7 @@ def test_every_compiled_module_is_built_and_current(name: str) -> None:
 def test_a_stale_or_unknown_module_is_refused() -> None:
     stale = types.ModuleType("placer.streams._balance")
     stale.VERSION = native.MODULES["placer.streams._balance"] - 1  # type: ignore[attr-defined]
-    with pytest.raises(native.NativeError, match=r"stale build \(interface 2, this placer needs 3\): pip install"):
+    with pytest.raises(native.NativeError, match=r"stale build \(interface 3, this placer needs 4\): pip install"):
         native.require(stale)
     with pytest.raises(native.NativeError, match="not one of placer's compiled modules"):
         native.require(types.ModuleType("placer.ordering._other"))

@@ -1,9 +1,11 @@
 // The balancing heap of placer.streams.balance.balanced_picks, compiled. balance.py prepares the order-free inputs
 // with numpy (the items' rank, every endpoint's total work, the destination sets as CSR); this file is a
-// line-by-line port of balance._balanced_picks_python, the test oracle, so both give the same picks. The non-delay
-// list of placer.refschedule.nondelay is the second heap here (see nondelay_run below).
+// line-by-line port of balance._balanced_picks_python, the test oracle, so both give the same picks, except for
+// how an endpoint's parked items are ordered when `tiered` (best_of_tiered: two heaps instead of one, the same
+// choice without re-keying the items that tie on the endpoint's own work). The non-delay list of
+// placer.refschedule.nondelay is the second heap here (see nondelay_run below).
 //
-//   picks(*, rank, wave, words, stream, source, dset, set_ptr, set_res, work, picked) -> int
+//   picks(*, rank, wave, words, stream, source, dset, set_ptr, set_res, work, picked, tiered) -> int
 //
 // Every argument is a one-dimensional C-contiguous int64 array (placer/native.h; nanobind refuses anything else
 // with TypeError). rank, wave, words, stream, source, dset and picked have one entry per item; set_res holds each
@@ -14,7 +16,10 @@
 // outside a buffer, overflows or does not end (negative words would make times go back).
 //
 // Every heap holds distinct keys (an item is in one heap at a time and its id is in its key; an endpoint has at
-// most one event, guarded by `queued`), so any binary heap pops in the same order as Python's heapq.
+// most one event, guarded by `queued`), so any binary heap pops in the same order as Python's heapq. The tiered
+// queues may also hold entries of items that left (dropped when met) and an item parked again on the same endpoint
+// twice: the older entry overstates its key, as any entry not re-keyed does, and is re-keyed when met, and equal
+// entries of one item are interchangeable.
 #include "native.h"
 
 #include <algorithm>
@@ -73,10 +78,18 @@ struct Blocker {
   i64 t, b, w;
 };
 
+struct Ranked {  // (stream, item): the order of the items that tie on work
+  i64 stream, item;
+  bool operator>(const Ranked& o) const { return std::tie(stream, item) > std::tie(o.stream, o.item); }
+};
+
 class Balance {
  public:
-  Balance(const Inputs& in, i64* work, i64* picked)
-      : in_(in), work_(work), picked_(picked), ready_(size_t(in.endpoints), 0), parked_(size_t(in.endpoints)),
+  // tiered: the two heaps per endpoint (see best_of_tiered), for items whose words are all positive
+  Balance(const Inputs& in, i64* work, i64* picked, bool tiered)
+      : in_(in), work_(work), picked_(picked), tiered_(tiered), ready_(size_t(in.endpoints), 0),
+        parked_(size_t(tiered ? 0 : in.endpoints)), by_other_(size_t(tiered ? in.endpoints : 0)),
+        by_stream_(size_t(tiered ? in.endpoints : 0)), where_(size_t(tiered ? in.count : 0), -1),
         queued_(size_t(in.endpoints), 0) {}
 
   i64 run() {
@@ -94,7 +107,7 @@ class Balance {
           const i64 e = pop(events_).endpoint;
           queued_[size_t(e)] = 0;
           if (ready_[size_t(e)] > now) {  // used meanwhile: wait for its new time
-            if (!parked_[size_t(e)].empty()) {
+            if (has_parked(e)) {
               queued_[size_t(e)] = 1;
               push(events_, Event{ready_[size_t(e)], e});
             }
@@ -107,8 +120,7 @@ class Balance {
           const i64 c = top.item, e = top.endpoint;
           const Blocker bl = blocker(c);
           if (bl.t > now) {  // lost an endpoint to a better item at this time
-            push(parked_[size_t(bl.b)], Parked{-bl.w, top.stream, c});
-            wake(bl.b);
+            repark(c, bl);
             if (ready_[size_t(e)] <= now) best_of(e, now, compete);
             continue;
           }
@@ -154,14 +166,92 @@ class Balance {
     }
   }
 
-  void park(i64 c) {
-    const Blocker bl = blocker(c);
-    push(parked_[size_t(bl.b)], Parked{-bl.w, in_.stream[c], c});
+  void park(i64 c) { repark(c, blocker(c)); }
+
+  // item c parks on its blocker bl.b (bl: its blocker now), which then has an event
+  void repark(i64 c, const Blocker& bl) {
+    if (tiered_) {
+      where_[size_t(c)] = bl.b;
+      push(by_other_[size_t(bl.b)], Parked{-other(c, bl.b), in_.stream[c], c});
+      push(by_stream_[size_t(bl.b)], Ranked{in_.stream[c], c});
+    } else {
+      push(parked_[size_t(bl.b)], Parked{-bl.w, in_.stream[c], c});
+    }
     wake(bl.b);
   }
 
-  // move endpoint e's best item that can start at `now` into `compete`; re-park the others met
+  // the largest remaining work of c's endpoints other than e (0 if none is larger)
+  i64 other(i64 c, i64 e) const {
+    i64 o = 0;
+    auto visit = [&](i64 r) {
+      if (r != e && work_[r] > o) o = work_[r];
+    };
+    visit(in_.source[c]);
+    const i64 d = in_.dset[c];
+    for (i64 k = in_.set_ptr[d]; k < in_.set_ptr[d + 1]; ++k) visit(in_.set_res[k]);
+    return o;
+  }
+
+  bool has_parked(i64 e) {
+    if (!tiered_) return !parked_[size_t(e)].empty();
+    std::vector<Ranked>& h = by_stream_[size_t(e)];
+    while (!h.empty() && where_[size_t(h.front().item)] != e) pop(h);  // entries of items that left
+    return !h.empty();
+  }
+
   void best_of(i64 e, i64 now, std::vector<Compete>& compete) {
+    if (tiered_) {
+      best_of_tiered(e, now, compete);
+    } else {
+      best_of_line(e, now, compete);
+    }
+  }
+
+  // best_of_line's choice without re-keying the items whose key is e's own work. Every item parked on e uses e,
+  // so its key is max(e's work, the largest work of its other endpoints): one heap orders the items by the
+  // latter (re-keyed lazily, as best_of_line does: it only goes down), and when its best is not above e's work,
+  // every item ties on e's work and the second heap, by (stream, item), orders them. An item is parked on one
+  // endpoint at a time (where_); entries of items that left are dropped when met. The same picks as
+  // best_of_line when every item's words are positive (a pick then makes its endpoints ready strictly later, so
+  // which blocked items a search re-parks on the way does not change what competes at any time): checked
+  // against the Python heap on random items and real phases (tests/ordering/test_balance_compiled.py).
+  void best_of_tiered(i64 e, i64 now, std::vector<Compete>& compete) {
+    std::vector<Parked>& by_other = by_other_[size_t(e)];
+    std::vector<Ranked>& by_stream = by_stream_[size_t(e)];
+    for (;;) {
+      const i64 own = std::max<i64>(0, work_[e]);
+      i64 c = -1;
+      while (!by_other.empty()) {
+        const Parked top = by_other.front();
+        if (where_[size_t(top.item)] != e) {
+          pop(by_other);
+        } else if (-top.neg_w <= own) {  // no item's other work is above e's (the keys only overstate it)
+          break;
+        } else if (const i64 o = other(top.item, e); -o != top.neg_w) {
+          pop(by_other);
+          push(by_other, Parked{-o, top.stream, top.item});
+        } else {
+          c = top.item;
+          break;
+        }
+      }
+      if (c < 0) {
+        if (!has_parked(e)) return;
+        c = by_stream.front().item;
+      }
+      where_[size_t(c)] = -1;
+      const Blocker bl = blocker(c);
+      if (bl.t > now) {  // blocked elsewhere (or here, later)
+        repark(c, bl);
+        continue;
+      }
+      push(compete, Compete{-bl.w, in_.stream[c], c, e});
+      return;
+    }
+  }
+
+  // move endpoint e's best item that can start at `now` into `compete`; re-park the others met
+  void best_of_line(i64 e, i64 now, std::vector<Compete>& compete) {
     std::vector<Parked>& queue = parked_[size_t(e)];
     while (!queue.empty()) {
       const Parked top = pop(queue);
@@ -185,7 +275,7 @@ class Balance {
   void take(i64 r, i64 end, i64 w) {
     ready_[size_t(r)] = end;
     work_[r] -= w;
-    if (!parked_[size_t(r)].empty() && !queued_[size_t(r)]) {
+    if (!queued_[size_t(r)] && has_parked(r)) {
       queued_[size_t(r)] = 1;
       push(events_, Event{end, r});
     }
@@ -194,8 +284,12 @@ class Balance {
   const Inputs& in_;
   i64* work_;
   i64* picked_;
+  const bool tiered_;
   std::vector<i64> ready_;
-  std::vector<std::vector<Parked>> parked_;
+  std::vector<std::vector<Parked>> parked_;    // best_of_line's heap per endpoint: (-work, stream, item)
+  std::vector<std::vector<Parked>> by_other_;  // best_of_tiered's: (-work of the other endpoints, stream, item)
+  std::vector<std::vector<Ranked>> by_stream_;  // and (stream, item)
+  std::vector<i64> where_;                      // per item: the endpoint it is parked on (-1: none)
   std::vector<char> queued_;
   std::vector<Event> events_;
 };
@@ -227,7 +321,7 @@ void check(const Inputs& in, const i64* work) {
 }
 
 i64 picks(In64 rank, In64 wave, In64 words, In64 stream, In64 source, In64 dset, In64 set_ptr, In64 set_res,
-          Out64 work, Out64 picked) {
+          Out64 work, Out64 picked, bool tiered) {
   const i64 count = length(rank);
   require(length(wave) == count && length(words) == count && length(stream) == count && length(source) == count &&
               length(dset) == count && length(picked) == count && length(set_ptr) >= 1,
@@ -235,8 +329,10 @@ i64 picks(In64 rank, In64 wave, In64 words, In64 stream, In64 source, In64 dset,
   const Inputs in{rank.data(),    wave.data(), words.data(), stream.data(), source.data(),  dset.data(),
                   set_ptr.data(), set_res.data(), count,     length(set_ptr) - 1, length(set_res), length(work)};
   check(in, work.data());
+  require(!tiered || std::all_of(in.words, in.words + count, [](i64 w) { return w > 0; }), "picks",
+          "the tiered queues take positive words only");
   nb::gil_scoped_release release;
-  return Balance(in, work.data(), picked.data()).run();
+  return Balance(in, work.data(), picked.data(), tiered).run();
 }
 
 // The loop of placer.refschedule.nondelay._nondelay_python, line by line: each step lists the transfer of least
@@ -397,11 +493,13 @@ i64 nondelay(In64 source, In64 words, In64 dst_ptr, In64 dst_tile, In64 rank, In
 NB_MODULE(_balance, m) {
   m.doc() = "Compiled list-building heaps (placer.streams.balance.balanced_picks, placer.refschedule.nondelay).";
   // the interface version placer/native.py expects (native.MODULES): bump both with any change to the calls
-  m.attr("VERSION") = 3;
+  m.attr("VERSION") = 4;
   m.def("picks", &picks, nb::kw_only(), array("rank"), array("wave"), array("words"), array("stream"),
         array("source"), array("dset"), array("set_ptr"), array("set_res"), array("work"), array("picked"),
+        nb::arg("tiered"),
         "The pick number of every item, written into `picked` (`work`: each endpoint's remaining work, updated); "
-        "returns how many items were picked. See placer.streams.balance.balanced_picks.");
+        "returns how many items were picked. `tiered`: each endpoint's items in two heaps (positive words only) "
+        "instead of one. See placer.streams.balance.balanced_picks.");
   m.def("nondelay", &nondelay, nb::kw_only(), array("source"), array("words"), array("dst_ptr"), array("dst_tile"),
         array("rank"), array("succ_ptr"), array("succ"), nb::arg("lag"), nb::arg("tiles"), array("order"),
         "The non-delay list order, written into `order`; returns how many transfers were listed (fewer than all "

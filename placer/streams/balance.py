@@ -11,6 +11,17 @@ The heap is compiled (``_balance.cpp``: the rank and the endpoints' work prepare
 ported line by line from ``_balanced_picks_python``, which stays here as the test oracle: the same picks, compared
 on random items). CP-S phase 60 (133,442 transfers): the reference's order takes 6 s with the Python heap, 0.3 s
 compiled (``benchmarks/bench_balance.py``).
+
+One step is not ported line by line when every item's words are positive (``tiered``, the default then). The
+items parked on an endpoint all use it, so each one's key is the larger of that endpoint's remaining work and the
+largest of its other endpoints'; the Python heap keys them by the whole and, as every pick lowers the endpoint's
+work, re-keys them one by one as they surface (on SigLIP b4's relayed phases, 108k items, 4.8M re-keyings). The
+compiled heap keeps them in two heaps, by their other endpoints' work and by (stream, item): while the first's best
+is not above the endpoint's own work, every item ties on it and the second orders them, and nothing is re-keyed.
+The choice is the same; what differs is which blocked items a search meets and re-parks on the way, which cannot
+change what competes at any time once every pick makes its endpoints ready strictly later (with a zero-word item it
+can: ``tests/ordering/test_balance_compiled.py`` has such a case). Compared with the Python heap on random items
+and phases, and with the line queues on every phase a solve measures (docs/ordering.md).
 """
 
 from __future__ import annotations
@@ -36,14 +47,15 @@ Ints: TypeAlias = "npt.NDArray[np.integer[Any]]"
 
 
 def balanced_picks(tiles: int, words: Ints, stream: Ints, wave: Ints, stream_total: Ints, source: Ints, dset: Ints,
-                   set_tiles: Sequence[Ints]) -> npt.NDArray[np.int64]:
+                   set_tiles: Sequence[Ints], *, tiered: bool | None = None) -> npt.NDArray[np.int64]:
     """When each item (a wave of one stream, sending ``words`` from ``source`` to the tiles of set ``dset``) is
     taken by the balancing heap (see :func:`_balanced_picks_python`, the same heap in Python); returns the pick
-    number of every item.
+    number of every item. ``tiered``: each endpoint's parked items in two heaps (the module docstring; positive
+    words only) or in one, as the Python heap has them; None: tiered when every item's words are positive.
 
     Raises ValueError on items the heap cannot take: columns that are not integers within int64, an endpoint
     outside ``[0, 2·tiles)``, a destination set that does not exist, negative words (times would go back) or words
-    summing to 2^61 or more (the heap's times are int64)."""
+    summing to 2^61 or more (the heap's times are int64), and a zero when ``tiered`` is True."""
     count = int(words.shape[0])
     columns = [_int64(a, count) for a in (words, stream, wave, source, dset)]
     tile_sets = [_int64(t, int(t.shape[0]) if t.ndim == 1 else -1) for t in set_tiles]
@@ -63,6 +75,9 @@ def balanced_picks(tiles: int, words: Ints, stream: Ints, wave: Ints, stream_tot
         raise ValueError("balanced_picks: a destination set that does not exist")
     if int(words64.min(initial=0)) < 0 or float(words64.sum(dtype=np.float64)) >= _MAX_WORDS:
         raise ValueError("balanced_picks: negative words, or words summing to 2^61 or more")
+    positive = int(words64.min(initial=1)) > 0
+    if tiered and not positive:
+        raise ValueError("balanced_picks: the tiered queues take positive words only")
     # the Python heap's own rank and work (same numpy calls, so the same values even where a float sum rounds)
     rank = np.lexsort((np.arange(count), stream, -stream_total, wave))
     item, inc = incidence(tiles, source, dset, set_tiles)
@@ -70,7 +85,8 @@ def balanced_picks(tiles: int, words: Ints, stream: Ints, wave: Ints, stream_tot
     picked = np.zeros(count, np.int64)
     n_picked = _balance.picks(rank=np.ascontiguousarray(rank, np.int64), wave=wave64, words=words64,
                               stream=stream64, source=source64, dset=dset64, set_ptr=set_ptr,
-                              set_res=np.ascontiguousarray(set_res, np.int64), work=work, picked=picked)
+                              set_res=np.ascontiguousarray(set_res, np.int64), work=work, picked=picked,
+                              tiered=positive if tiered is None else tiered)
     if n_picked != count:  # unreachable: every parked item's endpoint has an event
         raise RuntimeError(f"balanced order took {n_picked} of {count} items")
     return picked

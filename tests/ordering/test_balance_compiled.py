@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -51,9 +52,10 @@ class Items:
 
 
 @st.composite
-def items(draw: st.DrawFn, max_items: int = 40, max_tiles: int = 6) -> Items:
+def items(draw: st.DrawFn, max_items: int = 40, max_tiles: int = 6, positive: bool = False) -> Items:
     """Items on few tiles, so endpoints are shared and heaps are long: equal words, totals and stream ids
-    (the heaps' ties), sets that overlap, hold the source's own tile, repeat a tile or are empty, several waves."""
+    (the heaps' ties), sets that overlap, hold the source's own tile, repeat a tile or are empty, several waves.
+    ``positive``: every item's words at least 1 (the compiled heap's tiered queues; with a zero, its line ones)."""
     tiles = draw(st.integers(1, max_tiles))
     count = draw(st.integers(0, max_items))
     tile = st.integers(0, tiles - 1)
@@ -63,7 +65,8 @@ def items(draw: st.DrawFn, max_items: int = 40, max_tiles: int = 6) -> Items:
     def column(values: st.SearchStrategy[int]) -> np.ndarray:
         return np.asarray(draw(st.lists(values, min_size=count, max_size=count)), np.int64)
 
-    return Items(tiles, column(st.one_of(st.integers(0, 4), st.integers(0, 3000))),
+    low = 1 if positive else 0
+    return Items(tiles, column(st.one_of(st.integers(low, 4), st.integers(low, 3000))),
                  column(st.integers(0, 5)), column(st.integers(0, 2)), column(st.integers(0, 3)), column(tile),
                  column(st.integers(0, len(sets) - 1)), [np.asarray(s, np.int64) for s in sets])
 
@@ -89,6 +92,30 @@ def test_the_heaps_agree_on_random_items(it: Items) -> None:
 def test_the_heaps_agree_on_crowded_endpoints(it: Items) -> None:
     # items parked many to an endpoint, re-parked on another and back, their work gone down while waiting
     _both(it)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.one_of(items(max_items=120, max_tiles=3, positive=True), items(max_items=200, max_tiles=8, positive=True)))
+def test_the_tiered_queues_pick_as_the_python_heap(it: Items) -> None:
+    # every word positive: the compiled heap orders each endpoint's items by their other endpoints' work, then
+    # by (stream, item), instead of re-keying them as the Python heap does
+    _both(it)
+
+
+def test_an_item_of_zero_words_keeps_the_line_queues() -> None:
+    # with the tiered queues these picks differ in the last two: items 13 and 14 (zero words) end when they start,
+    # so what a search re-parks on the way decides which of them competes first
+    source = np.zeros(15, np.int64)
+    source[4] = 1
+    dset = np.zeros(15, np.int64)
+    dset[[4, 14]] = 1
+    words = np.zeros(15, np.int64)
+    words[4], words[10], words[11] = 2, 1, 1
+    z = np.zeros(15, np.int64)
+    it = Items(2, words, z, z, z, source, dset, [np.array([0]), np.array([1])])
+    assert _both(it).tolist() == [0, 2, 3, 4, 1, 5, 6, 7, 8, 9, 10, 11, 12, 14, 13]
+    with pytest.raises(ValueError, match="positive words only"):
+        it.call(partial(balanced_picks, tiered=True))
 
 
 def test_the_heaps_agree_on_one_item_and_on_none() -> None:
@@ -138,6 +165,35 @@ def _orders_agree(phase: Phase) -> None:
     assert np.array_equal(compiled, python)
 
 
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(2, 40), st.sampled_from([10, 3000]))
+def test_the_tiered_and_the_line_queues_agree_on_many_items(seed: int, tiles: int, most: int) -> None:
+    # thousands of items, hundreds parked on one endpoint, words alike or not: what the Python heap is too slow
+    # for; the compiled heap with one queue per endpoint is its line-by-line port
+    rng = np.random.default_rng(seed)
+    count = int(rng.integers(1000, 6000))
+    sets = [rng.choice(tiles, int(rng.integers(1, min(tiles, 6) + 1)), replace=False) for _ in range(30)]
+    it = Items(tiles, rng.integers(1, most + 1, count), rng.integers(0, count, count), rng.integers(0, 3, count),
+               rng.integers(0, 50, count), rng.integers(0, tiles, count), rng.integers(0, len(sets), count), sets)
+    assert np.array_equal(it.call(partial(balanced_picks, tiered=True)), it.call(partial(balanced_picks,
+                                                                                         tiered=False)))
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from([0, 300, 5000]))
+def test_the_tiered_and_the_line_queues_give_the_same_orders_on_phases(seed: int, weight_words: int) -> None:
+    phase = replica_phase(groups=12, replicas=16, fragments=600, sources=24, weight_words=weight_words, layers=4,
+                          seed=seed)
+    relayed = relay_phase(groups=8, replicas=12, fragments=400, segments=1 + seed % 3, seed=seed)
+    for p in (phase, relayed):
+        levels = transfer_levels(p.n, transfer_dependencies(p))
+        tiered = reference_order(p, levels, tiles=CHIP)
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(reference, "balanced_picks", partial(balanced_picks, tiered=False))
+            line = reference_order(p, levels, tiles=CHIP)
+        assert np.array_equal(tiered, line)
+
+
 @settings(max_examples=15, deadline=None)
 @given(st.integers(0, 10_000), st.integers(1, 3))
 def test_reference_order_is_unchanged_on_relayed_phases(seed: int, segments: int) -> None:
@@ -182,6 +238,7 @@ def test_the_compiled_heap_checks_its_arguments() -> None:
     names = ("rank", "wave", "words", "stream", "source", "dset", "set_ptr", "set_res", "work", "picked")
     args: dict[str, Any] = dict(zip(names, [np.array([0, 1]), n, one, n, n, n, np.array([0, 1]), np.array([1]),
                             np.zeros(2, np.int64), n.copy()], strict=True))
+    args["tiered"] = True
     assert _balance.picks(**args) == 2
     # the types, checked by nanobind: int64, one dimension, C order; nothing converted
     for name, value in (("rank", np.array([0, 1], np.int32)), ("words", np.ones((2, 1), np.int64)),
@@ -194,6 +251,7 @@ def test_the_compiled_heap_checks_its_arguments() -> None:
                                  ("set_res", np.array([2]), "set endpoint out of range"),
                                  ("words", np.array([1, -1]), "words out of range"),
                                  ("words", np.array([1, 1 << 62]), "words out of range"),
+                                 ("words", np.array([1, 0]), "positive words only"),
                                  ("wave", np.array([0, 0, 0]), "array lengths do not match")):
         with pytest.raises(ValueError, match=message):
             _balance.picks(**{**args, name: value})
